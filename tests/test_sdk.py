@@ -1,0 +1,78 @@
+"""The official `openai` SDK, with strict validation, consumes the fake server over SSE and WebSocket."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from rrkit.protocol import check_order
+from rrkit.server import FakeServer
+
+
+def strict_client(server: FakeServer) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0, _strict_response_validation=True)
+
+
+def test_sdk_streams_default_text_reply_with_create(server: FakeServer) -> None:
+    client = strict_client(server)
+    events = list(client.responses.create(model="gpt-test", input="Hello", stream=True))
+    assert events[0].type == "response.created"
+    assert events[-1].type == "response.completed"
+    text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
+    assert text == "Hello from rrkit, the fake Responses server."
+    assert check_order([event.model_dump() for event in events]) == []
+
+
+def test_sdk_stream_helper_returns_final_response(server: FakeServer) -> None:
+    client = strict_client(server)
+    with client.responses.stream(model="gpt-test", input="Hello") as stream:
+        final = stream.get_final_response()
+    assert final.status == "completed"
+    assert final.output_text == "Hello from rrkit, the fake Responses server."
+    assert final.usage is not None and final.usage.total_tokens == final.usage.input_tokens + final.usage.output_tokens
+    assert server.exchanges[0].response_id == final.id
+
+
+def test_sdk_websocket_warmup_then_incremental_request(server: FakeServer) -> None:
+    client = strict_client(server)
+    context = [{"role": "user", "content": "You are in a test."}]
+    with client.responses.connect() as connection:
+        connection.response.create(model="gpt-test", input=context, generate=False)
+        warmup_events = []
+        for event in connection:
+            warmup_events.append(event)
+            if event.type == "response.completed":
+                break
+        warmup_id = warmup_events[-1].response.id
+        assert [event.type for event in warmup_events] == ["response.created", "response.completed"]
+        assert warmup_events[-1].response.output == []
+
+        new_item = {"role": "user", "content": "Now say hello."}
+        connection.response.create(model="gpt-test", input=[new_item], previous_response_id=warmup_id)
+        text = ""
+        for event in connection:
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            if event.type == "response.completed":
+                break
+    assert text == "Hello from rrkit, the fake Responses server."
+    warmup, real = server.exchanges
+    assert warmup.warmup and real.incremental
+    assert real.logical_request is not None
+    assert real.logical_request["input"] == [*context, new_item]
+
+
+@pytest.mark.parametrize("beta", [None, "responses_websockets=2026-02-06"])
+def test_websocket_upgrade_accepted_with_or_without_beta_header(server: FakeServer, beta: str | None) -> None:
+    client = strict_client(server)
+    headers = {"OpenAI-Beta": beta} if beta else {}
+    with client.responses.connect(extra_headers=headers) as connection:
+        connection.response.create(model="gpt-test", input="hi")
+        types = []
+        for event in connection:
+            types.append(event.type)
+            if event.type == "response.completed":
+                break
+    assert types[0] == "response.created"
+    assert server.connections[0].status == 101
+    assert server.connections[0].handshake_headers.get("openai-beta") == beta

@@ -1,0 +1,293 @@
+"""Builders for every event family of a Responses stream, with ids and `sequence_number` kept right."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from .ids import IdGenerator
+from .request import Item
+
+Event = dict[str, Any]
+
+# Event type names, written once.
+CREATED = "response.created"
+IN_PROGRESS = "response.in_progress"
+COMPLETED = "response.completed"
+FAILED = "response.failed"
+INCOMPLETE = "response.incomplete"
+ERROR = "error"
+ITEM_ADDED = "response.output_item.added"
+ITEM_DONE = "response.output_item.done"
+PART_ADDED = "response.content_part.added"
+PART_DONE = "response.content_part.done"
+TEXT_DELTA = "response.output_text.delta"
+TEXT_DONE = "response.output_text.done"
+REFUSAL_DELTA = "response.refusal.delta"
+REFUSAL_DONE = "response.refusal.done"
+SUMMARY_PART_ADDED = "response.reasoning_summary_part.added"
+SUMMARY_PART_DONE = "response.reasoning_summary_part.done"
+SUMMARY_TEXT_DELTA = "response.reasoning_summary_text.delta"
+SUMMARY_TEXT_DONE = "response.reasoning_summary_text.done"
+REASONING_TEXT_DELTA = "response.reasoning_text.delta"
+REASONING_TEXT_DONE = "response.reasoning_text.done"
+ARGUMENTS_DELTA = "response.function_call_arguments.delta"
+ARGUMENTS_DONE = "response.function_call_arguments.done"
+CUSTOM_INPUT_DELTA = "response.custom_tool_call_input.delta"
+CUSTOM_INPUT_DONE = "response.custom_tool_call_input.done"
+
+TERMINAL_TYPES = frozenset({COMPLETED, FAILED, INCOMPLETE})
+LIFECYCLE_TYPES = frozenset({CREATED, IN_PROGRESS, COMPLETED, FAILED, INCOMPLETE})
+DELTA_TYPES = frozenset(
+    {TEXT_DELTA, REFUSAL_DELTA, SUMMARY_TEXT_DELTA, REASONING_TEXT_DELTA, ARGUMENTS_DELTA, CUSTOM_INPUT_DELTA}
+)
+
+
+def split_chunks(text: str, chunks: int) -> list[str]:
+    """Split `text` into `chunks` contiguous pieces as even as possible (fewer if the text is shorter)."""
+    if chunks < 1:
+        raise ValueError(f"chunks must be at least 1, got {chunks}")
+    if not text:
+        return [""]
+    chunks = min(chunks, len(text))
+    size, extra = divmod(len(text), chunks)
+    pieces, start = [], 0
+    for i in range(chunks):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def estimate_tokens(value: Any) -> int:
+    """A stable, cheap token estimate (about 4 characters a token) for default usage figures."""
+    return max(1, len(str(value)) // 4) if value else 0
+
+
+def usage(
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    *,
+    cached_tokens: int = 0,
+    reasoning_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> dict[str, Any]:
+    """A `usage` object with every field the official SDK requires."""
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached_tokens, "cache_write_tokens": cache_write_tokens},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+class ResponseEvents:
+    """Builds the events of one response in order: every call returns the events it adds.
+
+    `request` is the logical request being answered; the response object echoes its
+    `model`, `instructions`, `tools`, `tool_choice` and `parallel_tool_calls` as the real service does.
+    """
+
+    def __init__(
+        self,
+        request: Mapping[str, Any] | None = None,
+        *,
+        response_id: str | None = None,
+        ids: IdGenerator | None = None,
+        created_at: int | None = None,
+        model: str | None = None,
+    ) -> None:
+        self.ids = ids or IdGenerator()
+        self.request = dict(request or {})
+        self.response_id = response_id or self.ids.new("response")
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.model = model or self.request.get("model") or "gpt-rrkit"
+        self.sequence_number = 0
+        self.output: list[Item] = []
+        self.events: list[Event] = []
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _emit(self, type_: str, **fields: Any) -> Event:
+        event = {"type": type_, "sequence_number": self.sequence_number, **fields}
+        self.sequence_number += 1
+        self.events.append(event)
+        return event
+
+    def response_object(self, status: str, **extra: Any) -> dict[str, Any]:
+        request = self.request
+        tool_choice = request.get("tool_choice")
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "model": self.model,
+            "instructions": request.get("instructions"),
+            "output": [dict(item) for item in self.output] if status != "in_progress" else [],
+            "parallel_tool_calls": bool(request.get("parallel_tool_calls", False)),
+            "tool_choice": tool_choice if tool_choice is not None else "auto",
+            "tools": list(request.get("tools") or []),
+            "error": None,
+            "incomplete_details": None,
+            "usage": None,
+            **extra,
+        }
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def start(self) -> list[Event]:
+        """`response.created` then `response.in_progress`."""
+        return [
+            self._emit(CREATED, response=self.response_object("in_progress")),
+            self._emit(IN_PROGRESS, response=self.response_object("in_progress")),
+        ]
+
+    def created(self) -> list[Event]:
+        return [self._emit(CREATED, response=self.response_object("in_progress"))]
+
+    def default_usage(self) -> dict[str, Any]:
+        return usage(estimate_tokens(self.request.get("input")), estimate_tokens(self.output))
+
+    def completed(self, usage_: Mapping[str, Any] | None = None, *, end_turn: bool | None = None) -> list[Event]:
+        extra: dict[str, Any] = {"usage": dict(usage_) if usage_ is not None else self.default_usage()}
+        if end_turn is not None:
+            extra["end_turn"] = end_turn
+        return [self._emit(COMPLETED, response=self.response_object("completed", **extra))]
+
+    def failed(self, code: str | None, message: str) -> list[Event]:
+        error = {"code": code, "message": message}
+        return [self._emit(FAILED, response=self.response_object("failed", error=error))]
+
+    def incomplete(self, reason: str) -> list[Event]:
+        details = {"reason": reason}
+        return [self._emit(INCOMPLETE, response=self.response_object("incomplete", incomplete_details=details))]
+
+    def error(self, message: str, code: str | None = None, param: str | None = None) -> list[Event]:
+        """The flat SSE `error` event."""
+        return [self._emit(ERROR, message=message, code=code, param=param)]
+
+    # -- output items -----------------------------------------------------------------------
+    def _add_item(self, item: Item) -> tuple[int, Event]:
+        index = len(self.output)
+        self.output.append(item)
+        added = dict(item, status="in_progress")
+        return index, self._emit(ITEM_ADDED, output_index=index, item=added)
+
+    def _done_item(self, index: int, item: Item) -> Event:
+        self.output[index] = item
+        return self._emit(ITEM_DONE, output_index=index, item=item)
+
+    def message(
+        self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
+    ) -> list[Event]:
+        """An assistant message: added, part added, `chunks` text deltas, text done, part done, item done."""
+        return self._content_message("output_text", text, chunks, item_id=item_id, phase=phase)
+
+    def refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> list[Event]:
+        return self._content_message("refusal", text, chunks, item_id=item_id)
+
+    def _content_message(
+        self, part_type: str, text: str, chunks: int, *, item_id: str | None, phase: str | None = None
+    ) -> list[Event]:
+        item_id = item_id or self.ids.new("message")
+        start = len(self.events)
+        base: Item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+        if phase is not None:
+            base["phase"] = phase
+        index, _ = self._add_item(base)
+        if part_type == "output_text":
+            empty: dict[str, Any] = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+            full = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            delta_type, done_type, done_key = TEXT_DELTA, TEXT_DONE, "text"
+            extra: dict[str, Any] = {"logprobs": []}
+        else:
+            empty = {"type": "refusal", "refusal": ""}
+            full = {"type": "refusal", "refusal": text}
+            delta_type, done_type, done_key = REFUSAL_DELTA, REFUSAL_DONE, "refusal"
+            extra = {}
+        where = {"item_id": item_id, "output_index": index, "content_index": 0}
+        self._emit(PART_ADDED, **where, part=empty)
+        for piece in split_chunks(text, chunks):
+            self._emit(delta_type, **where, delta=piece, **extra)
+        self._emit(done_type, **where, **{done_key: text}, **extra)
+        self._emit(PART_DONE, **where, part=full)
+        self._done_item(index, dict(base, status="completed", content=[full]))
+        return self.events[start:]
+
+    def reasoning(
+        self,
+        summary: list[str] | None = None,
+        chunks: int = 1,
+        *,
+        text: str | None = None,
+        encrypted_content: str | None = None,
+        item_id: str | None = None,
+    ) -> list[Event]:
+        """A reasoning item: summary parts with their text deltas, then optional raw reasoning text."""
+        item_id = item_id or self.ids.new("reasoning")
+        start = len(self.events)
+        base: Item = {"id": item_id, "type": "reasoning", "summary": []}
+        if encrypted_content is not None:
+            base["encrypted_content"] = encrypted_content
+        index, _ = self._add_item(base)
+        where = {"item_id": item_id, "output_index": index}
+        parts: list[dict[str, Any]] = []
+        for summary_index, part_text in enumerate(summary or []):
+            self._emit(
+                SUMMARY_PART_ADDED, **where, summary_index=summary_index, part={"type": "summary_text", "text": ""}
+            )
+            for piece in split_chunks(part_text, chunks):
+                self._emit(SUMMARY_TEXT_DELTA, **where, summary_index=summary_index, delta=piece)
+            self._emit(SUMMARY_TEXT_DONE, **where, summary_index=summary_index, text=part_text)
+            part = {"type": "summary_text", "text": part_text}
+            self._emit(SUMMARY_PART_DONE, **where, summary_index=summary_index, part=part)
+            parts.append(part)
+        done: Item = dict(base, summary=parts)
+        if text is not None:
+            for piece in split_chunks(text, chunks):
+                self._emit(REASONING_TEXT_DELTA, **where, content_index=0, delta=piece)
+            self._emit(REASONING_TEXT_DONE, **where, content_index=0, text=text)
+            done["content"] = [{"type": "reasoning_text", "text": text}]
+        self._done_item(index, done)
+        return self.events[start:]
+
+    def function_call(
+        self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+    ) -> list[Event]:
+        item_id = item_id or self.ids.new("function_call")
+        call_id = call_id or self.ids.new("call")
+        start = len(self.events)
+        base: Item = {"id": item_id, "type": "function_call", "call_id": call_id, "name": name, "arguments": ""}
+        index, _ = self._add_item(base)
+        for piece in split_chunks(arguments, chunks):
+            self._emit(ARGUMENTS_DELTA, item_id=item_id, output_index=index, delta=piece)
+        self._emit(ARGUMENTS_DONE, item_id=item_id, output_index=index, arguments=arguments, name=name)
+        self._done_item(index, dict(base, arguments=arguments, status="completed"))
+        return self.events[start:]
+
+    def custom_tool_call(
+        self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+    ) -> list[Event]:
+        item_id = item_id or self.ids.new("custom_tool_call")
+        call_id = call_id or self.ids.new("call")
+        start = len(self.events)
+        base: Item = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": name, "input": ""}
+        index, _ = self._add_item(base)
+        for piece in split_chunks(input_, chunks):
+            self._emit(CUSTOM_INPUT_DELTA, item_id=item_id, output_index=index, delta=piece)
+        self._emit(CUSTOM_INPUT_DONE, item_id=item_id, output_index=index, input=input_)
+        self._done_item(index, dict(base, input=input_, status="completed"))
+        return self.events[start:]
+
+
+def done_items(events: list[Event]) -> list[Item]:
+    """The complete output items of a stream: what a client records into history."""
+    return [event["item"] for event in events if event.get("type") == ITEM_DONE]
+
+
+def terminal_event(events: list[Event]) -> Event | None:
+    for event in reversed(events):
+        if event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR:
+            return event
+    return None

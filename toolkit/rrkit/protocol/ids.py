@@ -1,0 +1,31 @@
+"""Id generation for responses and output items; injectable so that tests can be deterministic."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Callable
+
+PREFIXES = {
+    "response": "resp_",
+    "message": "msg_",
+    "reasoning": "rs_",
+    "function_call": "fc_",
+    "custom_tool_call": "ctc_",
+    "call": "call_",
+}
+
+
+class IdGenerator:
+    """Makes ids such as `resp_3f2a...`; `IdGenerator.counting()` makes `resp_1`, `resp_2`, ..."""
+
+    def __init__(self, token: Callable[[], str] | None = None) -> None:
+        self._token = token or (lambda: secrets.token_hex(12))
+
+    @classmethod
+    def counting(cls) -> IdGenerator:
+        counter = itertools.count(1)
+        return cls(lambda: str(next(counter)))
+
+    def new(self, kind: str) -> str:
+        return PREFIXES[kind] + self._token()

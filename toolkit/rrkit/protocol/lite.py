@@ -1,0 +1,61 @@
+"""Responses Lite (PROTOCOL.md section 8): the same prompt with instructions and tools moved into the input."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .request import INPUT_FIELD, Item, input_items
+
+ADDITIONAL_TOOLS = "additional_tools"
+
+
+def developer_message(text: str) -> Item:
+    return {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": text}]}
+
+
+def to_lite(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Encode a standard request as Responses Lite."""
+    lite = {key: value for key, value in request.items() if key not in ("instructions", "tools")}
+    prefix: list[Item] = []
+    if request.get("instructions"):
+        prefix.append(developer_message(str(request["instructions"])))
+    if request.get("tools"):
+        prefix.append({"type": ADDITIONAL_TOOLS, "role": "developer", "tools": list(request["tools"])})
+    lite[INPUT_FIELD] = [*prefix, *input_items(dict(request))]
+    lite["parallel_tool_calls"] = False
+    return lite
+
+
+def is_lite(request: Mapping[str, Any]) -> bool:
+    return any(item.get("type") == ADDITIONAL_TOOLS for item in input_items(dict(request))[:2])
+
+
+def _developer_text(item: Item) -> str | None:
+    if item.get("type", "message") != "message" or item.get("role") != "developer":
+        return None
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "input_text":
+        return str(content[0].get("text", ""))
+    return None
+
+
+def from_lite(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Decode a Lite request to the standard encoding, so both compare as the same logical content.
+
+    `parallel_tool_calls` stays as sent: Lite forces it off, and that is a real difference to the model.
+    """
+    if not is_lite(request):
+        return dict(request)
+    standard = dict(request)
+    items = input_items(dict(request))
+    if items and (text := _developer_text(items[0])) is not None and "instructions" not in request:
+        standard["instructions"] = text
+        items = items[1:]
+    if items and items[0].get("type") == ADDITIONAL_TOOLS:
+        standard["tools"] = list(items[0].get("tools") or [])
+        items = items[1:]
+    standard[INPUT_FIELD] = items
+    return standard

@@ -1,0 +1,117 @@
+"""Server-sent events: an encoder and an incremental decoder (bytes in, events out, any chunking)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+KEEPALIVE = b": ping\n\n"
+"""Keep-alives are comment lines: an `event:` block without `data:` crashes the official SDK."""
+
+
+def encode_json(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def encode_sse(event_type: str, data: bytes) -> bytes:
+    """One SSE frame, `event: <type>` then `data: <json>`; `data` must be one line (compact JSON is)."""
+    return b"event: " + event_type.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def encode_event(event: dict[str, Any]) -> bytes:
+    return encode_sse(str(event["type"]), encode_json(event))
+
+
+@dataclass(frozen=True, slots=True)
+class SSEMessage:
+    """One dispatched SSE message (WHATWG semantics: `data` lines joined with newlines)."""
+
+    data: str
+    event: str = "message"
+    id: str | None = None
+    retry: int | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class SSEDecoder:
+    """Feed bytes as they arrive, in any chunking; get back the complete messages so far."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[str] = []
+        self._event = ""
+        self._id: str | None = None
+        self._retry: int | None = None
+        self._pending_cr = False
+
+    def feed(self, chunk: bytes) -> list[SSEMessage]:
+        if self._pending_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._pending_cr = False
+        buffer = self._buffer + chunk
+        messages: list[SSEMessage] = []
+        start = 0
+        length = len(buffer)
+        while start < length:
+            cr = buffer.find(b"\r", start)
+            lf = buffer.find(b"\n", start)
+            if cr == -1 and lf == -1:
+                break
+            if cr == -1 or (lf != -1 and lf < cr):
+                end, next_start = lf, lf + 1
+            else:
+                end = cr
+                if cr + 1 < length:
+                    next_start = cr + 2 if buffer[cr + 1 : cr + 2] == b"\n" else cr + 1
+                else:
+                    next_start = cr + 1
+                    self._pending_cr = True
+            message = self._line(buffer[start:end].decode("utf-8", errors="replace"))
+            if message is not None:
+                messages.append(message)
+            start = next_start
+        self._buffer = buffer[start:]
+        return messages
+
+    def close(self) -> list[SSEMessage]:
+        """End of stream: a message without its terminating blank line is discarded (per spec)."""
+        self._buffer = b""
+        self._data, self._event = [], ""
+        return []
+
+    @property
+    def has_partial(self) -> bool:
+        """True if bytes of an unfinished message are buffered (the stream was cut mid-message)."""
+        return bool(self._buffer or self._data or self._event)
+
+    def _line(self, line: str) -> SSEMessage | None:
+        if not line:
+            if not self._data:
+                self._event = ""
+                return None
+            message = SSEMessage(
+                data="\n".join(self._data), event=self._event or "message", id=self._id, retry=self._retry
+            )
+            self._data, self._event = [], ""
+            return message
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+        return None
+
+
+def iter_events(messages: list[SSEMessage]) -> list[dict[str, Any]]:
+    """Decode SSE messages into event dicts, skipping `[DONE]` (clients dispatch on the JSON `type`)."""
+    return [message.json() for message in messages if message.data != "[DONE]"]

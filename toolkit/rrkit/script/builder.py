@@ -1,0 +1,127 @@
+"""The Python way to write a script: small functions that build the same models as the file format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol.errors import FAILURE_CODES, GENERIC_FAILURE_MESSAGE, UPGRADE_REQUIRED
+from .models import (
+    CustomToolCallOut,
+    ErrorEvent,
+    Failure,
+    FunctionCallOut,
+    Handshake,
+    MessageOut,
+    Output,
+    ReasoningOut,
+    RefusalOut,
+    Reject,
+    Reply,
+    UsageSpec,
+)
+
+
+def text(value: str, chunks: int = 1) -> MessageOut:
+    return MessageOut(text=value, chunks=chunks)
+
+
+def refusal(value: str, chunks: int = 1) -> RefusalOut:
+    return RefusalOut(type="refusal", text=value, chunks=chunks)
+
+
+def reasoning(*summary: str, text: str | None = None, chunks: int = 1) -> ReasoningOut:
+    return ReasoningOut(type="reasoning", summary=list(summary), text=text, chunks=chunks)
+
+
+def function_call(
+    name: str, arguments: str | dict[str, Any] = "{}", *, call_id: str | None = None, chunks: int = 1
+) -> FunctionCallOut:
+    return FunctionCallOut.model_validate(
+        {"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id, "chunks": chunks}
+    )
+
+
+def custom_tool_call(name: str, input: str, *, call_id: str | None = None, chunks: int = 1) -> CustomToolCallOut:
+    return CustomToolCallOut(type="custom_tool_call", name=name, input=input, call_id=call_id, chunks=chunks)
+
+
+def reply(
+    *outputs: Output | str,
+    usage: UsageSpec | dict[str, Any] | None = None,
+    end_turn: bool | None = None,
+    turn_state: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """A completed response with these output items (a bare string is a one-chunk text message)."""
+    items = [text(item) if isinstance(item, str) else item for item in outputs]
+    fields: dict[str, Any] = {"output": items}
+    if usage is not None:
+        fields["usage"] = UsageSpec.model_validate(usage)
+    if end_turn is not None:
+        fields["end_turn"] = end_turn
+    if turn_state is not None:
+        fields["turn_state"] = turn_state
+    if headers:
+        fields["headers"] = headers
+    return Reply.model_validate(fields)
+
+
+def failed(code: str | None, message: str | None = None, *outputs: Output) -> Reply:
+    """`response.failed` with this code (after any output items); the message defaults from the catalogue."""
+    known = FAILURE_CODES.get(code or "")
+    default = known.message if known else GENERIC_FAILURE_MESSAGE
+    return Reply(output=list(outputs), fail=Failure(code=code, message=message or default))
+
+
+def incomplete(reason: str = "max_output_tokens", *outputs: Output) -> Reply:
+    return Reply(output=list(outputs), incomplete=reason)
+
+
+def error_event(message: str, code: str | None = None, param: str | None = None) -> Reply:
+    return Reply(error_event=ErrorEvent(message=message, code=code, param=param))
+
+
+def reject(
+    status: int,
+    code: str | None = None,
+    message: str | None = None,
+    *,
+    type: str | None = None,
+    headers: dict[str, str] | None = None,
+    retry_after: float | None = None,
+) -> Reply:
+    """An error before the stream: HTTP status + JSON body, or a WebSocket `error` frame with that status."""
+    all_headers = dict(headers or {})
+    if retry_after is not None:
+        all_headers["retry-after"] = f"{retry_after:g}"
+    return Reply(reject=Reject(status=status, code=code, message=message, type=type, headers=all_headers))
+
+
+def refuse_upgrade(
+    status: int = UPGRADE_REQUIRED, *, headers: dict[str, str] | None = None, times: int = 1, repeat: bool = False
+) -> Handshake:
+    """Answer a WebSocket upgrade with this status instead of 101."""
+    return Handshake(refuse=status, refuse_headers=headers or {}, times=times, repeat=repeat)
+
+
+def accept_upgrade(
+    *,
+    turn_state: str | None = None,
+    delay: float = 0.0,
+    close_after: int | None = None,
+    close: str = "frame",
+    close_code: int = 1000,
+    times: int = 1,
+    repeat: bool = False,
+) -> Handshake:
+    return Handshake.model_validate(
+        {
+            "turn_state": turn_state,
+            "delay": delay,
+            "close_after": close_after,
+            "close": close,
+            "close_code": close_code,
+            "times": times,
+            "repeat": repeat,
+        }
+    )

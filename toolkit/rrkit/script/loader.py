@@ -1,0 +1,102 @@
+"""Loading scripts from YAML or JSON files, with errors that name the file, the place in it and the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .models import Script
+
+
+class ScriptError(ValueError):
+    """A script file that cannot be used; the message says which file, where in it, and what is wrong."""
+
+
+def _yaml_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
+    """The 1-based line of the deepest node on `loc` that exists in the YAML tree."""
+    line = None
+    for key in loc:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            node = next((value for name, value in node.value if name.value == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _place(loc: tuple[int | str, ...]) -> str:
+    place = ""
+    for key in loc:
+        place += f"[{key}]" if isinstance(key, int) else (f".{key}" if place else str(key))
+    return place or "(top level)"
+
+
+def _describe(error: ValidationError, path: Path, tree: yaml.Node | None) -> str:
+    lines = [f"{path}: invalid rrkit script ({error.error_count()} problem(s)):"]
+    for problem in error.errors():
+        # pydantic puts the union member's tag in loc (e.g. 'message'); it is not a place in the file
+        loc = tuple(key for key in problem["loc"] if not (isinstance(key, str) and key in _UNION_TAGS))
+        line = _yaml_line(tree, loc) if tree is not None else None
+        where = f"line {line}, " if line else ""
+        lines.append(f"  - {where}{_place(loc)}: {problem['msg']}")
+    return "\n".join(lines)
+
+
+_UNION_TAGS = frozenset({"message", "refusal", "reasoning", "function_call", "custom_tool_call"})
+
+
+def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | None = None) -> Script:
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise ScriptError(f"{path}: a script must be a mapping at the top level, got {type(data).__name__}")
+    try:
+        return Script.model_validate(data)
+    except ValidationError as error:
+        raise ScriptError(_describe(error, path, tree)) from None
+
+
+def load_script(path: Path | str) -> Script:
+    """Read a `.yaml`/`.yml` or `.json` script file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ScriptError(f"{path}: cannot read script: {error.strerror or error}") from None
+    tree = None
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            tree = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+    except json.JSONDecodeError as error:
+        raise ScriptError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ScriptError(f"{path}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+    script = parse_script(data, path, tree)
+    if not script.name:
+        script.name = path.stem
+    return script
+
+
+def default_script() -> Script:
+    """What `rrkit serve` plays without `--script`: a short streamed text reply to every request."""
+    from .builder import reply, text
+
+    return Script(
+        name="default",
+        description="Answers every request with a short text reply in five deltas.",
+        default=reply(text("Hello from rrkit, the fake Responses server.", chunks=5)),
+    )

@@ -1,0 +1,245 @@
+"""What the fake server does for each request and each WebSocket handshake: the script's data model.
+
+The same models are the file format in `fixtures/` and what the Python builder API produces.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Chunks = Annotated[int, Field(ge=1, description="number of delta events the text is split into")]
+
+
+class MessageOut(_Strict):
+    type: Literal["message"] = "message"
+    text: str
+    chunks: Chunks = 1
+    phase: str | None = None
+
+
+class RefusalOut(_Strict):
+    type: Literal["refusal"]
+    text: str
+    chunks: Chunks = 1
+
+
+class ReasoningOut(_Strict):
+    type: Literal["reasoning"]
+    summary: list[str] = []
+    text: str | None = None
+    encrypted_content: str | None = None
+    chunks: Chunks = 1
+
+
+class FunctionCallOut(_Strict):
+    type: Literal["function_call"]
+    name: str
+    arguments: str = "{}"
+    call_id: str | None = None
+    chunks: Chunks = 1
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _json_arguments(cls, value: Any) -> Any:
+        return json.dumps(value) if isinstance(value, dict | list) else value
+
+
+class CustomToolCallOut(_Strict):
+    type: Literal["custom_tool_call"]
+    name: str
+    input: str
+    call_id: str | None = None
+    chunks: Chunks = 1
+
+
+def _output_type(value: Any) -> str:
+    """An output item without `type` is a text message: `- text: Hello` is enough in a file."""
+    if isinstance(value, dict):
+        return str(value.get("type", "message"))
+    return str(getattr(value, "type", "message"))
+
+
+Output = Annotated[
+    Annotated[MessageOut, Tag("message")]
+    | Annotated[RefusalOut, Tag("refusal")]
+    | Annotated[ReasoningOut, Tag("reasoning")]
+    | Annotated[FunctionCallOut, Tag("function_call")]
+    | Annotated[CustomToolCallOut, Tag("custom_tool_call")],
+    Discriminator(_output_type),
+]
+
+
+class UsageSpec(_Strict):
+    """Token figures; a figure left out is estimated from the request and the output."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Failure(_Strict):
+    """`response.failed` with `response.error = {code, message}`; the message defaults from the catalogue."""
+
+    code: str | None
+    message: str | None = None
+
+
+class ErrorEvent(_Strict):
+    """The flat SSE `error` event: `{type: "error", message, code?, param?}`."""
+
+    message: str
+    code: str | None = None
+    param: str | None = None
+
+
+class Reject(_Strict):
+    """An error before the stream: an HTTP error status with an OpenAI-shaped JSON body, or over a
+    WebSocket an `error` frame with that status."""
+
+    status: Annotated[int, Field(ge=400, le=599)]
+    code: str | None = None
+    message: str | None = None
+    type: str | None = None
+    param: str | None = None
+    headers: dict[str, str] = {}
+    body: dict[str, Any] | None = Field(None, description="a raw JSON body instead of the OpenAI-shaped one")
+
+
+class Fault(_Strict):
+    """Transport faults around the planned events."""
+
+    drop_after: Annotated[int, Field(ge=0)] | None = Field(None, description="cut the connection after N events")
+    close: Literal["tcp", "frame"] = Field("tcp", description="WebSocket: bare TCP close, or a close frame")
+    close_code: Annotated[int, Field(ge=1000, le=4999)] = 1011
+    close_reason: str = ""
+    stall_after: Annotated[int, Field(ge=0)] | None = Field(None, description="send N events, then nothing")
+    delay_first: Annotated[float, Field(ge=0)] = 0.0
+    delay_each: Annotated[float, Field(ge=0)] = 0.0
+
+    @model_validator(mode="after")
+    def _one_cut(self) -> Self:
+        if self.drop_after is not None and self.stall_after is not None:
+            raise ValueError("use either drop_after or stall_after, not both")
+        return self
+
+
+class TimedEvent(_Strict):
+    """A verbatim event, sent `at` seconds after the stream starts (used when replaying recordings)."""
+
+    at: Annotated[float, Field(ge=0)] = 0.0
+    event: dict[str, Any]
+
+
+class Reply(_Strict):
+    """The server's answer to one request: output items, then a terminal outcome, with optional faults."""
+
+    output: list[Output] = []
+    usage: UsageSpec | None = None
+    end_turn: bool | None = None
+    model: str | None = None
+    fail: Failure | None = None
+    incomplete: str | None = Field(None, description="response.incomplete with this reason")
+    error_event: ErrorEvent | None = None
+    reject: Reject | None = None
+    fault: Fault = Fault()
+    headers: dict[str, str] = Field({}, description="extra HTTP response headers")
+    turn_state: str | None = Field(None, description="x-codex-turn-state on the HTTP response")
+    events: list[TimedEvent] | None = Field(None, description="verbatim events instead of generated ones")
+
+    @model_validator(mode="after")
+    def _one_ending(self) -> Self:
+        endings = [name for name in ("fail", "incomplete", "error_event", "reject") if getattr(self, name) is not None]
+        if len(endings) > 1:
+            raise ValueError(f"a reply ends one way, but sets {' and '.join(endings)}")
+        if self.events is not None and (self.output or endings[:1] not in ([], ["reject"])):
+            raise ValueError("verbatim `events` already hold the output and the ending; leave out output/fail/...")
+        return self
+
+    # -- builder methods: each returns a changed copy ----------------------------------------
+    def drop_after(self, events: int, *, close: Literal["tcp", "frame"] = "tcp", code: int = 1011) -> Reply:
+        return self._with_fault(drop_after=events, close=close, close_code=code)
+
+    def stall_after(self, events: int) -> Reply:
+        return self._with_fault(stall_after=events)
+
+    def delayed(self, *, first: float = 0.0, each: float = 0.0) -> Reply:
+        return self._with_fault(delay_first=first, delay_each=each)
+
+    def with_turn_state(self, token: str) -> Reply:
+        return self.model_copy(update={"turn_state": token})
+
+    def _with_fault(self, **changes: Any) -> Reply:
+        return self.model_copy(update={"fault": Fault.model_validate({**self.fault.model_dump(), **changes})})
+
+
+class Match(_Strict):
+    """A rule on the incoming request; every field given must hold."""
+
+    transport: Literal["http", "ws"] | None = None
+    model: str | None = None
+    generate: bool | None = None
+    incremental: bool | None = Field(None, description="the wire request carries previous_response_id")
+    last_input_type: str | None = None
+    last_input_role: str | None = None
+    input_text: str | None = Field(None, description="a substring of the last input item's text")
+    headers: dict[str, str] = Field({}, description='header values; "*" means present with any value')
+
+
+class _Once(_Strict):
+    when: Match | None = None
+    times: Annotated[int, Field(ge=1)] = 1
+    repeat: bool = Field(False, description="never used up")
+
+
+class Step(Reply, _Once):
+    """A reply in the script's list, with the rule that picks it and how often it may be used."""
+
+
+class Handshake(_Once):
+    """What the server does with a WebSocket upgrade."""
+
+    refuse: Annotated[int, Field(ge=300, le=599)] | None = Field(None, description="answer with this status")
+    refuse_headers: dict[str, str] = {}
+    refuse_body: dict[str, Any] | None = None
+    delay: Annotated[float, Field(ge=0)] = 0.0
+    turn_state: str | None = Field(None, description="x-codex-turn-state on the 101 response")
+    headers: dict[str, str] = {}
+    close_after: Annotated[int, Field(ge=1)] | None = Field(None, description="close after N requests")
+    close: Literal["tcp", "frame"] = "frame"
+    close_code: Annotated[int, Field(ge=1000, le=4999)] = 1000
+
+
+class Script(_Strict):
+    """The whole script: replies picked in order by their rules, handshake answers, and a fallback."""
+
+    version: Literal[1] = 1
+    name: str = ""
+    description: str = ""
+    responses: list[Step] = []
+    handshakes: list[Handshake] = []
+    default: Reply | None = Field(None, description="answer when no step matches (else an error)")
+    expect: dict[str, Any] = Field({}, description="what a client should see; read by `rrkit demo`")
+
+    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> Script:
+        """Append a reply (a queue entry when `when` is None); returns the script for chaining."""
+        fields = {name: getattr(reply, name) for name in Reply.model_fields}
+        self.responses.append(Step.model_validate({**fields, "when": when, "times": times, "repeat": repeat}))
+        return self
+
+    def queue(self, *replies: Reply) -> Script:
+        for reply in replies:
+            self.add(reply)
+        return self
+
+    def add_handshake(self, handshake: Handshake) -> Script:
+        self.handshakes.append(handshake)
+        return self

@@ -1,0 +1,101 @@
+"""Turning a reply into the exact events to send, with their timing: the response plan."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol.events import Event, ResponseEvents, estimate_tokens, usage
+from ..protocol.ids import IdGenerator
+from ..protocol.sse import encode_json, encode_sse
+from .models import (
+    CustomToolCallOut,
+    Fault,
+    FunctionCallOut,
+    MessageOut,
+    ReasoningOut,
+    RefusalOut,
+    Reply,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEvent:
+    """One event, encoded once for the transport it goes out on, and the pause before it is sent."""
+
+    event: Event
+    wire: str | bytes  # the JSON text of a WebSocket frame, or the bytes of an SSE frame
+    delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsePlan:
+    response_id: str
+    events: list[PlannedEvent]
+    fault: Fault
+
+    @property
+    def done_items(self) -> list[dict[str, Any]]:
+        return [
+            planned.event["item"] for planned in self.events if planned.event.get("type") == "response.output_item.done"
+        ]
+
+
+def _planned(events: list[Event], delays: list[float], transport: str) -> list[PlannedEvent]:
+    if transport == "ws":
+        return [PlannedEvent(e, encode_json(e).decode(), d) for e, d in zip(events, delays, strict=True)]
+    return [PlannedEvent(e, encode_sse(str(e["type"]), encode_json(e)), d) for e, d in zip(events, delays, strict=True)]
+
+
+def render(
+    reply: Reply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator, warmup: bool = False
+) -> ResponsePlan:
+    """The plan for one reply to one logical request. A warmup gets created + completed, no output."""
+    fault = reply.fault
+    if reply.events is not None:
+        offsets = [timed.at for timed in reply.events]
+        delays = [max(0.0, now - before) for before, now in zip([0.0, *offsets], offsets, strict=False)]
+        events = [timed.event for timed in reply.events]
+        response_id = next((e["response"]["id"] for e in events if isinstance(e.get("response"), dict)), "")
+        return ResponsePlan(response_id, _planned(events, delays, transport), fault)
+
+    builder = ResponseEvents(request, ids=ids, model=reply.model)
+    if warmup:
+        builder.created()
+        builder.completed(usage(0, 0))
+    else:
+        builder.start()
+        for output in reply.output:
+            if isinstance(output, MessageOut):
+                builder.message(output.text, output.chunks, phase=output.phase)
+            elif isinstance(output, RefusalOut):
+                builder.refusal(output.text, output.chunks)
+            elif isinstance(output, ReasoningOut):
+                builder.reasoning(
+                    output.summary, output.chunks, text=output.text, encrypted_content=output.encrypted_content
+                )
+            elif isinstance(output, FunctionCallOut):
+                builder.function_call(output.name, output.arguments, output.chunks, call_id=output.call_id)
+            elif isinstance(output, CustomToolCallOut):
+                builder.custom_tool_call(output.name, output.input, output.chunks, call_id=output.call_id)
+        if reply.fail is not None:
+            builder.failed(reply.fail.code, reply.fail.message or "")
+        elif reply.incomplete is not None:
+            builder.incomplete(reply.incomplete)
+        elif reply.error_event is not None:
+            builder.error(reply.error_event.message, reply.error_event.code, reply.error_event.param)
+        else:
+            builder.completed(_usage(reply, builder), end_turn=reply.end_turn)
+    events = builder.events
+    delays = [fault.delay_each + (fault.delay_first if index == 0 else 0.0) for index in range(len(events))]
+    return ResponsePlan(builder.response_id, _planned(events, delays, transport), fault)
+
+
+def _usage(reply: Reply, builder: ResponseEvents) -> dict[str, Any]:
+    spec = reply.usage
+    if spec is None:
+        return builder.default_usage()
+    input_tokens = spec.input_tokens if spec.input_tokens is not None else estimate_tokens(builder.request.get("input"))
+    output_tokens = spec.output_tokens if spec.output_tokens is not None else estimate_tokens(builder.output)
+    return usage(input_tokens, output_tokens, cached_tokens=spec.cached_tokens, reasoning_tokens=spec.reasoning_tokens)

@@ -1,0 +1,152 @@
+"""Picking the step that answers a request (or a handshake), and saying why nothing matched."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.request import input_items
+from .models import Handshake, Match, Reply, Script, Step
+
+
+@dataclass(frozen=True)
+class RequestView:
+    """What a rule can look at: transport, headers (lower-case names), the wire and the logical request."""
+
+    transport: str
+    headers: Mapping[str, str]
+    wire: Mapping[str, Any]
+    logical: Mapping[str, Any]
+
+    def describe(self) -> str:
+        items = input_items(dict(self.logical))
+        last = items[-1] if items else {}
+        return (
+            f"{self.transport} request: model={self.wire.get('model')!r}, generate={self.wire.get('generate')!r}, "
+            f"previous_response_id={self.wire.get('previous_response_id')!r}, {len(items)} logical input items, "
+            f"last input type={last.get('type', 'message' if last else None)!r}"
+        )
+
+
+def _item_text(item: Mapping[str, Any]) -> str:
+    for key in ("content", "output", "input", "arguments", "text"):
+        value = item.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return " ".join(str(part.get("text", "")) for part in value if isinstance(part, Mapping))
+    return json.dumps(item)
+
+
+def failed_conditions(match: Match, request: RequestView) -> tuple[list[str], list[str]]:
+    """(passed, failed) descriptions of every condition the rule sets."""
+    items = input_items(dict(request.logical))
+    last = items[-1] if items else {}
+    checks: list[tuple[str, bool]] = []
+    if match.transport is not None:
+        checks.append((f"transport == {match.transport!r}", request.transport == match.transport))
+    if match.model is not None:
+        checks.append((f"model == {match.model!r}", request.wire.get("model") == match.model))
+    if match.generate is not None:
+        checks.append(
+            (f"generate == {match.generate!r}", (request.wire.get("generate") is not False) == match.generate)
+        )
+    if match.incremental is not None:
+        is_incremental = bool(request.wire.get("previous_response_id"))
+        checks.append((f"incremental == {match.incremental!r}", is_incremental == match.incremental))
+    if match.last_input_type is not None:
+        actual = last.get("type", "message") if last else None
+        checks.append((f"last input type == {match.last_input_type!r}", actual == match.last_input_type))
+    if match.last_input_role is not None:
+        checks.append((f"last input role == {match.last_input_role!r}", last.get("role") == match.last_input_role))
+    if match.input_text is not None:
+        found = bool(last) and match.input_text in _item_text(last)
+        checks.append((f"last input contains {match.input_text!r}", found))
+    for name, expected in match.headers.items():
+        actual_header = request.headers.get(name.lower())
+        ok = actual_header is not None if expected == "*" else actual_header == expected
+        checks.append((f"header {name.lower()} == {expected!r}", ok))
+    return [text for text, ok in checks if ok], [text for text, ok in checks if not ok]
+
+
+@dataclass
+class NoMatch:
+    """Why no step answered: the request and the closest rules with what failed."""
+
+    request: str
+    closest: list[str] = field(default_factory=list)
+
+    def message(self) -> str:
+        lines = [f"rrkit: no scripted reply matches this {self.request}."]
+        if self.closest:
+            lines.append("Closest steps:")
+            lines += [f"  - {line}" for line in self.closest]
+        else:
+            lines.append("The script has no steps left. Add a reply (or a `default`) to the script.")
+        return "\n".join(lines)
+
+
+def _steps_report(index: int, step: Step | Handshake, used: int, failed: Sequence[str]) -> str:
+    uses = "unlimited" if step.repeat else f"used {used} of {step.times}"
+    reason = "; ".join(f"failed: {text}" for text in failed) if failed else "all conditions hold"
+    return f"step {index} ({uses}): {reason}"
+
+
+class ScriptState:
+    """A script being played: counts the uses of each step. Thread-safe, so tests can add steps live."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self._uses: dict[int, int] = {}
+        self._handshake_uses: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def reset(self, script: Script | None = None) -> None:
+        with self._lock:
+            if script is not None:
+                self.script = script
+            self._uses.clear()
+            self._handshake_uses.clear()
+
+    def select(self, request: RequestView) -> Reply | NoMatch:
+        with self._lock:
+            scored: list[tuple[int, int, str]] = []
+            for index, step in enumerate(self.script.responses):
+                used = self._uses.get(index, 0)
+                passed, failed = failed_conditions(step.when, request) if step.when else ([], [])
+                available = step.repeat or used < step.times
+                if available and not failed:
+                    self._uses[index] = used + 1
+                    return step
+                score = len(passed) - len(failed) - (0 if available else 1)
+                note = _steps_report(index, step, used, failed if available else [*failed, "used up"])
+                scored.append((score, -index, note))
+            if self.script.default is not None:
+                return self.script.default
+            scored.sort(reverse=True)
+            return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
+
+    def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
+        view = RequestView("ws", headers, {}, {})
+        with self._lock:
+            for index, handshake in enumerate(self.script.handshakes):
+                used = self._handshake_uses.get(index, 0)
+                if not (handshake.repeat or used < handshake.times):
+                    continue
+                if handshake.when is not None and failed_conditions(handshake.when, view)[1]:
+                    continue
+                self._handshake_uses[index] = used + 1
+                return handshake
+        return None
+
+    def unused_steps(self) -> list[int]:
+        """Indexes of queue steps never requested (for teardown checks)."""
+        with self._lock:
+            return [
+                index
+                for index, step in enumerate(self.script.responses)
+                if not step.repeat and self._uses.get(index, 0) < step.times
+            ]

@@ -1,0 +1,17 @@
+"""The fake Responses server: SSE and WebSocket, played from a script, every exchange captured."""
+
+from .app import NO_MATCH_CODE, TURN_STATE_HEADER, ServerState, create_app
+from .capture import Capture, Connection, Exchange, SentEvent
+from .runner import FakeServer
+
+__all__ = [
+    "NO_MATCH_CODE",
+    "TURN_STATE_HEADER",
+    "Capture",
+    "Connection",
+    "Exchange",
+    "FakeServer",
+    "SentEvent",
+    "ServerState",
+    "create_app",
+]

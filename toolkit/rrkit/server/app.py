@@ -1,0 +1,488 @@
+"""The fake Responses server as an ASGI app: `POST /v1/responses` streams SSE, the same path upgrades to WebSocket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..protocol import errors
+from ..protocol.ids import IdGenerator
+from ..protocol.incremental import logical_from_wire, rebuild_logical
+from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+from ..script.models import Handshake, Reply
+from ..script.render import ResponsePlan, render
+from ..script.select import NoMatch, RequestView, ScriptState
+from .capture import Capture, Connection, Exchange, SentEvent
+
+log = logging.getLogger("rrkit.server")
+
+TURN_STATE_HEADER = "x-codex-turn-state"
+NO_MATCH_CODE = "rrkit_no_matching_reply"
+_WARMUP = Reply()
+
+
+@dataclass
+class Stored:
+    """A completed response, kept so that a later request can name it as `previous_response_id`."""
+
+    logical_input: list[Item]
+    output: list[Item]
+
+
+@dataclass
+class ServerState:
+    script: ScriptState
+    capture: Capture = field(default_factory=Capture)
+    ids: IdGenerator = field(default_factory=IdGenerator)
+    http_store: dict[str, Stored] = field(default_factory=dict)
+    stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
+
+
+class Rejected(Exception):
+    """A request answered with an error before any stream event."""
+
+    def __init__(self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(body.get("error", {}).get("message", ""))
+        self.status = status
+        self.body = body
+        self.headers = dict(headers or {})
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The `error` object of the body (empty for a raw scripted body without one)."""
+        error = self.body.get("error")
+        return error if isinstance(error, dict) else {}
+
+    def outcome(self) -> Outcome:
+        fields = self.fields
+        return Outcome(OutcomeKind.REFUSED, status=self.status, code=fields.get("code"), message=fields.get("message"))
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in scope.get("headers", []):
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers
+
+
+def _transport(scope: Scope) -> asyncio.Transport | None:
+    """The connection's transport, reached through the server's own `send` (uvicorn's protocol object)."""
+    owner = getattr(scope.get("rrkit.raw_send"), "__self__", None)
+    transport = getattr(owner, "transport", None)
+    return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+
+
+class _KeepRawSend:
+    """Outermost middleware: remembers the server's `send` so that faults can cut the TCP connection."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["rrkit.raw_send"] = send
+        await self.app(scope, receive, send)
+
+
+def _validation_rejection(error: ValidationError, what: str) -> Rejected:
+    problem = error.errors()[0]
+    param = ".".join(str(part) for part in problem["loc"]) or None
+    message = f"Invalid {what}: field {param!r}: {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
+    return Rejected(400, errors.error_body(message, param=param))
+
+
+class Responder:
+    """The per-request logic shared by both transports: validate, rebuild, pick a reply, plan it."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    def parse(self, body: Any, *, transport: str) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise Rejected(
+                400, errors.error_body(f"The request body must be a JSON object, got {type(body).__name__}.")
+            )
+        model = ResponseCreateFrame if transport == "ws" else ResponsesRequest
+        try:
+            model.model_validate(body)
+        except ValidationError as error:
+            raise _validation_rejection(
+                error, "response.create frame" if transport == "ws" else "request body"
+            ) from None
+        return body
+
+    def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:
+        previous = wire.get("previous_response_id")
+        if not previous:
+            return logical_from_wire(wire)
+        stored = store.get(previous)
+        if stored is None:
+            message = f"Previous response with id '{previous}' not found."
+            raise Rejected(
+                400,
+                errors.error_body(message, code=errors.PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"),
+            )
+        return rebuild_logical(wire, stored.logical_input, stored.output)
+
+    def plan(
+        self, transport: str, headers: dict[str, str], wire: dict[str, Any], logical: dict[str, Any]
+    ) -> tuple[Reply, ResponsePlan]:
+        view = RequestView(transport, headers, wire, logical)
+        chosen = self.state.script.select(view) if not is_warmup(wire) else self._warmup_reply(view)
+        if isinstance(chosen, NoMatch):
+            message = chosen.message()
+            log.warning("%s", message)
+            raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
+        if chosen.reject is not None:
+            reject = chosen.reject
+            body = reject.body or errors.error_body(
+                reject.message or f"Scripted error {reject.status}.",
+                type_=reject.type or errors.default_error_type(reject.status),
+                code=reject.code,
+                param=reject.param,
+            )
+            raise Rejected(reject.status, body, reject.headers)
+        warmup = is_warmup(wire) and chosen is _WARMUP
+        return chosen, render(chosen, logical, transport=transport, ids=self.state.ids, warmup=warmup)
+
+    def _warmup_reply(self, view: RequestView) -> Reply | NoMatch:
+        """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
+        if any(step.when is not None and step.when.generate is False for step in self.state.script.script.responses):
+            return self.state.script.select(view)
+        return _WARMUP
+
+
+async def _wait_for(event: asyncio.Event, timeout: float | None) -> bool:
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+        return True
+    except TimeoutError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP + SSE
+
+
+class _SSEStream(Response):
+    """Plays a plan as `text/event-stream`, applying its faults; records every event sent."""
+
+    def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
+        super().__init__(status_code=200, headers=headers, media_type="text/event-stream")
+        self.raw_headers = [(name, value) for name, value in self.raw_headers if name != b"content-length"]
+        self.state, self.exchange, self.plan = state, exchange, plan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        gone = asyncio.Event()
+        stopping = self.state.stopping or asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            self.exchange.outcome = await self._stream(scope, send, gone, stopping)
+            _store_if_completed(self.state.http_store, self.exchange, self.plan)
+        finally:
+            watcher.cancel()
+
+    async def _stream(self, scope: Scope, send: Send, gone: asyncio.Event, stopping: asyncio.Event) -> Outcome:
+        fault, exchange = self.plan.fault, self.exchange
+        start = time.monotonic()
+        sent = 0
+        for planned in self.plan.events:
+            if fault.stall_after == sent:
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
+                await _first(gone, stopping)
+                return Outcome(OutcomeKind.STALLED, sent)
+            if fault.drop_after == sent:
+                return await self._drop(scope, sent, gone)
+            if planned.delay and await _first(gone, stopping, timeout=planned.delay):
+                return Outcome(OutcomeKind.DISCONNECTED, sent)
+            if gone.is_set():
+                return Outcome(OutcomeKind.DISCONNECTED, sent)
+            await send({"type": "http.response.body", "body": planned.wire, "more_body": True})
+            exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
+            sent += 1
+        if fault.stall_after == sent:
+            await _first(gone, stopping)
+            return Outcome(OutcomeKind.STALLED, sent)
+        if fault.drop_after is not None and fault.drop_after >= sent:
+            return await self._drop(scope, sent, gone)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return outcome_of_events([sent_event.event for sent_event in exchange.events]) or Outcome(
+            OutcomeKind.DROPPED, sent
+        )
+
+    async def _drop(self, scope: Scope, sent: int, gone: asyncio.Event) -> Outcome:
+        """End the connection without the body's final chunk, so the client sees a cut stream."""
+        transport = _transport(scope)
+        if transport is None:
+            raise ConnectionAbortedError("rrkit: scripted drop (no transport to close)")
+        transport.close()
+        await _wait_for(gone, 1.0)
+        return Outcome(OutcomeKind.DROPPED, sent)
+
+
+async def _first(*events: asyncio.Event, timeout: float | None = None) -> bool:
+    """Wait until any event is set (True) or the timeout passes (False)."""
+    waiters = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+async def http_responses(request: Request) -> Response:
+    state: ServerState = request.app.state.rrkit
+    responder = Responder(state)
+    headers = _headers(request.scope)
+    raw = await request.body()
+    exchange = state.capture.new_exchange("http", headers, None)
+    try:
+        try:
+            body = json.loads(raw)
+        except ValueError as error:
+            exchange.raw_body = raw.decode("utf-8", errors="replace")
+            raise Rejected(400, errors.error_body(f"The request body is not valid JSON: {error}.")) from None
+        if not isinstance(body, dict):
+            exchange.raw_body = raw.decode("utf-8", errors="replace")
+        wire = responder.parse(body, transport="http")
+        exchange.wire_request = wire
+        logical = exchange.logical_request = responder.logical(wire, state.http_store)
+        reply, plan = responder.plan("http", headers, wire, logical)
+    except Rejected as rejected:
+        exchange.response_status = rejected.status
+        exchange.response_headers = rejected.headers
+        exchange.outcome = rejected.outcome()
+        return JSONResponse(rejected.body, status_code=rejected.status, headers=rejected.headers)
+    exchange.response_id = plan.response_id
+    response_headers = {
+        "cache-control": "no-cache",
+        "x-request-id": "req_" + secrets.token_hex(8),
+        "openai-model": str(reply.model or logical.get("model") or "gpt-rrkit"),
+        **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
+        **reply.headers,
+    }
+    exchange.response_status = 200
+    exchange.response_headers = response_headers
+    return _SSEStream(state, exchange, plan, response_headers)
+
+
+def _store_if_completed(store: dict[str, Stored], exchange: Exchange, plan: ResponsePlan) -> None:
+    """A response can be named as `previous_response_id` once (and only if) it completed."""
+    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and plan.response_id:
+        store[plan.response_id] = Stored(input_items(exchange.logical_request or {}), plan.done_items)
+
+
+# ---------------------------------------------------------------------------------------------
+# WebSocket
+
+
+class _SocketGone(Exception):
+    """The client closed the socket (or the TCP connection) while the server was sending."""
+
+
+class _WebSocketSession:
+    """One accepted socket: many requests in sequence, each answered by playing its plan as frames."""
+
+    def __init__(
+        self, state: ServerState, websocket: WebSocket, connection: Connection, handshake: Handshake | None
+    ) -> None:
+        self.state, self.ws, self.connection, self.handshake = state, websocket, connection, handshake
+        self.store: dict[str, Stored] = {}
+        self.responder = Responder(state)
+        self.stopping = state.stopping or asyncio.Event()
+
+    async def run(self) -> None:
+        served = 0
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                self.connection.closed_by = self.connection.closed_by or "client"
+                self.connection.close_code = message.get("code")
+                return
+            text = message.get("text")
+            if text is None:
+                text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
+            keep_open = await self._request(text)
+            served += 1
+            if not keep_open:
+                return
+            limit = self.handshake.close_after if self.handshake else None
+            if limit is not None and served >= limit:
+                assert self.handshake is not None
+                await self._close(self.handshake.close, self.handshake.close_code, "")
+                return
+
+    async def _request(self, text: str) -> bool:
+        """Answer one client frame; False when the socket is finished."""
+        exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
+        try:
+            try:
+                body = json.loads(text)
+            except ValueError as error:
+                exchange.raw_body = text
+                raise Rejected(
+                    400, errors.error_body(f"The frame is not valid JSON: {error}.", code="invalid_json")
+                ) from None
+            if not isinstance(body, dict) or body.get("type") != "response.create":
+                exchange.raw_body = text
+                kind = body.get("type") if isinstance(body, dict) else type(body).__name__
+                raise Rejected(
+                    400,
+                    errors.error_body(
+                        f"Unsupported frame type {kind!r}: this server answers 'response.create' frames only.",
+                        code="unsupported_frame_type",
+                        param="type",
+                    ),
+                )
+            wire = self.responder.parse(body, transport="ws")
+            exchange.wire_request = wire
+            logical = exchange.logical_request = self.responder.logical(wire, self.store)
+            _reply, plan = self.responder.plan("ws", self.connection.handshake_headers, wire, logical)
+        except Rejected as rejected:
+            fields = rejected.fields
+            frame = errors.error_frame(
+                rejected.status,
+                str(fields.get("message", "")),
+                type_=fields.get("type"),
+                code=fields.get("code"),
+                param=fields.get("param"),
+                headers=rejected.headers or None,
+            )
+            exchange.response_status = rejected.status
+            exchange.outcome = rejected.outcome()
+            try:
+                await self.ws.send_text(json.dumps(frame))
+            except (_SocketGone, OSError, WebSocketDisconnect, RuntimeError):
+                return False
+            return True
+        exchange.response_id = plan.response_id
+        exchange.outcome = outcome = await self._play(exchange, plan)
+        _store_if_completed(self.store, exchange, plan)
+        return outcome.kind in (OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED)
+
+    async def _play(self, exchange: Exchange, plan: ResponsePlan) -> Outcome:
+        fault = plan.fault
+        start = time.monotonic()
+        sent = 0
+        try:
+            for planned in plan.events:
+                if fault.stall_after == sent:
+                    return await self._stall(sent)
+                if fault.drop_after == sent:
+                    await self._close(fault.close, fault.close_code, fault.close_reason)
+                    return Outcome(OutcomeKind.DROPPED, sent)
+                if planned.delay and await _first(self.stopping, timeout=planned.delay):
+                    return Outcome(OutcomeKind.DISCONNECTED, sent)
+                await self._send(planned.wire)
+                exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
+                sent += 1
+            if fault.stall_after == sent:
+                return await self._stall(sent)
+            if fault.drop_after is not None and fault.drop_after >= sent:
+                await self._close(fault.close, fault.close_code, fault.close_reason)
+                return Outcome(OutcomeKind.DROPPED, sent)
+        except _SocketGone:
+            return Outcome(OutcomeKind.DISCONNECTED, sent)
+        return outcome_of_events([sent_event.event for sent_event in exchange.events]) or Outcome(
+            OutcomeKind.DROPPED, sent
+        )
+
+    async def _send(self, wire: str | bytes) -> None:
+        try:
+            await self.ws.send({"type": "websocket.send", "text": wire})
+        except (OSError, WebSocketDisconnect, RuntimeError) as error:
+            raise _SocketGone from error
+
+    async def _stall(self, sent: int) -> Outcome:
+        """Send nothing more; wait for the client to give up (or the server to stop)."""
+        receiver = asyncio.create_task(self._drain_until_disconnect())
+        try:
+            await _first(self.stopping, _task_done(receiver))
+        finally:
+            receiver.cancel()
+        return Outcome(OutcomeKind.STALLED, sent)
+
+    async def _drain_until_disconnect(self) -> None:
+        while (await self.ws.receive())["type"] != "websocket.disconnect":
+            pass
+        self.connection.closed_by = "client"
+
+    async def _close(self, how: str, code: int, reason: str) -> None:
+        if how == "tcp":
+            transport = _transport(self.ws.scope)
+            if transport is None:
+                raise ConnectionAbortedError("rrkit: scripted TCP close (no transport to close)")
+            transport.close()
+            self.connection.closed_by = "tcp"
+            return
+        self.connection.closed_by, self.connection.close_code = "server", code
+        with contextlib.suppress(OSError, RuntimeError):
+            await self.ws.close(code, reason)
+
+
+def _task_done(task: asyncio.Task[None]) -> asyncio.Event:
+    done = asyncio.Event()
+    task.add_done_callback(lambda _: done.set())
+    return done
+
+
+async def websocket_responses(websocket: WebSocket) -> None:
+    state: ServerState = websocket.app.state.rrkit
+    headers = _headers(websocket.scope)
+    connection = state.capture.new_connection(headers)
+    handshake = state.script.select_handshake(headers)
+    if handshake is not None and handshake.delay:
+        await _first(state.stopping or asyncio.Event(), timeout=handshake.delay)
+    if handshake is not None and handshake.refuse is not None:
+        body = handshake.refuse_body or errors.error_body(
+            f"WebSocket upgrade refused with status {handshake.refuse}.",
+            type_=errors.default_error_type(handshake.refuse),
+            code="upgrade_required" if handshake.refuse == errors.UPGRADE_REQUIRED else None,
+        )
+        connection.status = handshake.refuse
+        connection.response_headers = dict(handshake.refuse_headers)
+        await websocket.send_denial_response(
+            JSONResponse(body, status_code=handshake.refuse, headers=handshake.refuse_headers)
+        )
+        return
+    response_headers = dict(handshake.headers) if handshake else {}
+    if handshake is not None and handshake.turn_state:
+        response_headers[TURN_STATE_HEADER] = handshake.turn_state
+    connection.status = 101
+    connection.response_headers = response_headers
+    await websocket.accept(headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in response_headers.items()])
+    await _WebSocketSession(state, websocket, connection, handshake).run()
+
+
+def create_app(state: ServerState) -> ASGIApp:
+    routes: list[BaseRoute] = []
+    for path in ("/v1/responses", "/responses"):
+        routes.append(Route(path, http_responses, methods=["POST"]))
+        routes.append(WebSocketRoute(path, websocket_responses))
+    app = Starlette(routes=routes)
+    app.state.rrkit = state
+    return _KeepRawSend(app)

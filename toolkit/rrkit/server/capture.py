@@ -1,0 +1,101 @@
+"""What the fake server saw and did: connections and exchanges, readable from any thread while it runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.outcome import Outcome
+
+
+@dataclass
+class SentEvent:
+    at: float  # seconds since the exchange started
+    event: dict[str, Any]
+
+
+@dataclass
+class Exchange:
+    """One request and the server's answer to it."""
+
+    id: int
+    transport: str  # "http" or "ws"
+    connection_id: int | None
+    request_headers: dict[str, str]
+    wire_request: dict[str, Any] | None
+    logical_request: dict[str, Any] | None = None
+    response_id: str | None = None
+    response_status: int | None = None
+    response_headers: dict[str, str] = field(default_factory=dict)
+    events: list[SentEvent] = field(default_factory=list)
+    outcome: Outcome | None = None  # None while the exchange is running
+    started_at: float = field(default_factory=time.time)
+    raw_body: str | None = None  # the body as received, when it was not a JSON object
+
+    @property
+    def incremental(self) -> bool:
+        return bool(self.wire_request and self.wire_request.get("previous_response_id"))
+
+    @property
+    def warmup(self) -> bool:
+        return bool(self.wire_request and self.wire_request.get("generate") is False)
+
+    @property
+    def event_types(self) -> list[str]:
+        return [str(sent.event.get("type")) for sent in self.events]
+
+
+@dataclass
+class Connection:
+    """One WebSocket connection: its handshake and the exchanges it carried."""
+
+    id: int
+    handshake_headers: dict[str, str]
+    status: int | None = None  # 101, or the refusal status
+    response_headers: dict[str, str] = field(default_factory=dict)
+    exchanges: list[Exchange] = field(default_factory=list)
+    close_code: int | None = None
+    closed_by: str | None = None  # "server", "client" or "tcp"
+    started_at: float = field(default_factory=time.time)
+
+
+class Capture:
+    """All connections and exchanges of a server, in arrival order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._exchanges: list[Exchange] = []
+        self._connections: list[Connection] = []
+
+    def new_exchange(
+        self, transport: str, headers: dict[str, str], wire: dict[str, Any] | None, connection: Connection | None = None
+    ) -> Exchange:
+        with self._lock:
+            exchange = Exchange(len(self._exchanges), transport, connection.id if connection else None, headers, wire)
+            self._exchanges.append(exchange)
+            if connection is not None:
+                connection.exchanges.append(exchange)
+            return exchange
+
+    def new_connection(self, headers: dict[str, str]) -> Connection:
+        with self._lock:
+            connection = Connection(len(self._connections), headers)
+            self._connections.append(connection)
+            return connection
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        with self._lock:
+            return list(self._exchanges)
+
+    @property
+    def connections(self) -> list[Connection]:
+        with self._lock:
+            return list(self._connections)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._exchanges.clear()
+            self._connections.clear()
