@@ -43,6 +43,7 @@ from .request import (
     input_items,
     is_warmup,
 )
+from .response import OutputItem, ResponseObject, Usage
 from .sse import KEEPALIVE, SSEDecoder, SSEMessage, encode_event, encode_json, encode_sse, iter_events
 
 __all__ = [
@@ -65,12 +66,15 @@ __all__ = [
     "LastResponse",
     "Outcome",
     "OutcomeKind",
+    "OutputItem",
     "ResponseCreateFrame",
     "ResponseEvents",
+    "ResponseObject",
     "ResponsesRequest",
     "Rule",
     "SSEDecoder",
     "SSEMessage",
+    "Usage",
     "Violation",
     "changed_properties",
     "check_order",

@@ -16,7 +16,7 @@ from .builder import (
 )
 from .loader import ScriptError, default_script, load_script, parse_script
 from .models import Fault, Handshake, Match, Reply, Script, Step, UsageSpec
-from .render import PlannedEvent, ResponsePlan, render
+from .plan import PlannedEvent, ResponsePlan, render
 from .select import NoMatch, RequestView, ScriptState
 
 __all__ = [

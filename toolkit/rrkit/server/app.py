@@ -26,7 +26,7 @@ from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
 from ..script.models import Handshake, Reply
-from ..script.render import ResponsePlan, render
+from ..script.plan import ResponsePlan, render
 from ..script.select import NoMatch, RequestView, ScriptState
 from .capture import Capture, Connection, Exchange, SentEvent
 
@@ -285,9 +285,10 @@ async def http_responses(request: Request) -> Response:
         **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
         **reply.headers,
     }
+    stream = _SSEStream(state, exchange, plan, response_headers)
     exchange.response_status = 200
-    exchange.response_headers = response_headers
-    return _SSEStream(state, exchange, plan, response_headers)
+    exchange.response_headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in stream.raw_headers}
+    return stream
 
 
 def _store_if_completed(store: dict[str, Stored], exchange: Exchange, plan: ResponsePlan) -> None:
