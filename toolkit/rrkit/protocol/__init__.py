@@ -17,6 +17,7 @@ from .errors import (
     retry_after,
 )
 from .events import Event, ResponseEvents, done_items, split_chunks, terminal_event, usage
+from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
 from .ids import IdGenerator
 from .incremental import (
     Decision,
@@ -51,8 +52,11 @@ __all__ = [
     "FAILURE_CODES",
     "IGNORED_FIELDS",
     "KEEPALIVE",
+    "OPENAI_BETA_HEADER",
     "PREVIOUS_RESPONSE_NOT_FOUND",
+    "RESPONSES_WEBSOCKETS_BETA",
     "RESPONSE_CREATE",
+    "TURN_STATE_HEADER",
     "UPGRADE_REQUIRED",
     "WEBSOCKET_CONNECTION_LIMIT",
     "Classification",

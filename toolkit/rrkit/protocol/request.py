@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -74,5 +75,5 @@ def input_items(body: dict[str, Any]) -> list[Item]:
     return list(value)
 
 
-def is_warmup(body: dict[str, Any]) -> bool:
+def is_warmup(body: Mapping[str, Any]) -> bool:
     return body.get("generate") is False

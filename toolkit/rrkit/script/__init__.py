@@ -16,16 +16,20 @@ from .builder import (
 )
 from .loader import ScriptError, default_script, load_script, parse_script
 from .models import Fault, Handshake, Match, Reply, Script, Step, UsageSpec
-from .plan import PlannedEvent, ResponsePlan, render
-from .select import NoMatch, RequestView, ScriptState
+from .plan import WARMUP_REPLY, PlannedEvent, RecordedReply, ResponsePlan, render
+from .select import Answer, NoMatch, ReplySource, RequestView, ScriptState
 
 __all__ = [
+    "WARMUP_REPLY",
+    "Answer",
     "Fault",
     "Handshake",
     "Match",
     "NoMatch",
     "PlannedEvent",
+    "RecordedReply",
     "Reply",
+    "ReplySource",
     "RequestView",
     "ResponsePlan",
     "Script",

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.events import Event, ResponseEvents, estimate_tokens, usage
@@ -16,8 +17,26 @@ from .models import (
     MessageOut,
     ReasoningOut,
     RefusalOut,
+    Reject,
     Reply,
 )
+
+WARMUP_REPLY = Reply()
+"""The server's own answer to `generate: false`: created + completed, no output."""
+
+
+@dataclass(frozen=True)
+class RecordedReply:
+    """A recorded response played back verbatim: compact JSON events with their offsets, and how it ended."""
+
+    events: Sequence[tuple[float, str]]  # (seconds since the exchange started, compact JSON)
+    fault: Fault = field(default_factory=Fault)
+    reject: Reject | None = None
+    turn_state: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    time_scale: float = 0.0  # 0 plays at once, 1 at recorded speed
+    rename: Callable[[str], str] | None = None  # recorded response id -> id to send
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,17 +67,41 @@ def _planned(events: list[Event], delays: list[float], transport: str) -> list[P
     return [PlannedEvent(e, encode_sse(str(e["type"]), encode_json(e)), d) for e, d in zip(events, delays, strict=True)]
 
 
+def _delays(offsets: Sequence[float], scale: float = 1.0) -> list[float]:
+    return [max(0.0, now - before) * scale for before, now in zip([0.0, *offsets], offsets, strict=False)]
+
+
+def _response_id(events: Sequence[Event]) -> str:
+    return next((str(e["response"]["id"]) for e in events if isinstance(e.get("response"), dict)), "")
+
+
+def _render_recorded(reply: RecordedReply, transport: str) -> ResponsePlan:
+    raws = [raw for _, raw in reply.events]
+    recorded_id = _response_id([json.loads(raws[0])]) if raws else ""
+    if reply.rename is not None and recorded_id:
+        new_id = reply.rename(recorded_id)
+        raws = [raw.replace(f'"{recorded_id}"', f'"{new_id}"') for raw in raws]
+    delays = _delays([at for at, _ in reply.events], reply.time_scale)
+    planned = []
+    for raw, delay in zip(raws, delays, strict=True):
+        event = json.loads(raw)
+        wire: str | bytes = raw if transport == "ws" else encode_sse(str(event.get("type")), raw.encode())
+        planned.append(PlannedEvent(event, wire, delay))
+    return ResponsePlan(_response_id([p.event for p in planned[:1]]), planned, reply.fault)
+
+
 def render(
-    reply: Reply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator, warmup: bool = False
+    reply: Reply | RecordedReply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator
 ) -> ResponsePlan:
-    """The plan for one reply to one logical request. A warmup gets created + completed, no output."""
+    """The plan for one reply to one logical request; `WARMUP_REPLY` gets created + completed, no output."""
+    if isinstance(reply, RecordedReply):
+        return _render_recorded(reply, transport)
+    warmup = reply is WARMUP_REPLY
     fault = reply.fault
     if reply.events is not None:
-        offsets = [timed.at for timed in reply.events]
-        delays = [max(0.0, now - before) for before, now in zip([0.0, *offsets], offsets, strict=False)]
         events = [timed.event for timed in reply.events]
-        response_id = next((e["response"]["id"] for e in events if isinstance(e.get("response"), dict)), "")
-        return ResponsePlan(response_id, _planned(events, delays, transport), fault)
+        delays = _delays([timed.at for timed in reply.events])
+        return ResponsePlan(_response_id(events), _planned(events, delays, transport), fault)
 
     builder = ResponseEvents(request, ids=ids, model=reply.model)
     if warmup:

@@ -6,10 +6,13 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from ..protocol.request import input_items
+from ..protocol.request import input_items, is_warmup
 from .models import Handshake, Match, Reply, Script, Step
+from .plan import WARMUP_REPLY, RecordedReply
+
+Answer = Reply | RecordedReply
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,7 @@ class RequestView:
     headers: Mapping[str, str]
     wire: Mapping[str, Any]
     logical: Mapping[str, Any]
+    connection_id: int | None = None
 
     def describe(self) -> str:
         items = input_items(dict(self.logical))
@@ -78,14 +82,17 @@ class NoMatch:
 
     request: str
     closest: list[str] = field(default_factory=list)
+    what: str = "scripted reply"
+    hint: str = "Add a reply (or a `default`) to the script."
 
     def message(self) -> str:
-        lines = [f"rrkit: no scripted reply matches this {self.request}."]
+        lines = [f"rrkit: no {self.what} matches this {self.request}."]
         if self.closest:
-            lines.append("Closest steps:")
+            lines.append("Closest:")
             lines += [f"  - {line}" for line in self.closest]
         else:
-            lines.append("The script has no steps left. Add a reply (or a `default`) to the script.")
+            lines.append("Nothing is left to answer it.")
+        lines.append(self.hint)
         return "\n".join(lines)
 
 
@@ -93,6 +100,22 @@ def _steps_report(index: int, step: Step | Handshake, used: int, failed: Sequenc
     uses = "unlimited" if step.repeat else f"used {used} of {step.times}"
     reason = "; ".join(f"failed: {text}" for text in failed) if failed else "all conditions hold"
     return f"step {index} ({uses}): {reason}"
+
+
+class ReplySource(Protocol):
+    """Where the server's answers come from: a script being played, or a cassette being replayed."""
+
+    def select(self, request: RequestView) -> Answer | NoMatch: ...
+
+    def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None: ...
+
+    def unused(self) -> list[str]:
+        """Descriptions of answers never requested (for teardown checks)."""
+        ...
+
+    def reset(self) -> None:
+        """Start over: every answer available again."""
+        ...
 
 
 class ScriptState:
@@ -111,7 +134,12 @@ class ScriptState:
             self._uses.clear()
             self._handshake_uses.clear()
 
-    def select(self, request: RequestView) -> Reply | NoMatch:
+    def select(self, request: RequestView) -> Answer | NoMatch:
+        """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
+        if is_warmup(request.wire) and not any(
+            step.when is not None and step.when.generate is False for step in self.script.responses
+        ):
+            return WARMUP_REPLY
         with self._lock:
             scored: list[tuple[int, int, str]] = []
             for index, step in enumerate(self.script.responses):
@@ -142,11 +170,10 @@ class ScriptState:
                 return handshake
         return None
 
-    def unused_steps(self) -> list[int]:
-        """Indexes of queue steps never requested (for teardown checks)."""
+    def unused(self) -> list[str]:
         with self._lock:
             return [
-                index
+                f"step {index} (used {self._uses.get(index, 0)} of {step.times})"
                 for index, step in enumerate(self.script.responses)
                 if not step.repeat and self._uses.get(index, 0) < step.times
             ]

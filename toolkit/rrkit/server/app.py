@@ -21,20 +21,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
+from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
-from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
-from ..script.models import Handshake, Reply
+from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
+from ..script.models import Handshake
 from ..script.plan import ResponsePlan, render
-from ..script.select import NoMatch, RequestView, ScriptState
+from ..script.select import Answer, NoMatch, ReplySource, RequestView
 from .capture import Capture, Connection, Exchange, SentEvent
 
 log = logging.getLogger("rrkit.server")
 
-TURN_STATE_HEADER = "x-codex-turn-state"
 NO_MATCH_CODE = "rrkit_no_matching_reply"
-_WARMUP = Reply()
+ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
 
 
 @dataclass
@@ -47,7 +47,7 @@ class Stored:
 
 @dataclass
 class ServerState:
-    script: ScriptState
+    source: ReplySource
     capture: Capture = field(default_factory=Capture)
     ids: IdGenerator = field(default_factory=IdGenerator)
     http_store: dict[str, Stored] = field(default_factory=dict)
@@ -141,10 +141,15 @@ class Responder:
         return rebuild_logical(wire, stored.logical_input, stored.output)
 
     def plan(
-        self, transport: str, headers: dict[str, str], wire: dict[str, Any], logical: dict[str, Any]
-    ) -> tuple[Reply, ResponsePlan]:
-        view = RequestView(transport, headers, wire, logical)
-        chosen = self.state.script.select(view) if not is_warmup(wire) else self._warmup_reply(view)
+        self,
+        transport: str,
+        headers: dict[str, str],
+        wire: dict[str, Any],
+        logical: dict[str, Any],
+        connection_id: int | None = None,
+    ) -> tuple[Answer, ResponsePlan]:
+        view = RequestView(transport, headers, wire, logical, connection_id)
+        chosen = self.state.source.select(view)
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
@@ -158,14 +163,7 @@ class Responder:
                 param=reject.param,
             )
             raise Rejected(reject.status, body, reject.headers)
-        warmup = is_warmup(wire) and chosen is _WARMUP
-        return chosen, render(chosen, logical, transport=transport, ids=self.state.ids, warmup=warmup)
-
-    def _warmup_reply(self, view: RequestView) -> Reply | NoMatch:
-        """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
-        if any(step.when is not None and step.when.generate is False for step in self.state.script.script.responses):
-            return self.state.script.select(view)
-        return _WARMUP
+        return chosen, render(chosen, logical, transport=transport, ids=self.state.ids)
 
 
 async def _wait_for(event: asyncio.Event, timeout: float | None) -> bool:
@@ -362,7 +360,9 @@ class _WebSocketSession:
             wire = self.responder.parse(body, transport="ws")
             exchange.wire_request = wire
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
-            _reply, plan = self.responder.plan("ws", self.connection.handshake_headers, wire, logical)
+            _answer, plan = self.responder.plan(
+                "ws", self.connection.handshake_headers, wire, logical, self.connection.id
+            )
         except Rejected as rejected:
             fields = rejected.fields
             frame = errors.error_frame(
@@ -416,7 +416,13 @@ class _WebSocketSession:
         try:
             await self.ws.send({"type": "websocket.send", "text": wire})
         except (OSError, WebSocketDisconnect, RuntimeError) as error:
+            self._client_gone(error.code if isinstance(error, WebSocketDisconnect) else ABNORMAL_CLOSURE)
             raise _SocketGone from error
+
+    def _client_gone(self, code: int | None) -> None:
+        """Record that the client went away (1006: without a close frame), unless the server closed first."""
+        if self.connection.closed_by is None:
+            self.connection.closed_by, self.connection.close_code = "client", code
 
     async def _stall(self, sent: int) -> Outcome:
         """Send nothing more; wait for the client to give up (or the server to stop)."""
@@ -428,9 +434,9 @@ class _WebSocketSession:
         return Outcome(OutcomeKind.STALLED, sent)
 
     async def _drain_until_disconnect(self) -> None:
-        while (await self.ws.receive())["type"] != "websocket.disconnect":
+        while (message := await self.ws.receive())["type"] != "websocket.disconnect":
             pass
-        self.connection.closed_by = "client"
+        self._client_gone(message.get("code"))
 
     async def _close(self, how: str, code: int, reason: str) -> None:
         if how == "tcp":
@@ -455,7 +461,7 @@ async def websocket_responses(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.rrkit
     headers = _headers(websocket.scope)
     connection = state.capture.new_connection(headers)
-    handshake = state.script.select_handshake(headers)
+    handshake = state.source.select_handshake(headers)
     if handshake is not None and handshake.delay:
         await _first(state.stopping or asyncio.Event(), timeout=handshake.delay)
     if handshake is not None and handshake.refuse is not None:
@@ -469,14 +475,29 @@ async def websocket_responses(websocket: WebSocket) -> None:
         await websocket.send_denial_response(
             JSONResponse(body, status_code=handshake.refuse, headers=handshake.refuse_headers)
         )
+        _mark_denial_sent(websocket.scope)
         return
     response_headers = dict(handshake.headers) if handshake else {}
     if handshake is not None and handshake.turn_state:
         response_headers[TURN_STATE_HEADER] = handshake.turn_state
+    try:
+        await websocket.accept(
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in response_headers.items()]
+        )
+    except OSError:  # the client gave up during a scripted handshake delay
+        connection.closed_by, connection.close_code = "client", ABNORMAL_CLOSURE
+        return
     connection.status = 101
     connection.response_headers = response_headers
-    await websocket.accept(headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in response_headers.items()])
     await _WebSocketSession(state, websocket, connection, handshake).run()
+
+
+def _mark_denial_sent(scope: Scope) -> None:
+    """uvicorn's websockets-sansio protocol does not count a denial response as a finished handshake and
+    logs a spurious "ASGI callable returned without completing handshake" error (Kludex/uvicorn#3138)."""
+    owner = getattr(scope.get("rrkit.raw_send"), "__self__", None)
+    if owner is not None and getattr(owner, "handshake_complete", None) is False:
+        owner.handshake_complete = True
 
 
 def create_app(state: ServerState) -> ASGIApp:

@@ -10,11 +10,12 @@ from types import TracebackType
 from typing import Any, Self
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from ..protocol.ids import IdGenerator
 from ..script.loader import default_script
 from ..script.models import Script
-from ..script.select import ScriptState
+from ..script.select import ReplySource, ScriptState
 from .app import ServerState, create_app
 from .capture import Connection, Exchange
 
@@ -31,31 +32,24 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-class FakeServer:
-    """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
-    `async with FakeServer(script) as server:` runs it on the current event loop."""
+class LoopbackServer:
+    """Runs an ASGI app with uvicorn on a pre-bound socket: started and stopped in milliseconds, in a
+    background thread (`with`) or on the current event loop (`async with`), or in the foreground."""
 
-    def __init__(
-        self,
-        script: Script | None = None,
-        *,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        ids: IdGenerator | None = None,
-        log_level: str = "warning",
-    ) -> None:
-        self.state = ServerState(ScriptState(script or default_script()), ids=ids or IdGenerator())
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
         self.host, self.port = host, port
         self.log_level = log_level
+        self.stopping: asyncio.Event | None = None  # set on stop; long waits (stalls) end with it
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    # -- what tests read ----------------------------------------------------------------------
-    @property
-    def script(self) -> Script:
-        return self.state.script.script
+    def app(self) -> ASGIApp:
+        raise NotImplementedError
+
+    def _new_stopping_event(self) -> None:
+        self.stopping = asyncio.Event()
 
     @property
     def http_url(self) -> str:
@@ -71,34 +65,18 @@ class FakeServer:
         """The full WebSocket endpoint, `ws://host:port/v1/responses`."""
         return self.ws_url + "/responses"
 
-    @property
-    def exchanges(self) -> list[Exchange]:
-        return self.state.capture.exchanges
-
-    @property
-    def connections(self) -> list[Connection]:
-        return self.state.capture.connections
-
-    def use(self, script: Script) -> None:
-        """Play another script from now on (exchanges captured so far are kept)."""
-        self.state.script.reset(script)
-
-    def reset(self, script: Script | None = None) -> None:
-        """Forget captured exchanges and stored responses; play `script` (or the current one) afresh."""
-        self.state.script.reset(script)
-        self.state.capture.clear()
-        self.state.http_store.clear()
-
     def _authority(self) -> str:
         if self._socket is None:
-            raise RuntimeError("the server is not running: start it first (with FakeServer(...) as server: ...)")
+            raise RuntimeError(
+                f"the server is not running: start it first (with {type(self).__name__}(...) as server:)"
+            )
         host, port = self._socket.getsockname()[:2]
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     # -- async life cycle ---------------------------------------------------------------------
     def _config(self) -> uvicorn.Config:
         config = uvicorn.Config(
-            create_app(self.state),
+            self.app(),
             log_level=self.log_level,
             lifespan="off",
             http="h11",
@@ -110,7 +88,7 @@ class FakeServer:
         return config
 
     async def start(self) -> Self:
-        self.state.stopping = asyncio.Event()
+        self._new_stopping_event()
         self._socket = _bind(self.host, self.port)
         server = self._server = uvicorn.Server(self._config())
         server.lifespan = server.config.lifespan_class(server.config)
@@ -123,8 +101,8 @@ class FakeServer:
         if server is None:
             return
         self._server = None
-        if self.state.stopping is not None:
-            self.state.stopping.set()
+        if self.stopping is not None:
+            self.stopping.set()
         for listener in server.servers:
             listener.close()
         for connection in list(server.server_state.connections):
@@ -194,7 +172,7 @@ class FakeServer:
         self.stop_in_thread()
 
     # -- foreground (the CLI) -----------------------------------------------------------------
-    def serve_forever(self, on_ready: Callable[[FakeServer], None] | None = None) -> None:
+    def serve_forever(self, on_ready: Callable[[Self], None] | None = None) -> None:
         """Run until Ctrl-C (uvicorn handles the signals)."""
         self._socket = _bind(self.host, self.port)
         self._server = uvicorn.Server(self._config())
@@ -202,9 +180,66 @@ class FakeServer:
             on_ready(self)
 
         async def main() -> None:
-            self.state.stopping = asyncio.Event()
+            self._new_stopping_event()
             assert self._server is not None
             await self._server.serve(sockets=[self._socket] if self._socket else None)
-            self.state.stopping.set()
+            if self.stopping is not None:
+                self.stopping.set()
 
         asyncio.run(main())
+
+
+class FakeServer(LoopbackServer):
+    """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
+    `async with FakeServer(script) as server:` runs it on the current event loop."""
+
+    def __init__(
+        self,
+        script: Script | None = None,
+        *,
+        source: ReplySource | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        ids: IdGenerator | None = None,
+        log_level: str = "warning",
+    ) -> None:
+        if script is not None and source is not None:
+            raise ValueError("give a script or a reply source (such as a cassette replay), not both")
+        super().__init__(host=host, port=port, log_level=log_level)
+        self.state = ServerState(source or ScriptState(script or default_script()), ids=ids or IdGenerator())
+
+    def app(self) -> ASGIApp:
+        return create_app(self.state)
+
+    def _new_stopping_event(self) -> None:
+        super()._new_stopping_event()
+        self.state.stopping = self.stopping
+
+    # -- what tests read ----------------------------------------------------------------------
+    @property
+    def script(self) -> Script:
+        """The script being played (a replaying server has none)."""
+        source = self.state.source
+        if not isinstance(source, ScriptState):
+            raise AttributeError("this server replays a cassette; it plays no script")
+        return source.script
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self.state.capture.exchanges
+
+    @property
+    def connections(self) -> list[Connection]:
+        return self.state.capture.connections
+
+    def use(self, script: Script | ReplySource) -> None:
+        """Answer from another script (or source) from now on; exchanges captured so far are kept."""
+        self.state.source = ScriptState(script) if isinstance(script, Script) else script
+
+    def reset(self, script: Script | ReplySource | None = None) -> None:
+        """Forget captured exchanges and stored responses; answer from `script` (or the current source) afresh."""
+        if script is not None:
+            self.use(script)
+        self.state.source.reset()
+        self.state.capture.clear()
+        self.state.http_store.clear()

@@ -1,0 +1,31 @@
+"""Cassettes: recorded exchanges (wire vs logical request, events with timing, outcome), redacted and replayable."""
+
+from .format import (
+    FORMAT_VERSION,
+    Cassette,
+    RecordedConnection,
+    RecordedEvent,
+    RecordedExchange,
+    RecordedOutcome,
+)
+from .record import cassette_from_capture
+from .redact import DEFAULT_HEADERS, MARKER, Redactor
+from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
+
+__all__ = [
+    "DEFAULT_HEADERS",
+    "FORMAT_VERSION",
+    "MARKER",
+    "Cassette",
+    "CassetteError",
+    "RecordedConnection",
+    "RecordedEvent",
+    "RecordedExchange",
+    "RecordedOutcome",
+    "Redactor",
+    "cassette_from_capture",
+    "dump_cassette",
+    "load_cassette",
+    "parse_cassette",
+    "save_cassette",
+]

@@ -1,0 +1,144 @@
+"""The cassette format: connections and exchanges (wire vs logical request, events with offsets, outcome).
+
+Events are kept in memory as their compact JSON text: that is what replay sends, and it keeps a loaded
+cassette close to its file size.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+
+from ..protocol.outcome import Outcome, OutcomeKind
+
+FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on incompatible changes
+
+
+@dataclass(slots=True)
+class RecordedEvent:
+    """One event as sent, `at` seconds after its exchange started."""
+
+    at: float
+    raw: str  # compact JSON of the event
+
+    @property
+    def event(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.raw)
+        return value
+
+    @property
+    def type(self) -> str:
+        return str(self.event.get("type"))
+
+    @classmethod
+    def of(cls, at: float, event: dict[str, Any]) -> RecordedEvent:
+        return cls(round(at, 6), json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+
+class RecordedOutcome(_Model):
+    kind: OutcomeKind
+    events_sent: int = 0
+    code: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    status: int | None = None
+
+    @classmethod
+    def of(cls, outcome: Outcome) -> RecordedOutcome:
+        return cls(**outcome.to_dict())
+
+    def to_outcome(self) -> Outcome:
+        return Outcome(self.kind, self.events_sent, self.code, self.message, self.reason, self.status)
+
+
+class Handshake(_Model):
+    request_headers: dict[str, str] = {}
+    status: int | None = None
+    response_headers: dict[str, str] = {}
+
+
+class RecordedConnection(_Model):
+    id: int
+    transport: Literal["ws"] = "ws"
+    handshake: Handshake = Handshake()
+    closed_by: str | None = None
+    close_code: int | None = None
+
+
+class RecordedExchange(_Model):
+    id: int
+    transport: Literal["http", "ws"]
+    connection: int | None = None
+    started_at: float = Field(0.0, description="seconds since the cassette's first exchange")
+    request_headers: dict[str, str] = {}
+    wire_request: dict[str, Any] | None = None
+    raw_body: str | None = None
+    logical_request: dict[str, Any] | None = None
+    response_status: int | None = None
+    response_headers: dict[str, str] = {}
+    response_id: str | None = None
+    events: list[RecordedEvent] = []
+    outcome: RecordedOutcome | None = None
+
+    @field_validator("events", mode="before")
+    @classmethod
+    def _events(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError("must be a list of {at, event} objects")
+        events = []
+        for index, entry in enumerate(value):
+            if isinstance(entry, RecordedEvent):
+                events.append(entry)
+                continue
+            if not isinstance(entry, dict) or not isinstance(entry.get("event"), dict):
+                raise ValueError(f"[{index}] must be an object with an `event` object")
+            event = entry["event"]
+            if not isinstance(event.get("type"), str):
+                raise ValueError(f"[{index}].event has no string `type`")
+            at = entry.get("at", 0.0)
+            if not isinstance(at, int | float) or at < 0:
+                raise ValueError(f"[{index}].at must be a number of seconds >= 0")
+            events.append(RecordedEvent.of(float(at), event))
+        return events
+
+    @field_serializer("events")
+    def _dump_events(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
+        return [{"at": recorded.at, "event": recorded.event} for recorded in events]
+
+    @property
+    def event_types(self) -> list[str]:
+        return [recorded.type for recorded in self.events]
+
+    @property
+    def incremental(self) -> bool:
+        return bool(self.wire_request and self.wire_request.get("previous_response_id"))
+
+
+class Redaction(_Model):
+    marker: str
+    headers: list[str] = []
+    paths: list[str] = []
+
+
+class Cassette(_Model):
+    rrkit_cassette: Literal[1] = 1
+    name: str = ""
+    source: str = Field("", description="what recorded it: fake-server, proxy, client")
+    recorded_at: str = ""
+    redaction: Redaction | None = None
+    connections: list[RecordedConnection] = []
+    exchanges: list[RecordedExchange] = []
+
+    def connection(self, connection_id: int | None) -> RecordedConnection | None:
+        return next((c for c in self.connections if c.id == connection_id), None)
+
+    @property
+    def event_count(self) -> int:
+        return sum(len(exchange.events) for exchange in self.exchanges)
