@@ -54,11 +54,10 @@ class MatchResult:
         return not self.failed
 
 
-def json_diff(recorded: Any, incoming: Any) -> list[str]:
-    """Human-readable differences, one line each, with paths like `input[2].content`."""
-    diff = DeepDiff(recorded, incoming, verbose_level=2, ignore_order=False)
-    lines = diff.pretty().splitlines() if diff else []
-    return [line.replace("root", "", 1) if line.startswith("root") else line for line in lines]
+def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
+    """Human-readable differences (recorded -> incoming), one line each, with paths like `input[2]['content']`."""
+    diff = DeepDiff(recorded, incoming, verbose_level=2)
+    return [line.replace("root", name or "value", 1) for line in diff.pretty().splitlines()] if diff else []
 
 
 def compare(recorded: Mapping[str, Any] | None, incoming: Mapping[str, Any] | None, config: MatchConfig) -> MatchResult:
@@ -70,5 +69,5 @@ def compare(recorded: Mapping[str, Any] | None, incoming: Mapping[str, Any] | No
             result.passed.append(name)
         else:
             result.failed.append(name)
-            result.diffs[name] = json_diff(old.get(name), new.get(name))
+            result.diffs[name] = json_diff(old.get(name), new.get(name), name)
     return result

@@ -78,7 +78,7 @@ class CassetteSource:
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
 
-    def select(self, request: RequestView) -> RecordedReply | NoMatch:
+    async def select(self, request: RequestView) -> RecordedReply | NoMatch:
         incoming = request.logical if self.match.on == "logical" else request.wire
         with self._lock:
             results: list[tuple[RecordedExchange, MatchResult, bool]] = []
@@ -115,13 +115,13 @@ class CassetteSource:
                 f"failed: {', '.join(result.failed) or 'none'}"
             )
             for name in result.failed:
-                lines += [f"    {name}: {line}" for line in result.diffs.get(name, [])[:8]]
+                lines += [f"  {line}" for line in result.diffs.get(name, [])[:8]]
         for exchange, result, _available in ranked[1:3]:
             lines.append(f"recorded exchange {exchange.id}: failed: {', '.join(result.failed) or 'none (used up)'}")
         hint = "To record it, run with record mode `new_episodes` (or `all`) and an upstream."
         return NoMatch(request.describe(), lines, what="recorded exchange", hint=hint)
 
-    def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
+    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
         with self._lock:
             index = next(self._handshakes)
         if index >= len(self.cassette.connections):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.events import Event, ResponseEvents, estimate_tokens, usage
+from ..protocol.events import Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.ids import IdGenerator
 from ..protocol.sse import encode_json, encode_sse
 from .models import (
@@ -48,17 +48,52 @@ class PlannedEvent:
     delay: float
 
 
+class StreamCut(Exception):
+    """Raised by a live stream whose source was cut: the client's connection is cut the same way."""
+
+    def __init__(self, close: str = "tcp", code: int = 1011, reason: str = "") -> None:
+        super().__init__(f"upstream stream cut ({close}, {code})")
+        self.close, self.code, self.reason = close, code, reason
+
+
+@dataclass(frozen=True)
+class LiveReply:
+    """A response relayed while it arrives (from an upstream server), with the headers it came with."""
+
+    events: AsyncIterator[PlannedEvent]  # may raise StreamCut
+    turn_state: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    reject: Reject | None = None
+    fault: Fault = field(default_factory=Fault)
+    on_finish: Callable[[], Awaitable[None]] | None = None  # releases what the stream held
+
+
 @dataclass(frozen=True, slots=True)
 class ResponsePlan:
-    response_id: str
-    events: list[PlannedEvent]
+    response_id: str  # "" when only the stream will tell (a live relay)
+    events: Sequence[PlannedEvent]
     fault: Fault
+    live: LiveReply | None = None
 
-    @property
-    def done_items(self) -> list[dict[str, Any]]:
-        return [
-            planned.event["item"] for planned in self.events if planned.event.get("type") == "response.output_item.done"
-        ]
+    async def stream(self) -> AsyncIterator[PlannedEvent]:
+        if self.live is None:
+            for planned in self.events:
+                yield planned
+            return
+        try:
+            async for planned in self.live.events:
+                yield planned
+        finally:
+            if self.live.on_finish is not None:
+                await self.live.on_finish()
+
+
+def planned_event(raw: str, transport: str, delay: float = 0.0) -> PlannedEvent:
+    """A verbatim event (compact JSON text) made ready for `transport`."""
+    event = json.loads(raw)
+    wire: str | bytes = raw if transport == "ws" else encode_sse(str(event.get("type")), raw.encode())
+    return PlannedEvent(event, wire, delay)
 
 
 def _planned(events: list[Event], delays: list[float], transport: str) -> list[PlannedEvent]:
@@ -71,37 +106,31 @@ def _delays(offsets: Sequence[float], scale: float = 1.0) -> list[float]:
     return [max(0.0, now - before) * scale for before, now in zip([0.0, *offsets], offsets, strict=False)]
 
 
-def _response_id(events: Sequence[Event]) -> str:
-    return next((str(e["response"]["id"]) for e in events if isinstance(e.get("response"), dict)), "")
-
-
 def _render_recorded(reply: RecordedReply, transport: str) -> ResponsePlan:
     raws = [raw for _, raw in reply.events]
-    recorded_id = _response_id([json.loads(raws[0])]) if raws else ""
+    recorded_id = response_id_of([json.loads(raws[0])]) if raws else None
     if reply.rename is not None and recorded_id:
         new_id = reply.rename(recorded_id)
         raws = [raw.replace(f'"{recorded_id}"', f'"{new_id}"') for raw in raws]
     delays = _delays([at for at, _ in reply.events], reply.time_scale)
-    planned = []
-    for raw, delay in zip(raws, delays, strict=True):
-        event = json.loads(raw)
-        wire: str | bytes = raw if transport == "ws" else encode_sse(str(event.get("type")), raw.encode())
-        planned.append(PlannedEvent(event, wire, delay))
-    return ResponsePlan(_response_id([p.event for p in planned[:1]]), planned, reply.fault)
+    planned = [planned_event(raw, transport, delay) for raw, delay in zip(raws, delays, strict=True)]
+    return ResponsePlan(response_id_of([p.event for p in planned[:1]]) or "", planned, reply.fault)
 
 
 def render(
-    reply: Reply | RecordedReply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator
+    reply: Reply | RecordedReply | LiveReply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator
 ) -> ResponsePlan:
     """The plan for one reply to one logical request; `WARMUP_REPLY` gets created + completed, no output."""
     if isinstance(reply, RecordedReply):
         return _render_recorded(reply, transport)
+    if isinstance(reply, LiveReply):
+        return ResponsePlan("", [], reply.fault, live=reply)
     warmup = reply is WARMUP_REPLY
     fault = reply.fault
     if reply.events is not None:
         events = [timed.event for timed in reply.events]
         delays = _delays([timed.at for timed in reply.events])
-        return ResponsePlan(_response_id(events), _planned(events, delays, transport), fault)
+        return ResponsePlan(response_id_of(events) or "", _planned(events, delays, transport), fault)
 
     builder = ResponseEvents(request, ids=ids, model=reply.model)
     if warmup:

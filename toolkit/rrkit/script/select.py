@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from ..protocol.request import input_items, is_warmup
 from .models import Handshake, Match, Reply, Script, Step
-from .plan import WARMUP_REPLY, RecordedReply
+from .plan import WARMUP_REPLY, LiveReply, RecordedReply
 
-Answer = Reply | RecordedReply
+Answer = Reply | RecordedReply | LiveReply
 
 
 @dataclass(frozen=True)
@@ -105,9 +105,9 @@ def _steps_report(index: int, step: Step | Handshake, used: int, failed: Sequenc
 class ReplySource(Protocol):
     """Where the server's answers come from: a script being played, or a cassette being replayed."""
 
-    def select(self, request: RequestView) -> Answer | NoMatch: ...
+    async def select(self, request: RequestView) -> Answer | NoMatch: ...
 
-    def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None: ...
+    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None: ...
 
     def unused(self) -> list[str]:
         """Descriptions of answers never requested (for teardown checks)."""
@@ -134,7 +134,7 @@ class ScriptState:
             self._uses.clear()
             self._handshake_uses.clear()
 
-    def select(self, request: RequestView) -> Answer | NoMatch:
+    async def select(self, request: RequestView) -> Answer | NoMatch:
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
         if is_warmup(request.wire) and not any(
             step.when is not None and step.when.generate is False for step in self.script.responses
@@ -157,7 +157,7 @@ class ScriptState:
             scored.sort(reverse=True)
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
-    def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
+    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
         view = RequestView("ws", headers, {}, {})
         with self._lock:
             for index, handshake in enumerate(self.script.handshakes):

@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import secrets
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,15 +20,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
+from ..protocol.events import done_items, response_id_of
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
-from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
 from ..script.models import Handshake
 from ..script.plan import ResponsePlan, render
 from ..script.select import Answer, NoMatch, ReplySource, RequestView
-from .capture import Capture, Connection, Exchange, SentEvent
+from .capture import Capture, Connection, Exchange
+from .stream import ChannelGone, first_of, play
 
 log = logging.getLogger("rrkit.server")
 
@@ -140,7 +141,7 @@ class Responder:
             )
         return rebuild_logical(wire, stored.logical_input, stored.output)
 
-    def plan(
+    async def plan(
         self,
         transport: str,
         headers: dict[str, str],
@@ -149,7 +150,7 @@ class Responder:
         connection_id: int | None = None,
     ) -> tuple[Answer, ResponsePlan]:
         view = RequestView(transport, headers, wire, logical, connection_id)
-        chosen = self.state.source.select(view)
+        chosen = await self.state.source.select(view)
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
@@ -166,20 +167,12 @@ class Responder:
         return chosen, render(chosen, logical, transport=transport, ids=self.state.ids)
 
 
-async def _wait_for(event: asyncio.Event, timeout: float | None) -> bool:
-    try:
-        await asyncio.wait_for(event.wait(), timeout)
-        return True
-    except TimeoutError:
-        return False
-
-
 # ---------------------------------------------------------------------------------------------
 # HTTP + SSE
 
 
 class _SSEStream(Response):
-    """Plays a plan as `text/event-stream`, applying its faults; records every event sent."""
+    """Plays a plan as a `text/event-stream` body; the engine applies faults and records the events."""
 
     def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
         super().__init__(status_code=200, headers=headers, media_type="text/event-stream")
@@ -187,69 +180,49 @@ class _SSEStream(Response):
         self.state, self.exchange, self.plan = state, exchange, plan
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        gone = asyncio.Event()
-        stopping = self.state.stopping or asyncio.Event()
+        channel = _SSEChannel(scope, send, self.state.stopping or asyncio.Event())
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
-            gone.set()
+            channel.gone.set()
 
         watcher = asyncio.create_task(watch())
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            self.exchange.outcome = await self._stream(scope, send, gone, stopping)
-            _store_if_completed(self.state.http_store, self.exchange, self.plan)
+            self.exchange.outcome = await play(self.plan, self.exchange, channel)
+            _store_if_completed(self.state.http_store, self.exchange)
         finally:
             watcher.cancel()
 
-    async def _stream(self, scope: Scope, send: Send, gone: asyncio.Event, stopping: asyncio.Event) -> Outcome:
-        fault, exchange = self.plan.fault, self.exchange
-        start = time.monotonic()
-        sent = 0
-        for planned in self.plan.events:
-            if fault.stall_after == sent:
-                await send({"type": "http.response.body", "body": b"", "more_body": True})
-                await _first(gone, stopping)
-                return Outcome(OutcomeKind.STALLED, sent)
-            if fault.drop_after == sent:
-                return await self._drop(scope, sent, gone)
-            if planned.delay and await _first(gone, stopping, timeout=planned.delay):
-                return Outcome(OutcomeKind.DISCONNECTED, sent)
-            if gone.is_set():
-                return Outcome(OutcomeKind.DISCONNECTED, sent)
-            await send({"type": "http.response.body", "body": planned.wire, "more_body": True})
-            exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
-            sent += 1
-        if fault.stall_after == sent:
-            await _first(gone, stopping)
-            return Outcome(OutcomeKind.STALLED, sent)
-        if fault.drop_after is not None and fault.drop_after >= sent:
-            return await self._drop(scope, sent, gone)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return outcome_of_events([sent_event.event for sent_event in exchange.events]) or Outcome(
-            OutcomeKind.DROPPED, sent
-        )
 
-    async def _drop(self, scope: Scope, sent: int, gone: asyncio.Event) -> Outcome:
+class _SSEChannel:
+    def __init__(self, scope: Scope, send: Send, stopping: asyncio.Event) -> None:
+        self.scope, self._send, self.stopping = scope, send, stopping
+        self.gone = asyncio.Event()
+
+    async def send(self, wire: str | bytes) -> None:
+        if self.gone.is_set():
+            raise ChannelGone
+        body = wire if isinstance(wire, bytes) else wire.encode()
+        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def pause(self, seconds: float) -> bool:
+        return await first_of(self.gone, self.stopping, timeout=seconds)
+
+    async def stall(self) -> None:
+        await first_of(self.gone, self.stopping)
+
+    async def cut(self, close: str, code: int, reason: str) -> None:
         """End the connection without the body's final chunk, so the client sees a cut stream."""
-        transport = _transport(scope)
+        transport = _transport(self.scope)
         if transport is None:
             raise ConnectionAbortedError("rrkit: scripted drop (no transport to close)")
         transport.close()
-        await _wait_for(gone, 1.0)
-        return Outcome(OutcomeKind.DROPPED, sent)
+        await first_of(self.gone, timeout=1.0)
 
-
-async def _first(*events: asyncio.Event, timeout: float | None = None) -> bool:
-    """Wait until any event is set (True) or the timeout passes (False)."""
-    waiters = [asyncio.create_task(event.wait()) for event in events]
-    try:
-        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        return bool(done)
-    finally:
-        for waiter in waiters:
-            waiter.cancel()
+    async def finish(self) -> None:
+        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def http_responses(request: Request) -> Response:
@@ -269,7 +242,7 @@ async def http_responses(request: Request) -> Response:
         wire = responder.parse(body, transport="http")
         exchange.wire_request = wire
         logical = exchange.logical_request = responder.logical(wire, state.http_store)
-        reply, plan = responder.plan("http", headers, wire, logical)
+        reply, plan = await responder.plan("http", headers, wire, logical)
     except Rejected as rejected:
         exchange.response_status = rejected.status
         exchange.response_headers = rejected.headers
@@ -289,22 +262,22 @@ async def http_responses(request: Request) -> Response:
     return stream
 
 
-def _store_if_completed(store: dict[str, Stored], exchange: Exchange, plan: ResponsePlan) -> None:
+def _store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
     """A response can be named as `previous_response_id` once (and only if) it completed."""
-    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and plan.response_id:
-        store[plan.response_id] = Stored(input_items(exchange.logical_request or {}), plan.done_items)
+    sent = [sent.event for sent in exchange.events]
+    response_id = exchange.response_id = exchange.response_id or response_id_of(sent)
+    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
+        store[response_id] = Stored(input_items(exchange.logical_request or {}), done_items(sent))
 
 
 # ---------------------------------------------------------------------------------------------
 # WebSocket
 
 
-class _SocketGone(Exception):
-    """The client closed the socket (or the TCP connection) while the server was sending."""
-
-
 class _WebSocketSession:
-    """One accepted socket: many requests in sequence, each answered by playing its plan as frames."""
+    """One accepted socket: many requests in sequence, each answered by playing its plan as frames.
+
+    It is the engine's channel for its own socket (send, pause, stall, cut, finish)."""
 
     def __init__(
         self, state: ServerState, websocket: WebSocket, connection: Connection, handshake: Handshake | None
@@ -332,7 +305,7 @@ class _WebSocketSession:
             limit = self.handshake.close_after if self.handshake else None
             if limit is not None and served >= limit:
                 assert self.handshake is not None
-                await self._close(self.handshake.close, self.handshake.close_code, "")
+                await self.cut(self.handshake.close, self.handshake.close_code, "")
                 return
 
     async def _request(self, text: str) -> bool:
@@ -360,7 +333,7 @@ class _WebSocketSession:
             wire = self.responder.parse(body, transport="ws")
             exchange.wire_request = wire
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
-            _answer, plan = self.responder.plan(
+            _answer, plan = await self.responder.plan(
                 "ws", self.connection.handshake_headers, wire, logical, self.connection.id
             )
         except Rejected as rejected:
@@ -377,68 +350,46 @@ class _WebSocketSession:
             exchange.outcome = rejected.outcome()
             try:
                 await self.ws.send_text(json.dumps(frame))
-            except (_SocketGone, OSError, WebSocketDisconnect, RuntimeError):
+            except (OSError, WebSocketDisconnect, RuntimeError):
                 return False
             return True
         exchange.response_id = plan.response_id
-        exchange.outcome = outcome = await self._play(exchange, plan)
-        _store_if_completed(self.store, exchange, plan)
+        exchange.outcome = outcome = await play(plan, exchange, self)
+        _store_if_completed(self.store, exchange)
         return outcome.kind in (OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED)
 
-    async def _play(self, exchange: Exchange, plan: ResponsePlan) -> Outcome:
-        fault = plan.fault
-        start = time.monotonic()
-        sent = 0
-        try:
-            for planned in plan.events:
-                if fault.stall_after == sent:
-                    return await self._stall(sent)
-                if fault.drop_after == sent:
-                    await self._close(fault.close, fault.close_code, fault.close_reason)
-                    return Outcome(OutcomeKind.DROPPED, sent)
-                if planned.delay and await _first(self.stopping, timeout=planned.delay):
-                    return Outcome(OutcomeKind.DISCONNECTED, sent)
-                await self._send(planned.wire)
-                exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
-                sent += 1
-            if fault.stall_after == sent:
-                return await self._stall(sent)
-            if fault.drop_after is not None and fault.drop_after >= sent:
-                await self._close(fault.close, fault.close_code, fault.close_reason)
-                return Outcome(OutcomeKind.DROPPED, sent)
-        except _SocketGone:
-            return Outcome(OutcomeKind.DISCONNECTED, sent)
-        return outcome_of_events([sent_event.event for sent_event in exchange.events]) or Outcome(
-            OutcomeKind.DROPPED, sent
-        )
-
-    async def _send(self, wire: str | bytes) -> None:
+    async def send(self, wire: str | bytes) -> None:
         try:
             await self.ws.send({"type": "websocket.send", "text": wire})
         except (OSError, WebSocketDisconnect, RuntimeError) as error:
             self._client_gone(error.code if isinstance(error, WebSocketDisconnect) else ABNORMAL_CLOSURE)
-            raise _SocketGone from error
+            raise ChannelGone from error
+
+    async def pause(self, seconds: float) -> bool:
+        return await first_of(self.stopping, timeout=seconds)
+
+    async def finish(self) -> None:
+        """A WebSocket response ends with its terminal event; the socket stays open."""
 
     def _client_gone(self, code: int | None) -> None:
         """Record that the client went away (1006: without a close frame), unless the server closed first."""
         if self.connection.closed_by is None:
             self.connection.closed_by, self.connection.close_code = "client", code
 
-    async def _stall(self, sent: int) -> Outcome:
+    async def stall(self) -> None:
         """Send nothing more; wait for the client to give up (or the server to stop)."""
         receiver = asyncio.create_task(self._drain_until_disconnect())
         try:
-            await _first(self.stopping, _task_done(receiver))
+            await first_of(self.stopping, _task_done(receiver))
         finally:
             receiver.cancel()
-        return Outcome(OutcomeKind.STALLED, sent)
 
     async def _drain_until_disconnect(self) -> None:
         while (message := await self.ws.receive())["type"] != "websocket.disconnect":
             pass
         self._client_gone(message.get("code"))
 
-    async def _close(self, how: str, code: int, reason: str) -> None:
+    async def cut(self, how: str, code: int, reason: str) -> None:
         if how == "tcp":
             transport = _transport(self.ws.scope)
             if transport is None:
@@ -461,9 +412,9 @@ async def websocket_responses(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.rrkit
     headers = _headers(websocket.scope)
     connection = state.capture.new_connection(headers)
-    handshake = state.source.select_handshake(headers)
+    handshake = await state.source.select_handshake(headers)
     if handshake is not None and handshake.delay:
-        await _first(state.stopping or asyncio.Event(), timeout=handshake.delay)
+        await first_of(state.stopping or asyncio.Event(), timeout=handshake.delay)
     if handshake is not None and handshake.refuse is not None:
         body = handshake.refuse_body or errors.error_body(
             f"WebSocket upgrade refused with status {handshake.refuse}.",

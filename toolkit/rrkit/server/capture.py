@@ -95,6 +95,23 @@ class Capture:
         with self._lock:
             return list(self._connections)
 
+    def settled(self) -> bool:
+        """True when every exchange has its outcome (none is still streaming)."""
+        with self._lock:
+            return all(exchange.outcome is not None for exchange in self._exchanges)
+
+    def wait_settled(self, timeout: float = 5.0) -> bool:
+        """Wait (from any thread but the server's) until every exchange has its outcome; False on timeout.
+
+        A client stops reading at `response.completed`, a moment before the server records the outcome.
+        """
+        deadline = time.monotonic() + timeout
+        while not self.settled():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+        return True
+
     def clear(self) -> None:
         with self._lock:
             self._exchanges.clear()

@@ -232,6 +232,22 @@ class FakeServer(LoopbackServer):
     def connections(self) -> list[Connection]:
         return self.state.capture.connections
 
+    def settle(self, timeout: float = 5.0) -> Self:
+        """Wait until every exchange has its outcome (call from the client's thread, not the server's loop)."""
+        if not self.state.capture.wait_settled(timeout):
+            running = [e.id for e in self.state.capture.exchanges if e.outcome is None]
+            raise TimeoutError(f"exchanges {running} still streaming after {timeout}s")
+        return self
+
+    async def settle_async(self, timeout: float = 5.0) -> Self:
+        """`settle` for a server running on the current event loop."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.state.capture.settled():
+            if asyncio.get_running_loop().time() >= deadline:
+                raise TimeoutError(f"exchanges still streaming after {timeout}s")
+            await asyncio.sleep(0.002)
+        return self
+
     def use(self, script: Script | ReplySource) -> None:
         """Answer from another script (or source) from now on; exchanges captured so far are kept."""
         self.state.source = ScriptState(script) if isinstance(script, Script) else script

@@ -1,0 +1,82 @@
+"""The one streaming engine: plays a response plan over a channel (SSE body or WebSocket), faults included."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Protocol
+
+from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..script.plan import ResponsePlan, StreamCut
+from .capture import Exchange, SentEvent
+
+
+class ChannelGone(Exception):
+    """The client went away while the server was sending."""
+
+
+class Channel(Protocol):
+    """One transport's way to deliver a response: the engine knows nothing else about it."""
+
+    async def send(self, wire: str | bytes) -> None:
+        """Send one encoded event; raise ChannelGone if the client is gone."""
+
+    async def pause(self, seconds: float) -> bool:
+        """Wait; True if the client went away (or the server is stopping) meanwhile."""
+
+    async def stall(self) -> None:
+        """Send nothing until the client gives up or the server stops."""
+
+    async def cut(self, close: str, code: int, reason: str) -> None:
+        """End the connection mid-stream: a bare TCP close, or (WebSocket) a close frame with `code`."""
+
+    async def finish(self) -> None:
+        """End the response normally."""
+
+
+async def first_of(*events: asyncio.Event, timeout: float | None = None) -> bool:
+    """Wait until any event is set (True) or the timeout passes (False)."""
+    waiters = [asyncio.create_task(event.wait()) for event in events]
+    try:
+        done, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        return bool(done)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
+async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
+    """Send the plan's events in order, applying its faults; record each event with its offset."""
+    fault = plan.fault
+    start = time.monotonic()
+    sent = 0
+    try:
+        async for planned in plan.stream():
+            if fault.stall_after == sent:
+                await channel.stall()
+                return Outcome(OutcomeKind.STALLED, sent)
+            if fault.drop_after == sent:
+                await channel.cut(fault.close, fault.close_code, fault.close_reason)
+                return Outcome(OutcomeKind.DROPPED, sent)
+            if planned.delay and await channel.pause(planned.delay):
+                return Outcome(OutcomeKind.DISCONNECTED, sent)
+            await channel.send(planned.wire)
+            exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
+            sent += 1
+    except StreamCut as cut:
+        await channel.cut(cut.close, cut.code, cut.reason)
+        return Outcome(OutcomeKind.DROPPED, sent)
+    except ChannelGone:
+        return Outcome(OutcomeKind.DISCONNECTED, sent)
+    if fault.stall_after is not None and fault.stall_after >= sent:
+        await channel.stall()
+        return Outcome(OutcomeKind.STALLED, sent)
+    if fault.drop_after is not None and fault.drop_after >= sent:
+        await channel.cut(fault.close, fault.close_code, fault.close_reason)
+        return Outcome(OutcomeKind.DROPPED, sent)
+    try:
+        await channel.finish()
+    except ChannelGone:
+        return Outcome(OutcomeKind.DISCONNECTED, sent)
+    # Verbatim events may end without a terminal event: to the client that is a cut stream.
+    return outcome_of_events([e.event for e in exchange.events]) or Outcome(OutcomeKind.DROPPED, sent)
