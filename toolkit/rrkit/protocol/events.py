@@ -286,6 +286,15 @@ def done_items(events: list[Event]) -> list[Item]:
     return [event["item"] for event in events if event.get("type") == ITEM_DONE]
 
 
+def response_id_of(events: list[Event]) -> str | None:
+    """The `response.id` stated by the first lifecycle event of a stream."""
+    for event in events:
+        response = event.get("response")
+        if isinstance(response, dict) and response.get("id"):
+            return str(response["id"])
+    return None
+
+
 def terminal_event(events: list[Event]) -> Event | None:
     for event in reversed(events):
         if event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR:
