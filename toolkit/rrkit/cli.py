@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from .cassette.modes import CassetteSession, parse_record_mode
+from .cassette.store import CassetteError
 from .script.loader import ScriptError, default_script, load_script
 from .server.runner import FakeServer
 
@@ -25,24 +27,58 @@ def main() -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="A YAML or JSON script (see fixtures/); without it every request gets a short text reply.",
 )
+@click.option(
+    "--cassette",
+    "cassette_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Replay this cassette (and, in a recording mode, record into it).",
+)
+@click.option(
+    "--record-mode",
+    default="none",
+    show_default=True,
+    help="With --cassette: none, once, new_episodes, all or rewrite.",
+)
+@click.option("--time-scale", default=0.0, show_default=True, help="Replay timing: 0 at once, 1 as recorded.")
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
-def serve(host: str, port: int, script_path: Path | None, log_level: str) -> None:
-    """Run the fake Responses server until Ctrl-C."""
+def serve(
+    host: str,
+    port: int,
+    script_path: Path | None,
+    cassette_path: Path | None,
+    record_mode: str,
+    time_scale: float,
+    log_level: str,
+) -> None:
+    """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette."""
+    session: CassetteSession | None = None
     try:
-        script = load_script(script_path) if script_path else default_script()
-    except ScriptError as error:
+        script = load_script(script_path) if script_path else None
+        if cassette_path is not None:
+            session = CassetteSession(
+                cassette_path, parse_record_mode(record_mode), upstream=script, time_scale=time_scale
+            )
+            server = FakeServer(source=session.source(), host=host, port=port, log_level=log_level)
+            what = f"cassette {str(cassette_path)!r} (record mode {session.mode.value})"
+        else:
+            script = script or default_script()
+            server = FakeServer(script, host=host, port=port, log_level=log_level)
+            what = f"script {script.name!r} ({len(script.responses)} steps)"
+    except (ScriptError, CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
-    def ready(server: FakeServer) -> None:
-        click.echo(f"rrkit: serving script {script.name!r} ({len(script.responses)} steps)")
-        click.echo(f"  HTTP base URL:      {server.http_url}")
-        click.echo(f"  WebSocket base URL: {server.ws_url}   (endpoint {server.responses_ws_url})")
+    def ready(running: FakeServer) -> None:
+        click.echo(f"rrkit: serving {what}")
+        click.echo(f"  HTTP base URL:      {running.http_url}")
+        click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
         click.echo("  Press Ctrl-C to stop.")
 
     try:
-        FakeServer(script, host=host, port=port, log_level=log_level).serve_forever(on_ready=ready)
+        server.serve_forever(on_ready=ready)
     except OSError as error:
         raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     except KeyboardInterrupt:
         pass
+    if session is not None and (written := session.save(server.exchanges, server.connections)) is not None:
+        click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
     click.echo("rrkit: stopped")

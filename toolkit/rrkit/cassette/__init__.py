@@ -8,8 +8,12 @@ from .format import (
     RecordedExchange,
     RecordedOutcome,
 )
+from .match import MatchConfig
+from .modes import CassetteSession, RecordMode, parse_record_mode
+from .normalize import Normalizer, normalize_cassette
 from .record import cassette_from_capture
 from .redact import DEFAULT_HEADERS, MARKER, Redactor
+from .replay import CassetteSource
 from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
 
 __all__ = [
@@ -18,6 +22,11 @@ __all__ = [
     "MARKER",
     "Cassette",
     "CassetteError",
+    "CassetteSession",
+    "CassetteSource",
+    "MatchConfig",
+    "Normalizer",
+    "RecordMode",
     "RecordedConnection",
     "RecordedEvent",
     "RecordedExchange",
@@ -26,6 +35,8 @@ __all__ = [
     "cassette_from_capture",
     "dump_cassette",
     "load_cassette",
+    "normalize_cassette",
     "parse_cassette",
+    "parse_record_mode",
     "save_cassette",
 ]

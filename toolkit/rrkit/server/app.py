@@ -27,7 +27,7 @@ from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
 from ..script.models import Handshake
-from ..script.plan import ResponsePlan, render
+from ..script.plan import RecordedReply, ResponsePlan, render
 from ..script.select import Answer, NoMatch, ReplySource, RequestView
 from .capture import Capture, Connection, Exchange
 from .stream import ChannelGone, first_of, play
@@ -101,9 +101,22 @@ class _KeepRawSend:
         await self.app(scope, receive, send)
 
 
+def _param(loc: tuple[int | str, ...]) -> str | None:
+    """The OpenAI-style `param` of a validation error: the field and any list indexes (`tools[0]`),
+    without pydantic's union member labels (`input.list[dict[str,any]]` is `input`)."""
+    if not loc:
+        return None
+    param = str(loc[0])
+    for part in loc[1:]:
+        if not isinstance(part, int):
+            break
+        param += f"[{part}]"
+    return param
+
+
 def _validation_rejection(error: ValidationError, what: str) -> Rejected:
     problem = error.errors()[0]
-    param = ".".join(str(part) for part in problem["loc"]) or None
+    param = _param(problem["loc"])
     message = f"Invalid {what}: field {param!r}: {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
     return Rejected(400, errors.error_body(message, param=param))
 
@@ -142,15 +155,11 @@ class Responder:
         return rebuild_logical(wire, stored.logical_input, stored.output)
 
     async def plan(
-        self,
-        transport: str,
-        headers: dict[str, str],
-        wire: dict[str, Any],
-        logical: dict[str, Any],
-        connection_id: int | None = None,
+        self, exchange: Exchange, headers: dict[str, str], wire: dict[str, Any], logical: dict[str, Any]
     ) -> tuple[Answer, ResponsePlan]:
-        view = RequestView(transport, headers, wire, logical, connection_id)
+        view = RequestView(exchange.transport, headers, wire, logical, exchange.connection_id)
         chosen = await self.state.source.select(view)
+        exchange.replayed = isinstance(chosen, RecordedReply)
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
@@ -164,7 +173,7 @@ class Responder:
                 param=reject.param,
             )
             raise Rejected(reject.status, body, reject.headers)
-        return chosen, render(chosen, logical, transport=transport, ids=self.state.ids)
+        return chosen, render(chosen, logical, transport=exchange.transport, ids=self.state.ids)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,7 +251,7 @@ async def http_responses(request: Request) -> Response:
         wire = responder.parse(body, transport="http")
         exchange.wire_request = wire
         logical = exchange.logical_request = responder.logical(wire, state.http_store)
-        reply, plan = await responder.plan("http", headers, wire, logical)
+        reply, plan = await responder.plan(exchange, headers, wire, logical)
     except Rejected as rejected:
         exchange.response_status = rejected.status
         exchange.response_headers = rejected.headers
@@ -333,9 +342,7 @@ class _WebSocketSession:
             wire = self.responder.parse(body, transport="ws")
             exchange.wire_request = wire
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
-            _answer, plan = await self.responder.plan(
-                "ws", self.connection.handshake_headers, wire, logical, self.connection.id
-            )
+            _answer, plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except Rejected as rejected:
             fields = rejected.fields
             frame = errors.error_frame(

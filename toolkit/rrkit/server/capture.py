@@ -33,6 +33,7 @@ class Exchange:
     outcome: Outcome | None = None  # None while the exchange is running
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
+    replayed: bool = False  # answered from a cassette rather than a script or an upstream
 
     @property
     def incremental(self) -> bool:

@@ -1,0 +1,100 @@
+"""Record modes (vcrpy's names and meanings), each served by the fake server with a script as upstream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rrkit.cassette import CassetteError, load_cassette
+from rrkit.cassette.modes import CassetteSession, RecordMode, parse_record_mode
+from rrkit.script import Script, reply
+from rrkit.server import FakeServer
+
+
+def upstream(label: str) -> Script:
+    return Script(default=reply(f"{label} answer"))
+
+
+def ask(server: FakeServer, question: str) -> httpx.Response:
+    return httpx.post(server.http_url + "/responses", json={"model": "m", "input": question, "stream": True})
+
+
+def run(session: CassetteSession, *questions: str) -> tuple[list[int], list[str]]:
+    """Serve the session, ask the questions, save; return the statuses and the answer texts seen."""
+    with FakeServer(source=session.source()) as server:
+        responses = [ask(server, question) for question in questions]
+        server.settle()
+        session.save(server.exchanges, server.connections)
+    texts = []
+    for response in responses:
+        texts.append(next((line for line in response.text.splitlines() if '"response.output_text.done"' in line), ""))
+    return [response.status_code for response in responses], texts
+
+
+def recorded_inputs(path: Path) -> list[object]:
+    return [exchange.wire_request["input"] for exchange in load_cassette(path).exchanges if exchange.wire_request]
+
+
+def test_once_records_a_missing_cassette_then_only_replays(tmp_path: Path) -> None:
+    path = tmp_path / "once.json"
+    statuses, texts = run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    assert statuses == [200, 200] and "first answer" in texts[0]
+    assert recorded_inputs(path) == ["a", "b"]
+    session = CassetteSession(path, RecordMode.ONCE, upstream=upstream("second"))
+    assert not session.records
+    statuses, texts = run(session, "a", "c")
+    assert statuses == [200, 400]  # "c" was never recorded, and once-with-a-cassette does not record
+    assert "first answer" in texts[0]
+    assert recorded_inputs(path) == ["a", "b"]
+
+
+def test_none_replays_and_refuses_unrecorded_requests(tmp_path: Path) -> None:
+    path = tmp_path / "none.json"
+    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteSession(path, RecordMode.NONE), "a", "z")
+    assert statuses == [200, 400] and "first answer" in texts[0]
+    assert recorded_inputs(path) == ["a"]
+
+
+def test_none_without_a_cassette_says_how_to_record_it(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError, match=r"record mode 'none' only replays.*'once'"):
+        CassetteSession(tmp_path / "missing.json", RecordMode.NONE)
+
+
+def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.json"
+    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteSession(path, RecordMode.NEW_EPISODES, upstream=upstream("second")), "a", "b")
+    assert statuses == [200, 200]
+    assert "first answer" in texts[0] and "second answer" in texts[1]
+    cassette = load_cassette(path)
+    assert [exchange.id for exchange in cassette.exchanges] == [0, 1]
+    assert recorded_inputs(path) == ["a", "b"]
+
+
+def test_all_records_everything_again_and_keeps_what_was_recorded(tmp_path: Path) -> None:
+    path = tmp_path / "all.json"
+    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteSession(path, RecordMode.ALL, upstream=upstream("second")), "a")
+    assert statuses == [200] and "second answer" in texts[0]
+    assert recorded_inputs(path) == ["a", "a"]
+
+
+def test_rewrite_starts_the_cassette_afresh(tmp_path: Path) -> None:
+    path = tmp_path / "rewrite.json"
+    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    statuses, texts = run(CassetteSession(path, RecordMode.REWRITE, upstream=upstream("second")), "c")
+    assert statuses == [200] and "second answer" in texts[0]
+    assert recorded_inputs(path) == ["c"]
+
+
+def test_recording_modes_need_an_upstream(tmp_path: Path) -> None:
+    with pytest.raises(CassetteError, match="needs an upstream"):
+        CassetteSession(tmp_path / "x.json", RecordMode.ALL)
+
+
+def test_invalid_record_mode_lists_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="invalid record mode 'sometimes'; valid modes are: none, once, new_episodes"):
+        parse_record_mode("sometimes")

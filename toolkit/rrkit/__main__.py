@@ -1,0 +1,5 @@
+"""`python -m rrkit` runs the command line."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,151 @@
+"""Record modes (vcrpy's names and meanings) and a session that serves one cassette in one mode."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from ..script.models import Handshake, Script
+from ..script.select import Answer, NoMatch, ReplySource, RequestView, ScriptState
+from ..server.capture import Connection, Exchange
+from .format import Cassette
+from .match import MatchConfig
+from .record import cassette_from_capture
+from .redact import Redactor
+from .replay import CassetteSource
+from .store import CassetteError, load_cassette, save_cassette
+
+
+class RecordMode(StrEnum):
+    NONE = "none"  # replay only; an unmatched request is an error
+    ONCE = "once"  # record if the cassette does not exist, else replay only
+    NEW_EPISODES = "new_episodes"  # replay what matches, record the rest
+    ALL = "all"  # record everything (recorded exchanges are kept, never replayed)
+    REWRITE = "rewrite"  # start the cassette afresh and record everything
+
+
+def parse_record_mode(value: str | RecordMode) -> RecordMode:
+    try:
+        return RecordMode(value)
+    except ValueError:
+        valid = ", ".join(mode.value for mode in RecordMode)
+        raise ValueError(f"invalid record mode {value!r}; valid modes are: {valid}") from None
+
+
+@dataclass
+class FallbackSource:
+    """Answers from `first` (a cassette) and sends what it cannot answer to `then` (the upstream)."""
+
+    first: ReplySource
+    then: ReplySource
+
+    async def select(self, request: RequestView) -> Answer | NoMatch:
+        answer = await self.first.select(request)
+        return await self.then.select(request) if isinstance(answer, NoMatch) else answer
+
+    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
+        handshake = await self.first.select_handshake(headers)
+        return handshake if handshake is not None else await self.then.select_handshake(headers)
+
+    def unused(self) -> list[str]:
+        return self.then.unused()
+
+    def reset(self) -> None:
+        self.first.reset()
+        self.then.reset()
+
+
+@dataclass
+class CassetteSession:
+    """One cassette served in one record mode: what the server answers from, and what gets written.
+
+    `upstream` answers whatever is recorded: a script (played by the fake server) or a reply source
+    such as a proxy's upstream.
+    """
+
+    path: Path
+    mode: RecordMode = RecordMode.NONE
+    upstream: Script | ReplySource | None = None
+    match: MatchConfig = field(default_factory=MatchConfig)
+    redactor: Redactor = field(default_factory=Redactor)
+    time_scale: float = 0.0
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+        self.mode = parse_record_mode(self.mode)
+        self.existing = load_cassette(self.path) if self.path.exists() and self.mode != RecordMode.REWRITE else None
+        if self.mode is RecordMode.NONE and self.existing is None:
+            raise CassetteError(
+                f"{self.path}: no such cassette, and record mode 'none' only replays. "
+                "Record it first with record mode 'once' (or 'new_episodes') and an upstream."
+            )
+        if self.records and self._upstream() is None:
+            raise CassetteError(
+                f"{self.path}: record mode {self.mode.value!r} needs an upstream to record from "
+                "(a URL to proxy, or a script for the fake server)."
+            )
+
+    @property
+    def records(self) -> bool:
+        """Whether this session can add exchanges to the cassette."""
+        if self.mode is RecordMode.ONCE:
+            return self.existing is None
+        return self.mode is not RecordMode.NONE
+
+    def _upstream(self) -> ReplySource | None:
+        if isinstance(self.upstream, Script):
+            self.upstream = ScriptState(self.upstream)
+        return self.upstream
+
+    def source(self) -> ReplySource:
+        """What the server should answer from in this mode."""
+        replay = CassetteSource(self.existing, self.match, self.time_scale) if self.existing else None
+        upstream = self._upstream()
+        if not self.records:
+            assert replay is not None
+            return replay
+        assert upstream is not None
+        if self.mode is RecordMode.NEW_EPISODES and replay is not None:
+            return FallbackSource(replay, upstream)
+        return upstream
+
+    def recorded(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Cassette | None:
+        """The cassette to write after serving these exchanges, or None when nothing is to be written."""
+        if not self.records:
+            return None
+        new = [exchange for exchange in exchanges if not exchange.replayed]
+        used = {exchange.connection_id for exchange in new}
+        new_connections = [c for c in connections if c.id in used or (not c.exchanges and self._all_new())]
+        fresh = cassette_from_capture(new, new_connections, name=self.name or self.path.stem, redactor=self.redactor)
+        keep = self.existing if self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) else None
+        return append(keep, fresh) if keep is not None else fresh
+
+    def _all_new(self) -> bool:
+        return self.mode is not RecordMode.NEW_EPISODES or self.existing is None
+
+    def save(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Path | None:
+        cassette = self.recorded(exchanges, connections)
+        return save_cassette(cassette, self.path) if cassette is not None else None
+
+
+def append(base: Cassette, extra: Cassette) -> Cassette:
+    """`base` followed by `extra`, with `extra`'s exchanges and connections numbered on after `base`'s."""
+    merged = base.model_copy(deep=True)
+    first_connection = max((c.id for c in base.connections), default=-1) + 1
+    renumbered = {c.id: first_connection + index for index, c in enumerate(extra.connections)}
+    merged.connections += [c.model_copy(update={"id": renumbered[c.id]}) for c in extra.connections]
+    first_exchange = max((e.id for e in base.exchanges), default=-1) + 1
+    merged.exchanges += [
+        e.model_copy(
+            update={
+                "id": first_exchange + index,
+                "connection": None if e.connection is None else renumbered.get(e.connection),
+            }
+        )
+        for index, e in enumerate(extra.exchanges)
+    ]
+    merged.recorded_at = extra.recorded_at
+    return merged

@@ -1,0 +1,83 @@
+"""Normalizing recordings for comparison: volatile ids aliased consistently, timestamps and token counts zeroed.
+
+Snapshots and `rrkit diff` both compare through this, so two runs of the same conversation compare equal.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .format import Cassette, RecordedEvent
+
+ID_PATTERN = re.compile(r"^(resp|msg|rs|fc|ctc|call|req|ws|conn)_[A-Za-z0-9_-]{6,}$")
+TIMESTAMP_KEYS = frozenset({"created_at", "completed_at", "recorded_at", "started_at"})
+TOKEN_KEYS = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cached_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+    }
+)
+VOLATILE_HEADERS = frozenset(
+    {"host", "date", "x-request-id", "content-length", "sec-websocket-key", "sec-websocket-accept", "user-agent"}
+)
+
+
+@dataclass
+class Normalizer:
+    """Stateful so that one id gets one alias everywhere it appears (requests, events, headers)."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def alias(self, value: str) -> str:
+        if value not in self.aliases:
+            prefix = value.split("_", 1)[0]
+            self.counters[prefix] = self.counters.get(prefix, 0) + 1
+            self.aliases[value] = f"{prefix}_{self.counters[prefix]}"
+        return self.aliases[value]
+
+    def json(self, value: Any, key: str | None = None) -> Any:
+        if isinstance(value, dict):
+            return {k: self.json(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        if isinstance(value, str) and ID_PATTERN.match(value):
+            return self.alias(value)
+        if key in TIMESTAMP_KEYS and isinstance(value, int | float | str):
+            return 0
+        if key in TOKEN_KEYS and isinstance(value, int):
+            return 0
+        return value
+
+    def headers(self, headers: dict[str, str]) -> dict[str, str]:
+        return {k: ("*" if k.lower() in VOLATILE_HEADERS else self.json(v)) for k, v in sorted(headers.items())}
+
+    def events(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [self.json(event) for event in events]
+
+
+def normalize_cassette(cassette: Cassette) -> Cassette:
+    """A copy with ids aliased, timestamps, timings and token counts zeroed, volatile headers masked."""
+    n = Normalizer()
+    copy = cassette.model_copy(deep=True)
+    copy.recorded_at = ""
+    for connection in copy.connections:
+        hs = connection.handshake
+        hs.request_headers = n.headers(hs.request_headers)
+        hs.response_headers = n.headers(hs.response_headers)
+    for exchange in copy.exchanges:
+        exchange.started_at = 0.0
+        exchange.request_headers = n.headers(exchange.request_headers)
+        exchange.response_headers = n.headers(exchange.response_headers)
+        exchange.wire_request = n.json(exchange.wire_request)
+        exchange.logical_request = n.json(exchange.logical_request)
+        exchange.response_id = n.json(exchange.response_id)
+        exchange.events = [RecordedEvent.of(0.0, n.json(e.event)) for e in exchange.events]
+    return copy
