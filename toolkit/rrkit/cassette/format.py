@@ -6,10 +6,10 @@ cassette close to its file size.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from ..protocol.outcome import Outcome, OutcomeKind
@@ -26,7 +26,7 @@ class RecordedEvent:
 
     @property
     def event(self) -> dict[str, Any]:
-        value: dict[str, Any] = json.loads(self.raw)
+        value: dict[str, Any] = orjson.loads(self.raw)
         return value
 
     @property
@@ -35,7 +35,7 @@ class RecordedEvent:
 
     @classmethod
     def of(cls, at: float, event: dict[str, Any]) -> RecordedEvent:
-        return cls(round(at, 6), json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+        return cls(at, orjson.dumps(event).decode())
 
 
 class _Model(BaseModel):

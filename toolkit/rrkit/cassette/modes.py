@@ -45,9 +45,17 @@ class FallbackSource:
         answer = await self.first.select(request)
         return await self.then.select(request) if isinstance(answer, NoMatch) else answer
 
-    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
-        handshake = await self.first.select_handshake(headers)
-        return handshake if handshake is not None else await self.then.select_handshake(headers)
+    async def select_handshake(
+        self, headers: Mapping[str, str], *, connection_id: int | None = None
+    ) -> Handshake | None:
+        handshake = await self.first.select_handshake(headers, connection_id=connection_id)
+        if handshake is not None:
+            return handshake
+        return await self.then.select_handshake(headers, connection_id=connection_id)
+
+    async def connection_closed(self, connection_id: int) -> None:
+        await self.first.connection_closed(connection_id)
+        await self.then.connection_closed(connection_id)
 
     def unused(self) -> list[str]:
         return self.then.unused()

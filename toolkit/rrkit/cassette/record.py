@@ -23,7 +23,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         response_status=exchange.response_status,
         response_headers=dict(exchange.response_headers),
         response_id=exchange.response_id,
-        events=[RecordedEvent.of(sent.at, sent.event) for sent in exchange.events],
+        events=[RecordedEvent.of(round(sent.at, 6), sent.event) for sent in exchange.events],
         outcome=RecordedOutcome.of(exchange.outcome) if exchange.outcome is not None else None,
     )
 

@@ -121,7 +121,9 @@ class CassetteSource:
         hint = "To record it, run with record mode `new_episodes` (or `all`) and an upstream."
         return NoMatch(request.describe(), lines, what="recorded exchange", hint=hint)
 
-    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
+    async def select_handshake(
+        self, headers: Mapping[str, str], *, connection_id: int | None = None
+    ) -> Handshake | None:
         with self._lock:
             index = next(self._handshakes)
         if index >= len(self.cassette.connections):
@@ -130,6 +132,9 @@ class CassetteSource:
         if recorded.status is not None and recorded.status != 101:
             return Handshake(refuse=recorded.status, refuse_headers=recorded.response_headers)
         return Handshake(turn_state=recorded.response_headers.get(TURN_STATE_HEADER))
+
+    async def connection_closed(self, connection_id: int) -> None:
+        """Nothing is held per connection."""
 
     def unused(self) -> list[str]:
         with self._lock:

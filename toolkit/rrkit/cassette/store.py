@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import tempfile
@@ -9,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from .format import Cassette, RecordedExchange
@@ -38,15 +41,31 @@ def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:
         raise CassetteError("\n".join(lines)) from None
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Building many small containers triggers the cyclic GC over and over; none of them form cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_cassette(path: Path | str) -> Cassette:
-    path = Path(path)
+    with _no_gc():
+        return _load(Path(path))
+
+
+def _load(path: Path) -> Cassette:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise CassetteError(f"{path}: cannot read cassette: {error.strerror or error}") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
         raise CassetteError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
     return parse_cassette(data, path)
 

@@ -6,12 +6,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 KEEPALIVE = b": ping\n\n"
 """Keep-alives are comment lines: an `event:` block without `data:` crashes the official SDK."""
 
 
 def encode_json(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    """Compact UTF-8 JSON, the one encoding of an event on the wire."""
+    return orjson.dumps(payload)
 
 
 def encode_sse(event_type: str, data: bytes) -> bytes:
@@ -48,6 +51,8 @@ class SSEDecoder:
         self._pending_cr = False
 
     def feed(self, chunk: bytes) -> list[SSEMessage]:
+        if not chunk:
+            return []  # an empty read must not forget a CR that may pair with the next chunk's LF
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False

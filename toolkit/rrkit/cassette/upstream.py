@@ -1,0 +1,427 @@
+"""A reply source that forwards each request to an upstream Responses endpoint and relays its answer live.
+
+The fake server's app does everything else (validation, logical-request rebuilding, capture, the one
+streaming engine), so a server answering from an `UpstreamSource` is a recording proxy.
+
+- HTTP: the wire body is POSTed to `{base_url}/responses`; an error status becomes a rejection with the
+  upstream's status, body and headers; a 200 is relayed event by event as the bytes arrive.
+- WebSocket: one upstream socket per client connection, opened at the client's upgrade so that an upstream
+  refusal (426 or any status) reaches the client as the same refusal; each client frame is sent upstream
+  and the upstream frames are relayed until a terminal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from ..protocol import errors
+from ..protocol.events import COMPLETED, ERROR, TERMINAL_TYPES
+from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.request import RESPONSE_CREATE
+from ..protocol.sse import SSEDecoder
+from ..script.models import Handshake, Reject, Reply
+from ..script.plan import LiveReply, PlannedEvent, StreamCut, planned_event
+from ..script.select import Answer, NoMatch, RequestView
+
+log = logging.getLogger("rrkit.proxy")
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds the upstream may stay silent (mid-stream or before answering) before the stream counts as cut."""
+DEFAULT_CONNECT_TIMEOUT = 10.0
+UPSTREAM_ERROR_STATUS = 502
+
+# Hop-by-hop and transport headers: never forwarded upstream (the proxy's own connection sets them).
+_REQUEST_DROP = frozenset(
+    {
+        "host",
+        "content-length",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-connection",
+        "proxy-authorization",
+        "accept-encoding",
+    }
+)
+# ...and not passed back to the client: the fake server's app frames its own responses.
+_RESPONSE_DROP = frozenset(
+    {
+        "content-length",
+        "content-type",
+        "content-encoding",
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "date",
+        "server",
+        TURN_STATE_HEADER,
+    }
+)
+
+
+def _is_transport_header(name: str, drop: frozenset[str]) -> bool:
+    return name in drop or name.startswith("sec-websocket-")
+
+
+def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's request headers to send upstream: all but hop-by-hop and transport ones."""
+    return {k.lower(): v for k, v in headers.items() if not _is_transport_header(k.lower(), _REQUEST_DROP)}
+
+
+def response_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The upstream's response headers worth passing on (retry-after, x-request-id, openai-model, rate limits,
+    ...): all but hop-by-hop, framing and transport ones, and the turn state (passed on separately)."""
+    kept: dict[str, str] = {}
+    for name, value in items:
+        key = name.lower()
+        if _is_transport_header(key, _RESPONSE_DROP):
+            continue
+        kept[key] = f"{kept[key]}, {value}" if key in kept else value
+    return kept
+
+
+def _endpoints(base_url: str) -> tuple[str, str]:
+    """(HTTP URL, WebSocket URL) of `{base_url}/responses`; a URL that is not http(s) or ws(s) is an error."""
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError as error:
+        raise ValueError(f"invalid upstream URL {base_url!r}: {error}") from None
+    schemes = {"http": ("http", "ws"), "https": ("https", "wss"), "ws": ("http", "ws"), "wss": ("https", "wss")}
+    if parts.scheme.lower() not in schemes or not parts.hostname:
+        raise ValueError(
+            f"invalid upstream URL {base_url!r}: expected http(s)://host[:port][/path], "
+            "the base URL of a Responses endpoint (for example https://api.openai.com/v1)"
+        )
+    http_scheme, ws_scheme = schemes[parts.scheme.lower()]
+    path = parts.path.rstrip("/") + "/responses"
+    http = urlunsplit((http_scheme, parts.netloc, path, parts.query, ""))
+    return http, urlunsplit((ws_scheme, parts.netloc, path, parts.query, ""))
+
+
+def _json_body(raw: bytes | bytearray, status: int) -> dict[str, Any]:
+    """An upstream error body as a JSON object (a non-JSON body becomes an OpenAI-shaped error with its text)."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        return body
+    text = raw.decode("utf-8", errors="replace").strip() or f"Upstream answered with status {status}."
+    return errors.error_body(text, type_=errors.default_error_type(status))
+
+
+def _upstream_error(message: str, code: str = "upstream_unreachable") -> dict[str, Any]:
+    return errors.error_body(f"rrkit proxy: {message}", type_="server_error", code=code)
+
+
+def _planned(raw: str, transport: str) -> PlannedEvent:
+    """One upstream event made ready for the client's transport; anything but a JSON object with a string
+    `type` is a protocol error, which cuts the stream."""
+    text = raw.strip()
+    if not text.startswith("{"):
+        raise StreamCut("tcp", reason="upstream sent an event that is not a JSON object")
+    try:
+        if transport != "ws" and ("\n" in text or "\r" in text):
+            text = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))  # SSE data: one line
+        planned = planned_event(text, transport)
+    except ValueError:
+        raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
+    if not isinstance(planned.event.get("type"), str):
+        raise StreamCut("tcp", reason="upstream sent an event without a `type`")
+    return planned
+
+
+def _is_terminal(event: Mapping[str, Any]) -> bool:
+    return event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR
+
+
+def _cut_of(closed: ConnectionClosed) -> StreamCut:
+    """The upstream closed its socket: a close frame with a code is passed on as such, else a bare TCP close."""
+    received = closed.rcvd
+    if received is not None and 1000 <= received.code <= 4999 and received.code not in (1005, 1006, 1015):
+        return StreamCut("frame", received.code, received.reason)
+    return StreamCut("tcp", reason="upstream closed the socket without a close frame")
+
+
+async def _cut_at_once(cut: StreamCut) -> AsyncIterator[PlannedEvent]:
+    raise cut
+    yield  # an async generator that never yields
+
+
+@dataclass
+class _UpstreamSocket:
+    """The upstream WebSocket of one client connection, and the responses it completed itself."""
+
+    ws: ClientConnection
+    completed: set[str] = field(default_factory=set)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+
+
+class UpstreamSource:
+    """A `ReplySource` that forwards to an upstream Responses endpoint (`base_url`, e.g. `http://host/v1`).
+
+    `timeout` is how long the upstream may stay silent before a stream counts as cut (None: no limit).
+    Close it with `await source.aclose()` on the event loop that used it.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.strip()
+        self.http_url, self.ws_url = _endpoints(self.base_url)
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._http: httpx.AsyncClient | None = None
+        self._sockets: dict[int | None, _UpstreamSocket] = {}
+
+    # -- ReplySource ----------------------------------------------------------------------------
+    async def select(self, request: RequestView) -> Answer | NoMatch:
+        if request.transport == "ws":
+            return await self._select_ws(request)
+        return await self._select_http(request)
+
+    async def select_handshake(
+        self, headers: Mapping[str, str], *, connection_id: int | None = None
+    ) -> Handshake | None:
+        """Open the upstream socket for this client connection now, so that its answer is the client's."""
+        await self.connection_closed(connection_id)  # a reused id: the old socket is over
+        try:
+            socket = await self._connect(headers)
+        except InvalidStatus as refused:
+            response = refused.response
+            status = response.status_code if 300 <= response.status_code <= 599 else UPSTREAM_ERROR_STATUS
+            return Handshake(
+                refuse=status,
+                refuse_headers=response_headers(response.headers.raw_items()),
+                refuse_body=_json_body(response.body, status) if response.body else None,
+            )
+        except (OSError, TimeoutError, InvalidHandshake) as error:
+            log.warning("rrkit proxy: WebSocket upgrade to %s failed: %s", self.ws_url, error)
+            return Handshake(
+                refuse=UPSTREAM_ERROR_STATUS,
+                refuse_body=_upstream_error(f"WebSocket upgrade to {self.ws_url} failed: {error}"),
+            )
+        self._sockets[connection_id] = _UpstreamSocket(socket)
+        upgrade = socket.response
+        items = upgrade.headers.raw_items() if upgrade is not None else []
+        turn_state = upgrade.headers.get(TURN_STATE_HEADER) if upgrade is not None else None
+        return Handshake(turn_state=turn_state, headers=response_headers(items))
+
+    async def connection_closed(self, connection_id: int | None) -> None:
+        """The client's socket ended: close its upstream socket."""
+        socket = self._sockets.pop(connection_id, None)
+        if socket is not None:
+            await socket.close()
+
+    def unused(self) -> list[str]:
+        return []
+
+    def reset(self) -> None:
+        """Nothing to start over: every request goes upstream."""
+
+    async def aclose(self) -> None:
+        """Close every upstream socket and the HTTP client."""
+        sockets = list(self._sockets.values())
+        self._sockets.clear()
+        await asyncio.gather(*(socket.close() for socket in sockets))
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
+
+    # -- HTTP + SSE -----------------------------------------------------------------------------
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
+                trust_env=False,  # never through an environment proxy: the upstream is exactly what was given
+                follow_redirects=False,
+            )
+        return self._http
+
+    async def _select_http(self, request: RequestView) -> Answer:
+        headers = request_headers(request.headers)
+        headers["accept-encoding"] = "identity"
+        headers.setdefault("content-type", "application/json")
+        client = self._client()
+        body = json.dumps(dict(request.wire), ensure_ascii=False).encode()
+        upstream = client.build_request("POST", self.http_url, content=body, headers=headers)
+        try:
+            response = await client.send(upstream, stream=True)
+        except httpx.HTTPError as error:
+            log.warning("rrkit proxy: POST %s failed: %s", self.http_url, error)
+            message = f"POST {self.http_url} failed: {type(error).__name__}: {error}"
+            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+        forwarded = response_headers(response.headers.multi_items())
+        if not 200 <= response.status_code < 300:
+            try:
+                raw = await response.aread()
+            except httpx.HTTPError:
+                raw = b""
+            finally:
+                await response.aclose()
+            status = response.status_code if 400 <= response.status_code <= 599 else UPSTREAM_ERROR_STATUS
+            return Reply(reject=Reject(status=status, body=_json_body(raw, response.status_code), headers=forwarded))
+        return LiveReply(
+            events=self._relay_sse(response, request.transport),
+            turn_state=response.headers.get(TURN_STATE_HEADER),
+            headers=forwarded,
+            model=response.headers.get("openai-model"),
+            on_finish=response.aclose,
+        )
+
+    async def _relay_sse(self, response: httpx.Response, transport: str) -> AsyncIterator[PlannedEvent]:
+        """Each event as soon as its bytes arrive; a stream that ends (or breaks) before a terminal event is cut."""
+        decoder = SSEDecoder()
+        try:
+            async for chunk in response.aiter_bytes():
+                for message in decoder.feed(chunk):
+                    if message.data == "[DONE]":
+                        continue
+                    planned = _planned(message.data, transport)
+                    yield planned
+                    if _is_terminal(planned.event):
+                        return
+        except httpx.HTTPError as error:
+            raise StreamCut("tcp", reason=f"upstream stream broke: {type(error).__name__}") from None
+        finally:
+            await response.aclose()
+        raise StreamCut("tcp", reason="upstream ended the stream before a terminal event")
+
+    # -- WebSocket ------------------------------------------------------------------------------
+    async def _connect(self, headers: Mapping[str, str]) -> ClientConnection:
+        forwarded = request_headers(headers)
+        user_agent = forwarded.pop("user-agent", None)
+        return await connect(
+            self.ws_url,
+            additional_headers=forwarded,
+            user_agent_header=user_agent,
+            compression="deflate",
+            proxy=None,
+            open_timeout=self.connect_timeout,
+            close_timeout=2.0,
+            max_size=None,
+        )
+
+    async def _socket(self, request: RequestView) -> _UpstreamSocket | Reply:
+        """This connection's upstream socket; opened now if its handshake was answered elsewhere (a cassette)."""
+        socket = self._sockets.get(request.connection_id)
+        if socket is not None:
+            return socket
+        try:
+            ws = await self._connect(request.headers)
+        except InvalidStatus as refused:
+            status = refused.response.status_code
+            status = status if 400 <= status <= 599 else UPSTREAM_ERROR_STATUS
+            body = _json_body(refused.response.body, status)
+            headers = response_headers(refused.response.headers.raw_items())
+            return Reply(reject=Reject(status=status, body=body, headers=headers))
+        except (OSError, TimeoutError, InvalidHandshake) as error:
+            message = f"WebSocket upgrade to {self.ws_url} failed: {error}"
+            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+        socket = self._sockets[request.connection_id] = _UpstreamSocket(ws)
+        return socket
+
+    async def _recv(self, socket: _UpstreamSocket) -> str:
+        """The next upstream frame (ConnectionClosed when the socket ends, TimeoutError when it is silent)."""
+        async with asyncio.timeout(self.timeout):
+            message = await socket.ws.recv()
+        return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
+
+    async def _drop(self, connection_id: int | None, socket: _UpstreamSocket) -> None:
+        if self._sockets.get(connection_id) is socket:
+            del self._sockets[connection_id]
+        await socket.close()
+
+    async def _select_ws(self, request: RequestView) -> Answer:
+        socket = await self._socket(request)
+        if isinstance(socket, Reply):
+            return socket
+        frame = dict(request.wire)
+        previous = frame.get("previous_response_id")
+        if previous and previous not in socket.completed:
+            # The upstream socket never saw that response (say, it was replayed from a cassette): send the
+            # whole logical request instead of the delta.
+            frame = {"type": RESPONSE_CREATE, **request.logical}
+            if "generate" in request.wire:
+                frame["generate"] = request.wire["generate"]
+        try:
+            await socket.ws.send(json.dumps(frame, ensure_ascii=False))
+            raw = await self._recv(socket)
+        except ConnectionClosed as closed:
+            await self._drop(request.connection_id, socket)
+            return LiveReply(events=_cut_at_once(_cut_of(closed)))
+        except TimeoutError:
+            await self._drop(request.connection_id, socket)
+            return LiveReply(events=_cut_at_once(StreamCut("tcp", reason="upstream sent nothing")))
+        try:
+            first = _planned(raw, request.transport)
+        except StreamCut as cut:
+            await self._drop(request.connection_id, socket)
+            return LiveReply(events=_cut_at_once(cut))
+        rejection = _rejection(first.event)
+        if rejection is not None:
+            return rejection
+        return LiveReply(events=self._relay_ws(request.connection_id, socket, first, request.transport))
+
+    async def _relay_ws(
+        self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: str
+    ) -> AsyncIterator[PlannedEvent]:
+        planned = first
+        while True:
+            yield planned
+            event = planned.event
+            if _is_terminal(event):
+                response = event.get("response")
+                if event.get("type") == COMPLETED and isinstance(response, dict) and response.get("id"):
+                    socket.completed.add(str(response["id"]))
+                return
+            try:
+                raw = await self._recv(socket)
+            except ConnectionClosed as closed:
+                await self._drop(connection_id, socket)
+                raise _cut_of(closed) from None
+            except TimeoutError:
+                await self._drop(connection_id, socket)
+                raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
+            try:
+                planned = _planned(raw, transport)
+            except StreamCut:
+                await self._drop(connection_id, socket)
+                raise
+
+
+def _rejection(event: Mapping[str, Any]) -> Reply | None:
+    """An upstream `error` frame with an error status, as the same rejection (the app sends it as a frame)."""
+    status = event.get("status")
+    if event.get("type") != ERROR or not isinstance(status, int) or not 400 <= status <= 599:
+        return None
+    error = event.get("error")
+    body = {"error": error if isinstance(error, dict) else {"message": str(error or event.get("message", ""))}}
+    raw_headers = event.get("headers")
+    headers = {str(k): str(v) for k, v in raw_headers.items()} if isinstance(raw_headers, dict) else {}
+    return Reply(reject=Reject(status=status, body=body, headers=headers))
