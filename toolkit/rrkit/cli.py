@@ -7,6 +7,8 @@ from pathlib import Path
 import click
 
 from .cassette.modes import CassetteSession, parse_record_mode
+from .cassette.proxy import RecordingProxy
+from .cassette.redact import Redactor
 from .cassette.store import CassetteError
 from .script.loader import ScriptError, default_script, load_script
 from .server.runner import FakeServer
@@ -82,3 +84,84 @@ def serve(
     if session is not None and (written := session.save(server.exchanges, server.connections)) is not None:
         click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
     click.echo("rrkit: stopped")
+
+
+@main.command()
+@click.option("--upstream", required=True, help="Base URL of the Responses endpoint to forward to (e.g. .../v1).")
+@click.option(
+    "--cassette",
+    "cassette_path",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Where to write the recording (atomically, when the proxy stops).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
+@click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
+@click.option("--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
+@click.option("--redact-path", "paths", multiple=True, help="A JSON path to redact, e.g. input.*.content (repeatable).")
+@click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
+def record(
+    upstream: str,
+    cassette_path: Path,
+    host: str,
+    port: int,
+    headers: tuple[str, ...],
+    paths: tuple[str, ...],
+    log_level: str,
+) -> None:
+    """Forward SSE and WebSocket traffic to an upstream until Ctrl-C, then write it as a cassette."""
+    try:
+        proxy = RecordingProxy(
+            upstream, host=host, port=port, log_level=log_level, redactor=Redactor.with_extra(headers, paths)
+        )
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+
+    def ready(running: RecordingProxy) -> None:
+        click.echo(f"rrkit: recording {running.upstream.base_url} into {cassette_path}")
+        click.echo(f"  HTTP base URL:      {running.http_url}")
+        click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
+        click.echo("  Press Ctrl-C to stop and write the cassette.")
+
+    try:
+        proxy.run(on_ready=ready)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    except KeyboardInterrupt:
+        pass
+    cassette = proxy.save(cassette_path)
+    count = len(cassette.exchanges)
+    click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {cassette_path}")
+
+
+@main.command()
+@click.option(
+    "--fixtures",
+    "fixtures_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Directory of scripts; default: ./fixtures, else the fixtures folder of rrkit's repository.",
+)
+@click.option(
+    "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
+)
+@click.option("--warmup/--no-warmup", default=True, show_default=True, help="Warm up each WebSocket session.")
+def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool) -> None:
+    """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected."""
+    import asyncio
+
+    from .demo import TRANSPORTS, find_fixtures, format_table, run_demo, summary
+
+    directory = find_fixtures(fixtures_dir)
+    if not directory.is_dir():
+        raise click.ClickException(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    try:
+        rows = asyncio.run(run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup))
+    except ScriptError as error:
+        raise click.ClickException(str(error)) from None
+    if not rows:
+        raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}")
+    click.echo(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
+    click.echo(format_table(rows))
+    click.echo(summary(rows))
+    if not all(row.ok for row in rows):
+        raise SystemExit(1)

@@ -11,10 +11,12 @@ from .format import (
 from .match import MatchConfig
 from .modes import CassetteSession, RecordMode, parse_record_mode
 from .normalize import Normalizer, normalize_cassette
+from .proxy import RecordingProxy
 from .record import cassette_from_capture
 from .redact import DEFAULT_HEADERS, MARKER, Redactor
 from .replay import CassetteSource
 from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
+from .upstream import UpstreamSource
 
 __all__ = [
     "DEFAULT_HEADERS",
@@ -31,7 +33,9 @@ __all__ = [
     "RecordedEvent",
     "RecordedExchange",
     "RecordedOutcome",
+    "RecordingProxy",
     "Redactor",
+    "UpstreamSource",
     "cassette_from_capture",
     "dump_cassette",
     "load_cassette",

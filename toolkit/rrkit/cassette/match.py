@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
-
 VOLATILE_FIELDS: tuple[str, ...] = ("client_metadata", "prompt_cache_key", "metadata", "user", "safety_identifier")
 """Fields left out of matching by default: they change from run to run without changing what the model sees."""
 VOLATILE_ITEM_KEYS: tuple[str, ...] = ("id",)
@@ -56,6 +54,8 @@ class MatchResult:
 
 def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
     """Human-readable differences (recorded -> incoming), one line each, with paths like `input[2]['content']`."""
+    from deepdiff import DeepDiff  # imported on first use: it pulls in numpy, slow to import
+
     diff = DeepDiff(recorded, incoming, verbose_level=2)
     return [line.replace("root", name or "value", 1) for line in diff.pretty().splitlines()] if diff else []
 

@@ -128,7 +128,10 @@ class CassetteSession:
         used = {exchange.connection_id for exchange in new}
         new_connections = [c for c in connections if c.id in used or (not c.exchanges and self._all_new())]
         fresh = cassette_from_capture(new, new_connections, name=self.name or self.path.stem, redactor=self.redactor)
-        keep = self.existing if self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL) else None
+        if self.mode not in (RecordMode.NEW_EPISODES, RecordMode.ALL):
+            return fresh
+        # Read the file again: another process (a parallel test worker) may have added to it meanwhile.
+        keep = load_cassette(self.path) if self.path.exists() else self.existing
         return append(keep, fresh) if keep is not None else fresh
 
     def _all_new(self) -> bool:

@@ -16,14 +16,14 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from ..protocol import errors
 from ..protocol.events import COMPLETED, ERROR, TERMINAL_TYPES
@@ -40,6 +40,7 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds the upstream may stay silent (mid-stream or before answering) before the stream counts as cut."""
 DEFAULT_CONNECT_TIMEOUT = 10.0
 UPSTREAM_ERROR_STATUS = 502
+_DRAIN_SECONDS = 1.0
 
 # Hop-by-hop and transport headers: never forwarded upstream (the proxy's own connection sets them).
 _REQUEST_DROP = frozenset(
@@ -149,6 +150,15 @@ def _planned(raw: str, transport: str) -> PlannedEvent:
     return planned
 
 
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the terminal event (`[DONE]`, the end of the body) for a moment: a body read to its
+    end leaves none of httpx's nested stream generators to be finalized later (when the loop may be gone)."""
+    with contextlib.suppress(httpx.HTTPError, TimeoutError):
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in chunks:
+                pass
+
+
 def _is_terminal(event: Mapping[str, Any]) -> bool:
     return event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR
 
@@ -198,6 +208,7 @@ class UpstreamSource:
         self.connect_timeout = connect_timeout
         self._http: httpx.AsyncClient | None = None
         self._sockets: dict[int | None, _UpstreamSocket] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     # -- ReplySource ----------------------------------------------------------------------------
     async def select(self, request: RequestView) -> Answer | NoMatch:
@@ -220,7 +231,7 @@ class UpstreamSource:
                 refuse_headers=response_headers(response.headers.raw_items()),
                 refuse_body=_json_body(response.body, status) if response.body else None,
             )
-        except (OSError, TimeoutError, InvalidHandshake) as error:
+        except (OSError, TimeoutError, WebSocketException) as error:
             log.warning("rrkit proxy: WebSocket upgrade to %s failed: %s", self.ws_url, error)
             return Handshake(
                 refuse=UPSTREAM_ERROR_STATUS,
@@ -233,10 +244,16 @@ class UpstreamSource:
         return Handshake(turn_state=turn_state, headers=response_headers(items))
 
     async def connection_closed(self, connection_id: int | None) -> None:
-        """The client's socket ended: close its upstream socket."""
+        """The client's socket ended: close its upstream socket (in the background: the client is gone,
+        and the server's task for that socket must end at once)."""
         socket = self._sockets.pop(connection_id, None)
         if socket is not None:
-            await socket.close()
+            self._close_later(socket)
+
+    def _close_later(self, socket: _UpstreamSocket) -> None:
+        task = asyncio.get_running_loop().create_task(socket.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def unused(self) -> list[str]:
         return []
@@ -248,7 +265,7 @@ class UpstreamSource:
         """Close every upstream socket and the HTTP client."""
         sockets = list(self._sockets.values())
         self._sockets.clear()
-        await asyncio.gather(*(socket.close() for socket in sockets))
+        await asyncio.gather(*(socket.close() for socket in sockets), *self._closing)
         if self._http is not None:
             http, self._http = self._http, None
             await http.aclose()
@@ -298,14 +315,17 @@ class UpstreamSource:
         """Each event as soon as its bytes arrive; a stream that ends (or breaks) before a terminal event is cut."""
         decoder = SSEDecoder()
         try:
-            async for chunk in response.aiter_bytes():
-                for message in decoder.feed(chunk):
-                    if message.data == "[DONE]":
-                        continue
-                    planned = _planned(message.data, transport)
-                    yield planned
-                    if _is_terminal(planned.event):
-                        return
+            body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # typed as an iterator, is a generator
+            async with contextlib.aclosing(body) as chunks:
+                async for chunk in chunks:
+                    for message in decoder.feed(chunk):
+                        if message.data == "[DONE]":
+                            continue
+                        planned = _planned(message.data, transport)
+                        yield planned
+                        if _is_terminal(planned.event):
+                            await _drain(chunks)
+                            return
         except httpx.HTTPError as error:
             raise StreamCut("tcp", reason=f"upstream stream broke: {type(error).__name__}") from None
         finally:
@@ -340,7 +360,7 @@ class UpstreamSource:
             body = _json_body(refused.response.body, status)
             headers = response_headers(refused.response.headers.raw_items())
             return Reply(reject=Reject(status=status, body=body, headers=headers))
-        except (OSError, TimeoutError, InvalidHandshake) as error:
+        except (OSError, TimeoutError, WebSocketException) as error:
             message = f"WebSocket upgrade to {self.ws_url} failed: {error}"
             return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
         socket = self._sockets[request.connection_id] = _UpstreamSocket(ws)
@@ -352,10 +372,11 @@ class UpstreamSource:
             message = await socket.ws.recv()
         return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
 
-    async def _drop(self, connection_id: int | None, socket: _UpstreamSocket) -> None:
+    def _drop(self, connection_id: int | None, socket: _UpstreamSocket) -> None:
+        """Forget a broken upstream socket (and close it)."""
         if self._sockets.get(connection_id) is socket:
             del self._sockets[connection_id]
-        await socket.close()
+        self._close_later(socket)
 
     async def _select_ws(self, request: RequestView) -> Answer:
         socket = await self._socket(request)
@@ -373,15 +394,15 @@ class UpstreamSource:
             await socket.ws.send(json.dumps(frame, ensure_ascii=False))
             raw = await self._recv(socket)
         except ConnectionClosed as closed:
-            await self._drop(request.connection_id, socket)
+            self._drop(request.connection_id, socket)
             return LiveReply(events=_cut_at_once(_cut_of(closed)))
         except TimeoutError:
-            await self._drop(request.connection_id, socket)
+            self._drop(request.connection_id, socket)
             return LiveReply(events=_cut_at_once(StreamCut("tcp", reason="upstream sent nothing")))
         try:
             first = _planned(raw, request.transport)
         except StreamCut as cut:
-            await self._drop(request.connection_id, socket)
+            self._drop(request.connection_id, socket)
             return LiveReply(events=_cut_at_once(cut))
         rejection = _rejection(first.event)
         if rejection is not None:
@@ -393,25 +414,25 @@ class UpstreamSource:
     ) -> AsyncIterator[PlannedEvent]:
         planned = first
         while True:
-            yield planned
             event = planned.event
+            response = event.get("response")
+            if event.get("type") == COMPLETED and isinstance(response, dict) and response.get("id"):
+                socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
+            yield planned
             if _is_terminal(event):
-                response = event.get("response")
-                if event.get("type") == COMPLETED and isinstance(response, dict) and response.get("id"):
-                    socket.completed.add(str(response["id"]))
                 return
             try:
                 raw = await self._recv(socket)
             except ConnectionClosed as closed:
-                await self._drop(connection_id, socket)
+                self._drop(connection_id, socket)
                 raise _cut_of(closed) from None
             except TimeoutError:
-                await self._drop(connection_id, socket)
+                self._drop(connection_id, socket)
                 raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
             try:
                 planned = _planned(raw, transport)
             except StreamCut:
-                await self._drop(connection_id, socket)
+                self._drop(connection_id, socket)
                 raise
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,6 +66,8 @@ FAILURE_CODES: dict[str, FailureCode] = {
     )
 }
 POLICY_CODE_SUFFIX = "_policy"
+OVERLOADED_CODES = frozenset(code for code, entry in FAILURE_CODES.items() if entry.kind is ErrorKind.OVERLOADED)
+"""`server_is_overloaded` and `slow_down`: Codex treats a 503 with either code as overloaded (no retry)."""
 GENERIC_FAILURE_MESSAGE = "An error occurred while processing your request."
 
 PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
@@ -112,7 +115,7 @@ def classify_http_error(status: int, body: Mapping[str, Any] | None, headers: Ma
         if code == "insufficient_quota":
             return Classification(ErrorKind.QUOTA, False)
         return Classification(ErrorKind.RATE_LIMITED, True, delay)
-    if status == 503 and code == "server_is_overloaded":
+    if status == 503 and code in OVERLOADED_CODES:
         return Classification(ErrorKind.OVERLOADED, False)
     if status >= 500:
         return Classification(ErrorKind.RETRYABLE, True, delay)
@@ -144,16 +147,18 @@ def parse_retry_delay(message: str | None) -> float | None:
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The delay in `retry-after-ms` or `retry-after` (seconds), if present and numeric."""
+    """The delay in `retry-after-ms` or `retry-after` (seconds), if present, numeric and finite."""
     lowered = {key.lower(): value for key, value in headers.items()}
     for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
         value = lowered.get(name)
         if value is None:
             continue
         try:
-            return max(0.0, float(value) / scale)
+            seconds = float(value) / scale
         except ValueError:
             continue
+        if math.isfinite(seconds):  # "inf" or "nan" would make a client wait forever or not at all
+            return max(0.0, seconds)
     return None
 
 

@@ -51,11 +51,13 @@ def from_lite(request: Mapping[str, Any]) -> dict[str, Any]:
         return dict(request)
     standard = dict(request)
     items = input_items(dict(request))
-    if items and (text := _developer_text(items[0])) is not None and "instructions" not in request:
+    # is_lite found the additional_tools item at index 0 or 1; take it from there, whatever precedes it.
+    position = 0 if items[0].get("type") == ADDITIONAL_TOOLS else 1
+    standard["tools"] = list(items[position].get("tools") or [])
+    if position == 1 and "instructions" not in request and (text := _developer_text(items[0])) is not None:
         standard["instructions"] = text
-        items = items[1:]
-    if items and items[0].get("type") == ADDITIONAL_TOOLS:
-        standard["tools"] = list(items[0].get("tools") or [])
-        items = items[1:]
+        del items[:2]
+    else:
+        del items[position]
     standard[INPUT_FIELD] = items
     return standard

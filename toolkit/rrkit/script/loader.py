@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
+from . import models
 from .models import Script
 
 
@@ -41,18 +44,43 @@ def _place(loc: tuple[int | str, ...]) -> str:
     return place or "(top level)"
 
 
+def _file_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """Drop the union member's tag pydantic puts after an output item's index (`output[0].message`):
+    it is not a place in the file (a field such as `reject.message` is, and stays)."""
+    return tuple(
+        key
+        for index, key in enumerate(loc)
+        if not (key in _UNION_TAGS and index >= 2 and loc[index - 2] == "output" and isinstance(loc[index - 1], int))
+    )
+
+
+def _problem(problem: ErrorDetails, loc: tuple[int | str, ...]) -> str:
+    if problem["type"] == "extra_forbidden" and loc:
+        key = str(loc[-1])
+        close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+        return f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return problem["msg"]
+
+
 def _describe(error: ValidationError, path: Path, tree: yaml.Node | None) -> str:
     lines = [f"{path}: invalid rrkit script ({error.error_count()} problem(s)):"]
     for problem in error.errors():
-        # pydantic puts the union member's tag in loc (e.g. 'message'); it is not a place in the file
-        loc = tuple(key for key in problem["loc"] if not (isinstance(key, str) and key in _UNION_TAGS))
+        loc = _file_loc(problem["loc"])
         line = _yaml_line(tree, loc) if tree is not None else None
         where = f"line {line}, " if line else ""
-        lines.append(f"  - {where}{_place(loc)}: {problem['msg']}")
+        lines.append(f"  - {where}{_place(loc)}: {_problem(problem, loc)}")
     return "\n".join(lines)
 
 
 _UNION_TAGS = frozenset({"message", "refusal", "reasoning", "function_call", "custom_tool_call"})
+_KNOWN_KEYS = sorted(
+    {
+        name
+        for model in vars(models).values()
+        if isinstance(model, type) and issubclass(model, BaseModel)
+        for name in model.model_fields
+    }
+)
 
 
 def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | None = None) -> Script:

@@ -107,7 +107,15 @@ class ReplySource(Protocol):
 
     async def select(self, request: RequestView) -> Answer | NoMatch: ...
 
-    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None: ...
+    async def select_handshake(
+        self, headers: Mapping[str, str], *, connection_id: int | None = None
+    ) -> Handshake | None:
+        """The answer to a WebSocket upgrade (None: accept) of the client connection `connection_id`."""
+        ...
+
+    async def connection_closed(self, connection_id: int) -> None:
+        """The client connection `connection_id` ended (a source holding an upstream socket closes it)."""
+        ...
 
     def unused(self) -> list[str]:
         """Descriptions of answers never requested (for teardown checks)."""
@@ -157,8 +165,10 @@ class ScriptState:
             scored.sort(reverse=True)
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
-    async def select_handshake(self, headers: Mapping[str, str]) -> Handshake | None:
-        view = RequestView("ws", headers, {}, {})
+    async def select_handshake(
+        self, headers: Mapping[str, str], *, connection_id: int | None = None
+    ) -> Handshake | None:
+        view = RequestView("ws", headers, {}, {}, connection_id)
         with self._lock:
             for index, handshake in enumerate(self.script.handshakes):
                 used = self._handshake_uses.get(index, 0)
@@ -169,6 +179,9 @@ class ScriptState:
                 self._handshake_uses[index] = used + 1
                 return handshake
         return None
+
+    async def connection_closed(self, connection_id: int) -> None:
+        """Nothing is held per connection."""
 
     def unused(self) -> list[str]:
         with self._lock:

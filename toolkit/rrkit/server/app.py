@@ -417,9 +417,16 @@ def _task_done(task: asyncio.Task[None]) -> asyncio.Event:
 
 async def websocket_responses(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.rrkit
-    headers = _headers(websocket.scope)
-    connection = state.capture.new_connection(headers)
-    handshake = await state.source.select_handshake(headers)
+    connection = state.capture.new_connection(_headers(websocket.scope))
+    try:
+        await _serve_websocket(state, websocket, connection)
+    finally:
+        await state.source.connection_closed(connection.id)  # a proxying source closes its upstream socket
+
+
+async def _serve_websocket(state: ServerState, websocket: WebSocket, connection: Connection) -> None:
+    headers = connection.handshake_headers
+    handshake = await state.source.select_handshake(headers, connection_id=connection.id)
     if handshake is not None and handshake.delay:
         await first_of(state.stopping or asyncio.Event(), timeout=handshake.delay)
     if handshake is not None and handshake.refuse is not None:

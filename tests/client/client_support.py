@@ -1,0 +1,92 @@
+"""Shared harness of the client acceptance tests: the real fake server, the reference client, the checks.
+
+`served(script)` runs the fake server on the test's event loop and a ModelClient pointed at it, with
+an injectable sleep that records delays and never waits; on exit it asserts that, for every request,
+the wire request and the logical request the client logged equal what the server captured and rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RecordingSleep, RetryPolicy, Trace
+from rrkit.client.check import view_mismatches
+from rrkit.protocol import Item
+from rrkit.script import Script
+from rrkit.server import Exchange, FakeServer
+
+BUDGET = 2
+"""Retries per stream in these tests: a stream gets BUDGET + 1 attempts per transport."""
+BASE_DELAY = 0.25
+IDLE = 0.3
+"""Seconds without an event before a stream counts as stalled (the only real waiting in the suite)."""
+
+WEATHER_TOOL: dict[str, Any] = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+PROMPT = Prompt(model="gpt-test", instructions="Be brief.", tools=(WEATHER_TOOL,))
+TRANSPORTS = ("http", "ws")
+
+
+def backoff(retry: int) -> float:
+    """The delay before retry `retry` when the server names none (the tests' RNG makes jitter zero)."""
+    return RetryPolicy(max_retries=BUDGET, base_delay=BASE_DELAY).backoff(retry, lambda: 0.5)
+
+
+def assert_views_agree(trace: Trace, exchanges: Sequence[Exchange]) -> None:
+    """Every request: the wire request sent == the one captured, the logical request logged == the one
+    the server rebuilt (so an empty incremental delta is never mistaken for an empty prompt)."""
+    problems = view_mismatches(trace, exchanges)
+    assert not problems, "\n".join(problems)
+
+
+@dataclass
+class Harness:
+    server: FakeServer
+    client: ModelClient
+    sleep: RecordingSleep
+
+    def conversation(self, prompt: Prompt = PROMPT) -> Conversation:
+        return Conversation(self.client, prompt)
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self.server.exchanges
+
+    @property
+    def trace(self) -> Trace:
+        return self.client.trace
+
+
+@asynccontextmanager
+async def served(
+    script: Script, *, transport: str = "ws", budget: int = BUDGET, idle: float = IDLE, **client_options: Any
+) -> AsyncIterator[Harness]:
+    sleep = RecordingSleep()
+    options = ClientOptions(
+        retry=RetryPolicy(max_retries=budget, base_delay=BASE_DELAY),
+        idle_timeout=idle,
+        warmup_timeout=5.0,
+        sleep=sleep,
+        rng=lambda: 0.5,
+    )
+    async with FakeServer(script) as server:
+        async with ModelClient(
+            server.http_url, supports_websockets=transport == "ws", options=options, **client_options
+        ) as client:
+            yield Harness(server, client, sleep)
+        assert_views_agree(client.trace, server.exchanges)
+
+
+def wire_inputs(exchanges: Sequence[Exchange]) -> list[list[Item]]:
+    return [list((exchange.wire_request or {}).get("input") or []) for exchange in exchanges]
+
+
+def item_types(items: Sequence[Item]) -> list[str]:
+    return [str(item.get("type", "message")) for item in items]

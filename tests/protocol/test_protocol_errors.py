@@ -1,0 +1,270 @@
+"""The error catalogue (PROTOCOL.md section 7): failure codes, HTTP statuses, retry delays and error shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rrkit.protocol import (
+    FAILURE_CODES,
+    PREVIOUS_RESPONSE_NOT_FOUND,
+    UPGRADE_REQUIRED,
+    WEBSOCKET_CONNECTION_LIMIT,
+    Classification,
+    ErrorKind,
+    classify_failure,
+    classify_http_error,
+    error_body,
+    error_frame,
+    parse_retry_delay,
+    retry_after,
+)
+
+# PROTOCOL.md section 7, `response.failed` codes: code -> (kind, retry?).
+FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
+    "context_length_exceeded": (ErrorKind.CONTEXT_WINDOW, False),
+    "insufficient_quota": (ErrorKind.QUOTA, False),
+    "usage_not_included": (ErrorKind.USAGE_NOT_INCLUDED, False),
+    "invalid_prompt": (ErrorKind.INVALID_REQUEST, False),
+    "cyber_policy": (ErrorKind.POLICY, False),
+    "server_is_overloaded": (ErrorKind.OVERLOADED, False),
+    "slow_down": (ErrorKind.OVERLOADED, False),
+    "rate_limit_exceeded": (ErrorKind.RATE_LIMITED, True),
+}
+
+
+# -- response.failed ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", list(FAILURE_TABLE))
+def test_errors_classify_failure_follows_protocol_table(code: str) -> None:
+    kind, retryable = FAILURE_TABLE[code]
+    classification = classify_failure(code, "no delay named here")
+    assert (classification.kind, classification.retryable) == (kind, retryable)
+    assert classification.delay is None
+
+
+def test_errors_failure_catalogue_is_the_protocol_table() -> None:
+    assert set(FAILURE_CODES) == set(FAILURE_TABLE)
+    for code, entry in FAILURE_CODES.items():
+        assert entry.code == code
+        assert (entry.kind, entry.retryable) == FAILURE_TABLE[code]
+        assert entry.message
+
+
+def test_errors_rate_limit_failure_retries_after_delay_named_in_message() -> None:
+    message = FAILURE_CODES["rate_limit_exceeded"].message
+    assert classify_failure("rate_limit_exceeded", message) == Classification(ErrorKind.RATE_LIMITED, True, 1.5)
+    assert classify_failure("rate_limit_exceeded", "Rate limit reached. Please try again in 28ms.").delay == 0.028
+
+
+def test_errors_non_retryable_failure_ignores_delay_in_message() -> None:
+    assert classify_failure("insufficient_quota", "try again in 5s").delay is None
+
+
+@pytest.mark.parametrize("code", ["bio_policy", "some_future_policy"])
+def test_errors_other_policy_codes_are_policy_refusals(code: str) -> None:
+    assert classify_failure(code, "flagged") == Classification(ErrorKind.POLICY, False)
+
+
+@pytest.mark.parametrize("code", ["server_error", "something_new", "", None])
+def test_errors_unknown_or_missing_code_is_retryable_stream_error(code: str | None) -> None:
+    assert classify_failure(code, "An error occurred.") == Classification(ErrorKind.RETRYABLE, True)
+    assert classify_failure(code) == Classification(ErrorKind.RETRYABLE, True)
+
+
+def test_errors_unknown_code_keeps_delay_named_in_message() -> None:
+    assert classify_failure("server_error", "Please try again in 2s") == Classification(ErrorKind.RETRYABLE, True, 2.0)
+
+
+# -- retry delays ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("message", "seconds"),
+    [
+        ("Rate limit reached for gpt-x. Please try again in 1.5s.", 1.5),
+        ("Please try again in 28ms.", 0.028),
+        ("try again in 35 seconds", 35.0),
+        ("Try again in 1 second", 1.0),
+        ("try again in 10 secs", 10.0),
+        ("try again in 250 milliseconds", 0.25),
+        ("Please try again in 2 minutes.", 120.0),
+        ("try again in 1 min", 60.0),
+        ("try again in 3m", 180.0),
+        ("TRY AGAIN IN 4S", 4.0),
+        ("try again in7s", 7.0),
+    ],
+)
+def test_errors_parse_retry_delay_reads_seconds_ms_and_minutes(message: str, seconds: float) -> None:
+    assert parse_retry_delay(message) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [None, "", "Rate limit reached.", "try again later", "try again in a moment", "try again in 5 hours", "in 5s"],
+)
+def test_errors_parse_retry_delay_is_none_without_a_delay(message: str | None) -> None:
+    assert parse_retry_delay(message) is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"Retry-After-Ms": "28"}, 0.028),
+        ({"retry-after": "2"}, 2.0),
+        ({"Retry-After": "0.5"}, 0.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after-ms": "soon", "retry-after": "3"}, 3.0),
+        ({"retry-after": "-4"}, 0.0),
+    ],
+)
+def test_errors_retry_after_reads_ms_header_first_then_seconds(headers: dict[str, str], seconds: float) -> None:
+    assert retry_after(headers) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"x-request-id": "req_1"},
+        {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"},
+        {"retry-after": "inf"},
+        {"retry-after-ms": "nan"},
+    ],
+)
+def test_errors_retry_after_is_none_without_a_usable_number(headers: dict[str, str]) -> None:
+    assert retry_after(headers) is None
+
+
+# -- HTTP statuses before the stream -----------------------------------------------------------
+
+
+def body(code: str | None = None, type_: str = "invalid_request_error", message: str = "error") -> dict[str, Any]:
+    return error_body(message, type_=type_, code=code)
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "headers", "expected"),
+    [
+        (400, body(), {}, Classification(ErrorKind.INVALID_REQUEST, False)),
+        (400, body("context_length_exceeded"), {}, Classification(ErrorKind.CONTEXT_WINDOW, False)),
+        (401, body(type_="invalid_request_error"), {}, Classification(ErrorKind.AUTH, False)),
+        (429, body(type_="usage_limit_reached"), {"retry-after": "60"}, Classification(ErrorKind.USAGE_LIMIT, False)),
+        (429, body(type_="usage_not_included"), {}, Classification(ErrorKind.USAGE_NOT_INCLUDED, False)),
+        (429, body("insufficient_quota", "insufficient_quota"), {}, Classification(ErrorKind.QUOTA, False)),
+        (
+            429,
+            body("rate_limit_exceeded", "rate_limit_error"),
+            {"Retry-After": "7"},
+            Classification(ErrorKind.RATE_LIMITED, True, 7.0),
+        ),
+        (
+            429,
+            body("rate_limit_exceeded", message="Please try again in 20s."),
+            {},
+            Classification(ErrorKind.RATE_LIMITED, True, 20.0),
+        ),
+        (429, None, {"retry-after-ms": "1500"}, Classification(ErrorKind.RATE_LIMITED, True, 1.5)),
+        (429, None, {}, Classification(ErrorKind.RATE_LIMITED, True)),
+        (500, body(type_="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (502, None, {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True, 3.0)),
+        (503, body(type_="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (503, body("server_is_overloaded", "server_error"), {}, Classification(ErrorKind.OVERLOADED, False)),
+        (503, body("slow_down", "server_error"), {}, Classification(ErrorKind.OVERLOADED, False)),
+    ],
+    ids=[
+        "400",
+        "400-context-length",
+        "401",
+        "429-usage-limit-reached",
+        "429-usage-not-included",
+        "429-insufficient-quota",
+        "429-retry-after",
+        "429-delay-in-message",
+        "429-retry-after-ms",
+        "429-no-delay",
+        "500",
+        "502-retry-after",
+        "503",
+        "503-server-is-overloaded",
+        "503-slow-down",
+    ],
+)
+def test_errors_classify_http_error_follows_protocol(
+    status: int, error: dict[str, Any] | None, headers: dict[str, str], expected: Classification
+) -> None:
+    assert classify_http_error(status, error, headers) == expected
+
+
+@pytest.mark.parametrize("status", [400, 429, 500, 503])
+def test_errors_websocket_connection_limit_means_reconnect_and_retry(status: int) -> None:
+    error = body(WEBSOCKET_CONNECTION_LIMIT)
+    assert classify_http_error(status, error, {}) == Classification(ErrorKind.RETRYABLE, True)
+    assert classify_http_error(status, error, {"retry-after": "1"}).delay == 1.0
+
+
+def test_errors_usage_limit_reached_is_not_retried_whatever_delay_is_offered() -> None:
+    error = body(type_="usage_limit_reached", message="try again in 5 minutes")
+    assert not classify_http_error(429, error, {"retry-after": "1"}).retryable
+
+
+def test_errors_classify_http_error_tolerates_odd_bodies() -> None:
+    assert classify_http_error(400, {"error": "plain string"}, {}) == Classification(ErrorKind.INVALID_REQUEST, False)
+    assert classify_http_error(500, {}, {}) == Classification(ErrorKind.RETRYABLE, True)
+    assert classify_http_error(429, {"error": None}, {}) == Classification(ErrorKind.RATE_LIMITED, True)
+
+
+# -- error shapes ------------------------------------------------------------------------------
+
+
+def test_errors_error_body_is_openai_shaped() -> None:
+    assert error_body("bad", code="invalid_value", param="input") == {
+        "error": {"type": "invalid_request_error", "code": "invalid_value", "message": "bad", "param": "input"}
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [
+        (400, "invalid_request_error"),
+        (401, "invalid_request_error"),
+        (403, "permission_error"),
+        (404, "not_found_error"),
+        (UPGRADE_REQUIRED, "invalid_request_error"),
+        (429, "rate_limit_error"),
+        (500, "server_error"),
+        (503, "server_error"),
+    ],
+)
+def test_errors_error_frame_always_has_status_and_typed_error(status: int, error_type: str) -> None:
+    frame = error_frame(status, "message")
+    assert frame["type"] == "error"
+    assert frame["status"] == status
+    assert isinstance(frame["status"], int)
+    assert frame["error"] == {"type": error_type, "code": None, "message": "message", "param": None}
+    assert "headers" not in frame
+
+
+def test_errors_error_frame_for_unknown_previous_response() -> None:
+    frame = error_frame(
+        400, "Previous response not found.", code=PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"
+    )
+    assert frame["status"] == 400
+    assert frame["error"]["code"] == "previous_response_not_found"
+    assert frame["error"]["param"] == "previous_response_id"
+
+
+def test_errors_error_frame_keeps_explicit_type_and_headers() -> None:
+    frame = error_frame(429, "slow", type_="usage_limit_reached", headers={"retry-after": "2"})
+    assert frame["status"] == 429
+    assert frame["error"]["type"] == "usage_limit_reached"
+    assert frame["headers"] == {"retry-after": "2"}
+    assert classify_http_error(frame["status"], frame, frame["headers"]).kind is ErrorKind.USAGE_LIMIT
+
+
+def test_errors_error_frame_for_connection_limit_classifies_as_retryable() -> None:
+    frame = error_frame(400, "Too many connections.", code=WEBSOCKET_CONNECTION_LIMIT)
+    assert classify_http_error(frame["status"], frame, {}).retryable

@@ -1,0 +1,41 @@
+"""Compare the client's trace with what a server captured: both views of every request must agree."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from .trace import Trace
+
+
+class CapturedExchange(Protocol):
+    """What a capture (e.g. the fake server's `Exchange`) knows about one request."""
+
+    @property
+    def transport(self) -> str: ...
+
+    @property
+    def wire_request(self) -> dict[str, Any] | None: ...
+
+    @property
+    def logical_request(self) -> dict[str, Any] | None: ...
+
+
+def view_mismatches(trace: Trace, exchanges: Sequence[CapturedExchange]) -> list[str]:
+    """Every way the sent requests differ from the captured ones: count, transport, wire, rebuilt logical.
+
+    An empty list means the server rebuilt exactly the logical request the client meant, for every request.
+    """
+    sent = trace.sent
+    problems: list[str] = []
+    if len(sent) != len(exchanges):
+        problems.append(f"the client sent {len(sent)} requests, the server captured {len(exchanges)}")
+    for position, (entry, exchange) in enumerate(zip(sent, exchanges, strict=False)):
+        where = f"request {position} ({entry.describe()})"
+        if entry.transport != exchange.transport:
+            problems.append(f"{where}: sent over {entry.transport}, captured over {exchange.transport}")
+        if entry.wire != exchange.wire_request:
+            problems.append(f"{where}: the captured wire request differs from the one sent")
+        if entry.logical != exchange.logical_request:
+            problems.append(f"{where}: the server rebuilt a different logical request than the client meant")
+    return problems

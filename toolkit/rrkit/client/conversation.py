@@ -1,0 +1,118 @@
+"""A conversation's history and the `run_turn` driver: sample, run tool calls, sample again until answered."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.request import Item
+from .client import ModelClient
+from .prompt import Prompt, user_message
+from .turn import DeltaCallback, SampleResult
+
+ToolHandler = Callable[[Item], Awaitable[str] | str]
+"""Runs one tool call item and returns its output text."""
+
+OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+
+
+class TooManySamples(RuntimeError):
+    """The model kept asking for tool calls (or `end_turn: false`) beyond the turn's sampling limit."""
+
+
+def tool_output(call: Item, output: str) -> Item:
+    """The item that answers a tool call, for the next sampling of the same turn."""
+    return {
+        "type": OUTPUT_TYPES.get(str(call.get("type")), "function_call_output"),
+        "call_id": call.get("call_id"),
+        "output": output,
+    }
+
+
+def message_text(item: Item) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(str(part.get("text") or part.get("refusal") or "") for part in content if isinstance(part, dict))
+
+
+@dataclass
+class TurnResult:
+    samples: list[SampleResult] = field(default_factory=list)
+
+    @property
+    def items(self) -> list[Item]:
+        return [item for sample in self.samples for item in sample.items]
+
+    @property
+    def text(self) -> str:
+        """The assistant's final message text."""
+        messages = [item for item in self.items if item.get("type") == "message" and item.get("role") == "assistant"]
+        return message_text(messages[-1]) if messages else ""
+
+
+class Conversation:
+    """The session's history and prompt settings; each `run_turn` appends to the history."""
+
+    def __init__(self, client: ModelClient, prompt: Prompt) -> None:
+        self.client = client
+        self.base = prompt.with_history(())
+        self.history: list[Item] = list(prompt.history)
+
+    def prompt(self) -> Prompt:
+        """The prompt rebuilt from the latest history."""
+        return self.base.with_history(self.history)
+
+    async def warmup(self, *, timeout: float | None = None) -> str | None:
+        """Best effort warmup with the base context (the history so far, possibly empty)."""
+        return await self.client.warmup(self.prompt(), timeout=timeout)
+
+    async def run_turn(
+        self,
+        user_input: str | Item | Sequence[Item] | None,
+        tool_handler: ToolHandler | None = None,
+        *,
+        on_delta: DeltaCallback | None = None,
+        max_samples: int = 32,
+    ) -> TurnResult:
+        """One turn: add the user input, sample; answer each tool call and sample again, until the model ends.
+
+        Without a `tool_handler`, a sampling that asks for tool calls ends the turn: the calls are in the
+        result (and the history) for the caller to execute before the next `run_turn(None, ...)`.
+        """
+        self.history.extend(_user_items(user_input))
+        result = TurnResult()
+        async with self.client.turn() as turn:
+            while True:
+                if len(result.samples) >= max_samples:
+                    raise TooManySamples(f"the turn did not end within {max_samples} samplings")
+                sample = await turn.sample(self.prompt(), history=self.history, on_delta=on_delta)
+                result.samples.append(sample)
+                calls = sample.tool_calls
+                if calls and tool_handler is not None:
+                    for call in calls:
+                        self.history.append(tool_output(call, await _run_tool(tool_handler, call)))
+                    continue
+                if calls or sample.end_turn is not False:
+                    return result
+
+
+async def _run_tool(handler: ToolHandler, call: Item) -> str:
+    output: Any = handler(call)
+    if inspect.isawaitable(output):
+        output = await output
+    return str(output)
+
+
+def _user_items(user_input: str | Item | Sequence[Item] | None) -> list[Item]:
+    if user_input is None:
+        return []
+    if isinstance(user_input, str):
+        return [user_message(user_input)]
+    if isinstance(user_input, dict):
+        return [user_input]
+    return list(user_input)

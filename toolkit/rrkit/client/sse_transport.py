@@ -1,0 +1,70 @@
+"""HTTP + SSE transport over httpx: POST the full request, decode the stream with the protocol's SSE decoder."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from ..protocol.sse import SSEDecoder
+from .errors import connect_failed, dropped, http_error
+
+
+class SSEStream:
+    """One open `text/event-stream` response: raw event dicts in order, None at EOF."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.headers = {key.lower(): value for key, value in response.headers.items()}
+        self._chunks: AsyncIterator[bytes] = response.aiter_bytes()
+        self._decoder = SSEDecoder()
+        self._pending: deque[dict[str, Any]] = deque()
+
+    async def next_event(self) -> dict[str, Any] | None:
+        while not self._pending:
+            try:
+                chunk = await anext(self._chunks)
+            except StopAsyncIteration:
+                return None
+            except httpx.TransportError as error:
+                raise dropped(f"HTTP stream cut: {error or type(error).__name__}") from error
+            for message in self._decoder.feed(chunk):
+                if message.data == "[DONE]":
+                    continue
+                try:
+                    event = message.json()
+                except ValueError as error:
+                    raise dropped(f"undecodable SSE data: {message.data[:80]!r}") from error
+                if isinstance(event, dict):
+                    self._pending.append(event)
+        return self._pending.popleft()
+
+    async def aclose(self) -> None:
+        await self.response.aclose()
+
+
+async def open_sse(http: httpx.AsyncClient, url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> SSEStream:
+    """POST the request; an error status raises its typed error, a 200 returns the open stream."""
+    content = json.dumps(body, ensure_ascii=False).encode()
+    request = http.build_request(
+        "POST",
+        url,
+        content=content,
+        headers={**headers, "content-type": "application/json", "accept": "text/event-stream"},
+    )
+    try:
+        response = await http.send(request, stream=True)
+    except httpx.TransportError as error:
+        raise connect_failed(f"HTTP request failed: {error or type(error).__name__}") from error
+    if response.status_code != 200:
+        try:
+            content = await response.aread()
+        except httpx.TransportError:
+            content = b""
+        finally:
+            await response.aclose()
+        raise http_error(response.status_code, content, dict(response.headers))
+    return SSEStream(response)

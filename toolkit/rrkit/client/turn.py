@@ -1,0 +1,258 @@
+"""The turn-level session: this turn's streams, its turn-state token, and the sampling loop with retries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
+from ..protocol.incremental import Decision, decide, response_create
+from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.request import Item
+from .errors import ConnectFailed, ModelClientError, RetryableError, UpgradeRequired, dropped, idle_timeout
+from .events import Completed, Created, Delta, OutputItemDone, map_event
+from .prompt import Prompt
+from .sse_transport import SSEStream, open_sse
+from .trace import TraceEntry, Transport
+from .ws_transport import WebSocketSession
+
+if TYPE_CHECKING:
+    from .client import ModelClient
+
+DeltaCallback = Callable[[Delta], None]
+TOOL_CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+"""Done items the caller must execute and answer with an output item."""
+
+
+@dataclass
+class SampleResult:
+    """One successful sampling: the response id, usage, `end_turn`, and the done items it delivered."""
+
+    response_id: str
+    usage: dict[str, Any] | None
+    end_turn: bool | None
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def tool_calls(self) -> list[Item]:
+        return [item for item in self.items if item.get("type") in TOOL_CALL_TYPES]
+
+    @property
+    def needs_follow_up(self) -> bool:
+        """A tool call to answer, or `end_turn: false`: the turn continues with another sampling."""
+        return bool(self.tool_calls) or self.end_turn is False
+
+
+class TurnSession:
+    """One turn: a fresh (empty) turn-state token, the socket it borrowed, and its samplings."""
+
+    def __init__(self, client: ModelClient, index: int, *, warmup: bool = False) -> None:
+        self.client = client
+        self.index = index
+        self.warmup = warmup
+        self.turn_state: str | None = None
+        """`x-codex-turn-state`: empty at the start of every turn, captured once, sent back within it."""
+        self.usage: list[dict[str, Any]] = []
+        self.samples = 0
+        self._ws: WebSocketSession | None = None
+
+    async def __aenter__(self) -> TurnSession:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.finish()
+
+    async def finish(self) -> None:
+        """End of turn: a healthy socket goes back to the client's cache; the turn state is forgotten."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            await self.client.give_back(ws)
+
+    # -- headers --------------------------------------------------------------------------------
+    def request_headers(self) -> dict[str, str]:
+        headers = self.client.headers()
+        if self.turn_state:
+            headers[TURN_STATE_HEADER] = self.turn_state
+        return headers
+
+    def _capture_turn_state(self, headers: Mapping[str, str]) -> None:
+        token = headers.get(TURN_STATE_HEADER)
+        if token and self.turn_state is None:
+            self.turn_state = token
+
+    # -- the sampling loop ------------------------------------------------------------------------
+    async def sample(
+        self, prompt: Prompt, *, history: list[Item] | None = None, on_delta: DeltaCallback | None = None
+    ) -> SampleResult:
+        """Stream one response to success, retrying per the policy; done items are appended to `history`.
+
+        Every retry rebuilds the prompt from the latest `history` (done items recorded before a failure
+        stay; deltas never enter it). When the WebSocket budget is spent, or at once on 426, the session
+        falls back to HTTP for good and the counter restarts. Cancellation is never retried.
+        """
+        history = list(prompt.history) if history is None else history
+        self.samples += 1
+        policy = self.client.options.retry
+        retries = 0
+        attempt = 0
+        current = prompt
+        while True:
+            transport: Transport = "ws" if self.client.use_websockets else "http"
+            entry = self._new_entry(current, transport, attempt)
+            try:
+                return await self._attempt(entry, history, on_delta)
+            except UpgradeRequired as error:
+                await self.client.fall_back(self.index, f"WebSocket upgrade refused: {error}")
+                retries = 0
+            except RetryableError as error:
+                if retries >= policy.max_retries:
+                    if transport != "ws" or not self.client.use_websockets:
+                        raise
+                    budget = f"WebSocket retry budget of {policy.max_retries} spent"
+                    await self.client.fall_back(self.index, f"{budget}; last error: {error}")
+                    retries = 0
+                else:
+                    retries += 1
+                    delay = error.delay if error.delay is not None else policy.backoff(retries, self.client.options.rng)
+                    entry.retry_delay = delay
+                    await self.client.options.sleep(delay)
+            attempt += 1
+            current = prompt.with_history(history)
+
+    async def warm(self, prompt: Prompt) -> str:
+        """One `generate: false` request over a socket; returns the id that becomes the next baseline."""
+        entry = self._new_entry(prompt, "ws", 0, warmup=True)
+        result = await self._attempt(entry, [], None)
+        return result.response_id
+
+    # -- one attempt ------------------------------------------------------------------------------
+    def _new_entry(self, prompt: Prompt, transport: Transport, attempt: int, *, warmup: bool = False) -> TraceEntry:
+        trace = self.client.trace
+        return trace.add(
+            TraceEntry(
+                index=trace.next_index(),
+                turn=self.index,
+                sample=self.samples,
+                attempt=attempt,
+                transport=transport,
+                warmup=warmup,
+                logical=self.client.compile(prompt),
+                started_at=self.client.options.clock(),
+            )
+        )
+
+    async def _attempt(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
+        """Send `entry.logical` once over `entry.transport` and read its stream; the trace records how it ended."""
+        try:
+            if entry.transport == "ws":
+                result = await self._attempt_ws(entry, history, on_delta)
+            else:
+                result = await self._attempt_http(entry, history, on_delta)
+        except ModelClientError as error:
+            entry.outcome = error.outcome(entry.events_received)
+            entry.error, entry.error_type = str(error), type(error).__name__
+            await self._drop_websocket()
+            raise
+        except asyncio.CancelledError:  # the user (or a timeout around the turn) gave up: never retried
+            entry.outcome = Outcome(OutcomeKind.DISCONNECTED, entry.events_received)
+            entry.error_type = "cancelled"
+            await self._drop_websocket()
+            raise
+        except Exception as error:  # a bug or an unforeseen failure: not a protocol outcome, not retried
+            entry.error, entry.error_type = repr(error), type(error).__name__
+            await self._drop_websocket()
+            raise
+        finally:
+            entry.ended_at = self.client.options.clock()
+        entry.outcome = Outcome(OutcomeKind.COMPLETED, entry.events_received)
+        if result.usage is not None:
+            self.usage.append(result.usage)
+            self.client.usage.append(result.usage)
+        return result
+
+    async def _websocket(self, entry: TraceEntry) -> WebSocketSession:
+        if self._ws is None:
+            self._ws = self.client.take_cached()
+        if self._ws is None:
+            headers = {**self.request_headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
+            entry.headers = headers
+            self._ws = await self.client.open_websocket(headers)
+            self._capture_turn_state(self._ws.response_headers)
+        entry.connection = self._ws.serial
+        return self._ws
+
+    async def _attempt_ws(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
+        ws = await self._websocket(entry)
+        logical = entry.logical
+        if entry.warmup:
+            decision = Decision(None, "warmup")
+            wire = response_create(logical, None, generate=False)
+        else:
+            decision = decide(logical, ws.last_request, ws.last_response)
+            wire = response_create(logical, decision.incremental)
+        entry.wire, entry.incremental, entry.decision = wire, decision.incremental is not None, decision.reason
+        ws.remember_request(logical)
+        await ws.send(wire)
+        result = await self._consume(ws, entry, history, on_delta)
+        ws.remember_completed(result.response_id, result.items)
+        return result
+
+    async def _attempt_http(
+        self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None
+    ) -> SampleResult:
+        headers = self.request_headers()
+        entry.headers, entry.wire, entry.decision = headers, dict(entry.logical), "HTTP always sends the full request"
+        try:
+            stream = await open_sse(self.client.http, self.client.responses_url, entry.logical, headers)
+        except ConnectFailed:
+            entry.wire = None  # never reached the server
+            raise
+        try:
+            self._capture_turn_state(stream.headers)
+            return await self._consume(stream, entry, history, on_delta)
+        finally:
+            await stream.aclose()
+
+    async def _consume(
+        self,
+        stream: SSEStream | WebSocketSession,
+        entry: TraceEntry,
+        history: list[Item],
+        on_delta: DeltaCallback | None,
+    ) -> SampleResult:
+        """Read to `response.completed`: deltas to the display, done items to history; anything else fails."""
+        idle = self.client.options.idle_timeout
+        items: list[Item] = []
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    raw = await stream.next_event()
+            except TimeoutError:
+                raise idle_timeout(idle) from None
+            if raw is None:
+                raise dropped("the stream ended before response.completed")
+            entry.events_received += 1
+            event = map_event(raw)
+            if isinstance(event, Created):
+                entry.response_id = event.response_id or entry.response_id
+            elif isinstance(event, Delta):
+                if on_delta is not None:
+                    on_delta(event)
+            elif isinstance(event, OutputItemDone):
+                items.append(event.item)
+                if not entry.warmup:
+                    history.append(event.item)
+            elif isinstance(event, Completed):
+                entry.response_id = event.response_id or entry.response_id
+                return SampleResult(entry.response_id or "", event.usage, event.end_turn, items)
+
+    async def _drop_websocket(self) -> None:
+        """After any stream error the socket, and with it the incremental baseline, is dropped."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            await self.client.discard(ws)

@@ -1,0 +1,253 @@
+"""`rrkit demo`: the reference client against the fake server, through every fixture, over SSE and WebSocket."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .client import (
+    ClientOptions,
+    Conversation,
+    ModelClient,
+    ModelClientError,
+    Prompt,
+    RecordingSleep,
+    RetryPolicy,
+    TraceEntry,
+)
+from .client.check import view_mismatches
+from .protocol.outcome import Outcome, OutcomeKind
+from .protocol.request import Item
+from .script.loader import load_script
+from .script.models import Script
+from .server.runner import FakeServer
+
+TRANSPORTS = ("http", "ws")
+SCRIPT_SUFFIXES = (".yaml", ".yml", ".json")
+DEMO_USER_INPUT = "What is the weather in Paris?"
+DEMO_TOOL_OUTPUT = "sunny, 24 degrees"
+DEMO_PROMPT = Prompt(
+    model="gpt-rrkit",
+    instructions="You are the rrkit demo client. Use the tools when they help.",
+    tools=(
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+        {"type": "custom", "name": "apply_patch", "description": "Apply a patch to the workspace."},
+    ),
+)
+
+
+def demo_options() -> ClientOptions:
+    """Short retry delays and timeouts: the demo takes seconds, whatever the fixtures ask for.
+
+    Delays are recorded at their nominal value (e.g. a 1 s Retry-After) but waited at most 20 ms.
+    """
+    return ClientOptions(
+        retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05),
+        idle_timeout=0.75,
+        connect_timeout=2.0,
+        warmup_timeout=1.0,
+        sleep=RecordingSleep(cap=0.02),
+    )
+
+
+def find_fixtures(explicit: Path | None = None) -> Path:
+    """`--fixtures DIR`, else `./fixtures`, else the `fixtures` folder of the repository rrkit runs from."""
+    if explicit is not None:
+        return explicit
+    here = Path.cwd() / "fixtures"
+    if here.is_dir():
+        return here
+    return Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def fixture_paths(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.iterdir() if path.suffix in SCRIPT_SUFFIXES and path.is_file())
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """An outcome as the demo compares it: kind, plus the code, status and reason when known."""
+
+    kind: str
+    code: str | None = None
+    status: int | None = None
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, outcome: Outcome | None) -> Seen:
+        if outcome is None:
+            return cls("none")
+        return cls(outcome.kind.value, outcome.code, outcome.status, outcome.reason)
+
+    def __str__(self) -> str:
+        details = [str(value) for value in (self.status, self.code, self.reason) if value is not None]
+        return f"{self.kind} ({', '.join(details)})" if details else self.kind
+
+
+@dataclass
+class DemoRow:
+    script: str
+    transport: str
+    full: int = 0
+    incremental: int = 0
+    warmup: int = 0
+    retries: int = 0
+    fallbacks: int = 0
+    first: Seen | None = None
+    final: Seen = field(default_factory=lambda: Seen("none"))
+    expected: str = ""
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _first_attempt(entries: Sequence[TraceEntry]) -> TraceEntry | None:
+    """The first attempt that met the script: a warmup the server answered by itself is skipped."""
+    for entry in entries:
+        completed = entry.outcome is not None and entry.outcome.kind is OutcomeKind.COMPLETED
+        if not (entry.warmup and completed):
+            return entry
+    return None
+
+
+def expectation(expect: dict[str, Any], transport: str) -> dict[str, Any]:
+    """What this transport should see; a WebSocket-only fault leaves HTTP with just the final outcome."""
+    if expect.get("transport") not in (None, transport):
+        return {"outcome": expect.get("outcome", "completed")}
+    return dict(expect)
+
+
+def check(expect: dict[str, Any], first: Seen | None, final: Seen) -> list[str]:
+    """How the client's outcomes differ from the script's `expect` (empty: as expected)."""
+    problems: list[str] = []
+    wanted = expect.get("outcome", "completed")
+    if final.kind != wanted:
+        problems.append(f"ended {final}, expected {wanted}")
+    first_wanted = expect.get("first_attempt", wanted)
+    if first is None or first.kind != first_wanted:
+        problems.append(f"first attempt {first}, expected {first_wanted}")
+    # code/status/reason belong to the attempt that does not complete: the first, or the final one
+    failing = first if first_wanted != "completed" else final if wanted != "completed" else None
+    for name in ("code", "status", "reason"):
+        if name in expect and failing is not None and getattr(failing, name) != expect[name]:
+            problems.append(f"{name} {getattr(failing, name)!r}, expected {expect[name]!r}")
+    return problems
+
+
+def _describe_expectation(expect: dict[str, Any]) -> str:
+    final = str(expect.get("outcome", "completed"))
+    first = expect.get("first_attempt")
+    return f"{first} -> {final}" if first and first != final else final
+
+
+async def _tool(call: Item) -> str:
+    return DEMO_TOOL_OUTPUT
+
+
+async def run_one(server: FakeServer, script: Script, transport: str, *, warmup: bool = True) -> DemoRow:
+    """One fresh client session, one user turn (with its tool loop) against `script`."""
+    server.reset(script)
+    row = DemoRow(script.name, transport)
+    expect = expectation(script.expect, transport)
+    row.expected = _describe_expectation(expect)
+    options = demo_options()
+    async with ModelClient(server.http_url, supports_websockets=transport == "ws", options=options) as client:
+        conversation = Conversation(client, DEMO_PROMPT)
+        if warmup:
+            await conversation.warmup()
+        try:
+            await conversation.run_turn(DEMO_USER_INPUT, _tool)
+            row.final = Seen(OutcomeKind.COMPLETED.value)
+        except ModelClientError as error:
+            row.final = Seen.of(error.outcome())
+        except Exception as error:  # not a protocol outcome: report it in the row, go on with the others
+            row.final = Seen("crashed")
+            row.problems.append(f"the client raised {error!r}")
+    trace = client.trace
+    row.full, row.incremental, row.warmup = trace.count("full"), trace.count("incremental"), trace.count("warmup")
+    row.retries, row.fallbacks = trace.retries, len(trace.fallbacks)
+    first = _first_attempt(trace.entries)
+    row.first = Seen.of(first.outcome) if first is not None else None
+    row.problems += check(expect, row.first, row.final)
+    row.problems += view_mismatches(trace, server.exchanges)
+    return row
+
+
+@contextmanager
+def _quiet_server_logs() -> Iterator[None]:
+    """Scripted faults make the server warn (e.g. an unmatched retry); the table says what matters."""
+    logger = logging.getLogger("rrkit")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+async def run_demo(directory: Path, *, transports: Sequence[str] = TRANSPORTS, warmup: bool = True) -> list[DemoRow]:
+    scripts = [load_script(path) for path in fixture_paths(directory)]
+    rows: list[DemoRow] = []
+    with _quiet_server_logs():
+        async with FakeServer(log_level="critical") as server:
+            for script in scripts:
+                for transport in transports:
+                    rows.append(await run_one(server, script, transport, warmup=warmup))
+    return rows
+
+
+COLUMNS = (
+    "script",
+    "transport",
+    "full",
+    "incr",
+    "warmup",
+    "retries",
+    "fallbacks",
+    "first attempt",
+    "outcome",
+    "expected",
+)
+
+
+def format_table(rows: Sequence[DemoRow]) -> str:
+    cells = [
+        [
+            row.script,
+            row.transport,
+            str(row.full),
+            str(row.incremental),
+            str(row.warmup),
+            str(row.retries),
+            str(row.fallbacks),
+            str(row.first),
+            str(row.final),
+            row.expected,
+            "yes" if row.ok else "NO: " + "; ".join(row.problems),
+        ]
+        for row in rows
+    ]
+    header = [*COLUMNS, "as expected"]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header) - 1)]
+    lines = []
+    for line in [header, *cells]:
+        lines.append("  ".join(text.ljust(width) for text, width in zip(line, widths, strict=False)) + "  " + line[-1])
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def summary(rows: Sequence[DemoRow]) -> str:
+    failed = sum(1 for row in rows if not row.ok)
+    if failed:
+        return f"{failed} of {len(rows)} runs did not end as their script expects."
+    return f"All {len(rows)} runs ended as their scripts expect."

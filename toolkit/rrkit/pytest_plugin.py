@@ -1,0 +1,321 @@
+"""pytest plugin: `rrkit_server` fixtures, the `rrkit` marker, record modes, teardown checks and snapshots."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cassette.format import Cassette
+from .cassette.modes import CassetteSession, RecordMode, parse_record_mode
+from .cassette.record import cassette_from_capture
+from .cassette.redact import Redactor
+from .cassette.store import CassetteError
+from .protocol.outcome import OutcomeKind
+from .script.models import Handshake, Match, Reply, Script
+from .script.select import ReplySource
+from .server.app import NO_MATCH_CODE
+from .server.capture import Connection, Exchange
+from .server.runner import FakeServer
+from .snapshot import RRKitSnapshotExtension
+
+__all__ = ["RRKitServer", "RRKitSnapshotExtension"]
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "record_mode": RecordMode.NONE.value,
+    "upstream": None,  # a URL to record from; None records from the test's own script
+    "cassette_dir": "cassettes",  # relative to the test file's folder
+    "time_scale": 0.0,
+    "redact_headers": (),
+    "redact_paths": (),
+    "assert_all_used": True,
+    "assert_all_matched": True,
+}
+_MAX_NAME = 100
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rrkit", "rrkit: fake Responses server and cassettes")
+    modes = ", ".join(mode.value for mode in RecordMode)
+    group.addoption(
+        "--rrkit-record-mode",
+        default=None,
+        help=f"record mode for tests marked with a cassette ({modes}); overrides markers and rrkit_config",
+    )
+    group.addoption("--rrkit-upstream", default=None, help="Responses base URL to record from (default: the script)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "rrkit(cassette=None, record_mode=None, upstream=None, assert_all_used=True, assert_all_matched=True): "
+        "use a cassette (name, or True for cassettes/<module>/<test>) and relax teardown checks",
+    )
+    mode = config.getoption("--rrkit-record-mode", default=None)
+    if mode is not None:
+        try:
+            parse_record_mode(mode)
+        except ValueError as error:
+            raise pytest.UsageError(f"--rrkit-record-mode: {error}") from None
+
+
+@pytest.fixture
+def rrkit_config() -> dict[str, Any]:
+    """Project-wide defaults for the rrkit fixtures; override this fixture in a conftest.py to change them."""
+    return dict(DEFAULT_CONFIG)
+
+
+def safe_name(name: str) -> str:
+    """A file name from a test name: safe characters only, bounded length, parametrized ids kept distinct."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "test"
+    if len(cleaned) <= _MAX_NAME:
+        return cleaned
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return f"{cleaned[: _MAX_NAME - 13]}-{digest}"
+
+
+@dataclass
+class _Options:
+    test: str
+    cassette: Path | None
+    mode: RecordMode
+    upstream: str | None
+    config: dict[str, Any]
+    assert_all_used: bool
+    assert_all_matched: bool
+
+
+def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options:
+    config = {**DEFAULT_CONFIG, **config}
+    marker = request.node.get_closest_marker("rrkit")
+    marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    unknown = set(marked) - {"cassette", "record_mode", "upstream", "assert_all_used", "assert_all_matched"}
+    if unknown:
+        raise pytest.UsageError(f"{request.node.nodeid}: unknown @pytest.mark.rrkit argument(s): {sorted(unknown)}")
+    cli_mode = request.config.getoption("--rrkit-record-mode", default=None)
+    try:
+        mode = parse_record_mode(cli_mode or marked.get("record_mode") or config["record_mode"])
+    except ValueError as error:
+        raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
+    cassette = None
+    if "cassette" in marked or "record_mode" in marked:
+        folder = Path(str(request.node.path)).parent / config["cassette_dir"] / safe_name(request.node.module.__name__)
+        name = marked.get("cassette")
+        stem = safe_name(str(name)) if isinstance(name, str) else safe_name(request.node.name)
+        cassette = folder / (stem if stem.endswith(".json") else f"{stem}.json")
+    return _Options(
+        test=request.node.nodeid,
+        cassette=cassette,
+        mode=mode,
+        upstream=request.config.getoption("--rrkit-upstream", default=None)
+        or marked.get("upstream")
+        or config["upstream"],
+        config=config,
+        assert_all_used=bool(marked.get("assert_all_used", config["assert_all_used"])),
+        assert_all_matched=bool(marked.get("assert_all_matched", config["assert_all_matched"])),
+    )
+
+
+class RRKitServer:
+    """What a test holds: the running fake server, its script to add answers to, and what it captured."""
+
+    def __init__(self, server: FakeServer, script: Script, options: _Options, session: CassetteSession | None) -> None:
+        self.server, self.script, self.options, self.session = server, script, options, session
+
+    # -- addresses ------------------------------------------------------------------------------
+    @property
+    def http_url(self) -> str:
+        return self.server.http_url
+
+    @property
+    def ws_url(self) -> str:
+        return self.server.ws_url
+
+    @property
+    def responses_ws_url(self) -> str:
+        return self.server.responses_ws_url
+
+    # -- scripting ------------------------------------------------------------------------------
+    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> RRKitServer:
+        self.script.add(reply, when=when, times=times, repeat=repeat)
+        return self
+
+    def queue(self, *replies: Reply) -> RRKitServer:
+        self.script.queue(*replies)
+        return self
+
+    def add_handshake(self, handshake: Handshake) -> RRKitServer:
+        self.script.add_handshake(handshake)
+        return self
+
+    def allow_unused(self) -> None:
+        """Do not fail the test for scripted answers it never requested."""
+        self.options.assert_all_used = False
+
+    def allow_unmatched(self) -> None:
+        """Do not fail the test for requests that nothing answered."""
+        self.options.assert_all_matched = False
+
+    # -- what was captured ----------------------------------------------------------------------
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self.server.exchanges
+
+    @property
+    def connections(self) -> list[Connection]:
+        return self.server.connections
+
+    def settle(self, timeout: float = 5.0) -> RRKitServer:
+        self.server.settle(timeout)
+        return self
+
+    @property
+    def recording(self) -> Cassette:
+        """A cassette of what this test's server saw (redacted); compare it with `rrkit_snapshot`."""
+        self.server.state.capture.wait_settled()
+        return cassette_from_capture(self.exchanges, self.connections, name=safe_name(self.options.test))
+
+    # -- teardown -------------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """What the teardown checks find wrong, each message saying what to do about it."""
+        found = []
+        test = self.options.test
+        if self.options.assert_all_matched:
+            for exchange in self.exchanges:
+                outcome = exchange.outcome
+                if outcome is not None and outcome.kind is OutcomeKind.REFUSED and outcome.code == NO_MATCH_CODE:
+                    hint = (
+                        f"run with --rrkit-record-mode=new_episodes to record it into {self.options.cassette}"
+                        if self.session is not None
+                        else "add a reply for it to the script"
+                    )
+                    found.append(
+                        f"{test}: exchange {exchange.id} ({exchange.transport}) was answered by nothing; {hint}, "
+                        "or mark the test @pytest.mark.rrkit(assert_all_matched=False).\n" + (outcome.message or "")
+                    )
+        if self.options.assert_all_used and self.session is None:
+            unused = self.server.state.source.unused()
+            if unused:
+                found.append(
+                    f"{test}: {len(unused)} scripted repl{'y was' if len(unused) == 1 else 'ies were'} never "
+                    f"requested: {', '.join(unused)}. Remove them, or mark the test "
+                    "@pytest.mark.rrkit(assert_all_used=False) (or call rrkit_server.allow_unused())."
+                )
+        return found
+
+
+@contextlib.contextmanager
+def _directory_lock(folder: Path) -> Iterator[None]:
+    """Serialize cassette writes in one folder across processes (pytest-xdist workers)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _upstream_source(url: str) -> ReplySource:
+    from .cassette.upstream import UpstreamSource  # the proxy's relay, only needed when recording a URL
+
+    source: ReplySource = UpstreamSource(url)
+    return source
+
+
+def _make(options: _Options) -> tuple[FakeServer, Script, CassetteSession | None]:
+    script = Script()
+    if options.cassette is None:
+        return FakeServer(script), script, None
+    redactor = Redactor.with_extra(options.config["redact_headers"], options.config["redact_paths"])
+    try:
+        session = CassetteSession(
+            options.cassette,
+            options.mode,
+            upstream=_upstream_source(options.upstream) if options.upstream else script,
+            redactor=redactor,
+            time_scale=float(options.config["time_scale"]),
+        )
+    except CassetteError as error:
+        pytest.fail(f"{options.test}: {error}", pytrace=False)
+    return FakeServer(source=session.source()), script, session
+
+
+def _finish(handle: RRKitServer) -> None:
+    if not handle.server.state.capture.wait_settled(5.0):
+        pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
+    session = handle.session
+    if session is not None and session.records:
+        with _directory_lock(session.path.parent):
+            session.save(handle.exchanges, handle.connections)
+    problems = handle.problems()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def rrkit_server(request: pytest.FixtureRequest, rrkit_config: dict[str, Any]) -> Iterator[RRKitServer]:
+    """A fresh fake Responses server for this test, on a free loopback port, in a background thread."""
+    options = _options(request, rrkit_config)
+    server, script, session = _make(options)
+    with server:
+        handle = RRKitServer(server, script, options, session)
+        yield handle
+        _finish(handle)
+
+
+@pytest.fixture(scope="session")
+def rrkit_session_server() -> Iterator[FakeServer]:
+    """One fake server for the whole session (per xdist worker); use `rrkit_shared_server` in tests."""
+    with FakeServer(Script()) as server:
+        yield server
+
+
+@pytest.fixture
+def rrkit_shared_server(
+    request: pytest.FixtureRequest, rrkit_config: dict[str, Any], rrkit_session_server: FakeServer
+) -> Iterator[RRKitServer]:
+    """Like `rrkit_server`, on the session's server: faster, with its state reset for each test."""
+    options = _options(request, rrkit_config)
+    if options.cassette is not None:
+        raise pytest.UsageError(f"{options.test}: cassettes need `rrkit_server`, not `rrkit_shared_server`")
+    script = Script()
+    rrkit_session_server.reset(script)
+    handle = RRKitServer(rrkit_session_server, script, options, None)
+    yield handle
+    _finish(handle)
+
+
+try:
+    import pytest_asyncio
+except ImportError:  # pragma: no cover - the async fixture needs pytest-asyncio
+    pass
+else:
+
+    @pytest_asyncio.fixture
+    async def rrkit_async_server(
+        request: pytest.FixtureRequest, rrkit_config: dict[str, Any]
+    ) -> AsyncIterator[RRKitServer]:
+        """`rrkit_server` running on the test's own event loop (no thread)."""
+        options = _options(request, rrkit_config)
+        server, script, session = _make(options)
+        async with server:
+            handle = RRKitServer(server, script, options, session)
+            yield handle
+            await server.settle_async()
+            _finish(handle)
+
+
+@pytest.fixture
+def rrkit_snapshot(snapshot: Any) -> Any:
+    """syrupy's `snapshot` storing normalized cassettes: `assert rrkit_server.recording == rrkit_snapshot`."""
+    return snapshot.use_extension(RRKitSnapshotExtension)

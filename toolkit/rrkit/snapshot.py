@@ -1,0 +1,50 @@
+"""A syrupy extension that stores recordings as normalized cassettes and reports semantic differences."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from .cassette.format import Cassette
+from .cassette.match import json_diff
+from .cassette.normalize import normalize_cassette
+from .cassette.store import dump_cassette
+
+
+class RRKitSnapshotExtension(SingleFileSnapshotExtension):
+    """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized."""
+
+    file_extension = "json"
+    _write_mode = WriteMode.TEXT
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        if not isinstance(data, Cassette):
+            raise TypeError(f"rrkit snapshots hold recordings (a Cassette), not {type(data).__name__}")
+        return "".join(dump_cassette(normalize_cassette(data)))
+
+    def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
+        try:
+            new, old = json.loads(str(serialized_data)), json.loads(str(snapshot_data))
+        except ValueError:
+            yield from super().diff_lines(serialized_data, snapshot_data)
+            return
+        old_exchanges, new_exchanges = old.get("exchanges", []), new.get("exchanges", [])
+        if len(old_exchanges) != len(new_exchanges):
+            yield f"number of exchanges: snapshot has {len(old_exchanges)}, this run has {len(new_exchanges)}"
+        for index, (before, after) in enumerate(zip(old_exchanges, new_exchanges, strict=False)):
+            before_events = [entry["event"] for entry in before.pop("events", [])]
+            after_events = [entry["event"] for entry in after.pop("events", [])]
+            before_types = [event.get("type") for event in before_events]
+            after_types = [event.get("type") for event in after_events]
+            if before_types != after_types:
+                yield f"exchange {index}: event types differ:"
+                yield from (f"  {line}" for line in json_diff(before_types, after_types, "types"))
+            else:
+                yield from (f"exchange {index}: {line}" for line in json_diff(before_events, after_events, "events"))
+            yield from (f"exchange {index}: {line}" for line in json_diff(before, after, "exchange"))
+        rest_old = {k: v for k, v in old.items() if k != "exchanges"}
+        rest_new = {k: v for k, v in new.items() if k != "exchanges"}
+        yield from json_diff(rest_old, rest_new, "recording")
