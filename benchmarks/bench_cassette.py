@@ -53,7 +53,7 @@ def measure(events: int, folder: Path) -> tuple[int, float, float, int, int]:
     del loaded
     gc.collect()
     tracemalloc.start()  # a second load, traced: tracing slows it down, so it is not timed
-    loaded = load_cassette(path)
+    load_cassette(path)
     current, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return count, save_s, load_s, path.stat().st_size, current
@@ -64,8 +64,10 @@ def main() -> None:
     parser.add_argument("--max-events", type=int, default=100_000)
     args = parser.parse_args()
     sizes = [size for size in (10_000, 30_000, 100_000, 300_000) if size <= args.max_events]
-    print(f"{'events':>8} {'save s':>8} {'load s':>8} {'save us/ev':>11} {'load us/ev':>11} {'file MB':>8} "
-          f"{'mem MB':>8} {'mem/file':>9}")
+    print(
+        f"{'events':>8} {'save s':>8} {'load s':>8} {'save us/ev':>11} {'load us/ev':>11} {'file MB':>8} "
+        f"{'mem MB':>8} {'mem/file':>9}"
+    )
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for size in sizes:

@@ -12,7 +12,7 @@ from .match import MatchConfig
 from .modes import CassetteSession, RecordMode, parse_record_mode
 from .normalize import Normalizer, normalize_cassette
 from .proxy import RecordingProxy
-from .record import cassette_from_capture
+from .record import cassette_from_capture, cassette_from_trace
 from .redact import DEFAULT_HEADERS, MARKER, Redactor
 from .replay import CassetteSource
 from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
@@ -37,6 +37,7 @@ __all__ = [
     "Redactor",
     "UpstreamSource",
     "cassette_from_capture",
+    "cassette_from_trace",
     "dump_cassette",
     "load_cassette",
     "normalize_cassette",

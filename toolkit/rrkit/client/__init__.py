@@ -41,7 +41,7 @@ from .events import (
 )
 from .prompt import Prompt, compile_lite, compile_prompt, compile_request, user_message
 from .retry import ClientOptions, RecordingSleep, RetryPolicy
-from .trace import Fallback, Trace, TraceEntry
+from .trace import Fallback, ReceivedEvent, Trace, TraceEntry
 from .turn import SampleResult, TurnSession
 from .ws_transport import WebSocketSession
 
@@ -69,6 +69,7 @@ __all__ = [
     "RateLimited",
     "ReasoningSummaryDelta",
     "ReasoningTextDelta",
+    "ReceivedEvent",
     "RecordingSleep",
     "RefusalDelta",
     "ResponseEvent",

@@ -130,6 +130,11 @@ class ModelClient:
         if cached is not None:
             await self.discard(cached)
 
+    @property
+    def websocket_serial(self) -> int:
+        """The serial number of the last WebSocket connection opened or attempted (0: none yet)."""
+        return self._connections
+
     async def open_websocket(self, headers: Mapping[str, str]) -> WebSocketSession:
         self._connections += 1
         return await WebSocketSession.open(

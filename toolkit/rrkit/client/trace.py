@@ -10,6 +10,14 @@ from ..protocol.outcome import Outcome, OutcomeKind
 Transport = Literal["http", "ws"]
 
 
+@dataclass(frozen=True, slots=True)
+class ReceivedEvent:
+    """One event as the client decoded it (the dict it mapped), `at` seconds after its request went out."""
+
+    at: float
+    event: dict[str, Any]
+
+
 @dataclass
 class TraceEntry:
     """One attempt to send one request.
@@ -32,8 +40,14 @@ class TraceEntry:
     headers: dict[str, str] = field(default_factory=dict)
     """Request headers (HTTP), or the headers of the handshake this attempt opened (WebSocket)."""
     connection: int | None = None
-    """The client's serial number of the WebSocket connection that carried it."""
+    """The client's serial number of the WebSocket connection that carried it (or whose upgrade was refused)."""
+    handshake_status: int | None = None
+    """WebSocket: the status of the handshake this attempt made (101, or the refusal's); None if it made none."""
+    response_headers: dict[str, str] = field(default_factory=dict)
+    """HTTP response headers of a stream, or the 101 response headers of the handshake this attempt made."""
     events_received: int = 0
+    events: list[ReceivedEvent] = field(default_factory=list)
+    """Every event received, in order, with its offset from `sent_at`."""
     outcome: Outcome | None = None
     error: str | None = None
     error_type: str | None = None
@@ -41,7 +55,15 @@ class TraceEntry:
     retry_delay: float | None = None
     """Seconds waited after this attempt before the next one (None: no retry followed)."""
     started_at: float = 0.0
+    sent_at: float | None = None
+    """When the request went out (the client's clock); None if it never did."""
     ended_at: float | None = None
+
+    def receive(self, event: dict[str, Any], now: float) -> None:
+        """Count and keep one received event (the decoded dict itself: no copy)."""
+        self.events_received += 1
+        start = self.sent_at if self.sent_at is not None else self.started_at
+        self.events.append(ReceivedEvent(max(0.0, now - start), event))
 
     @property
     def sent(self) -> bool:

@@ -12,7 +12,15 @@ from ..protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TU
 from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
-from .errors import ConnectFailed, ModelClientError, RetryableError, UpgradeRequired, dropped, idle_timeout
+from .errors import (
+    ConnectFailed,
+    HandshakeRefused,
+    ModelClientError,
+    RetryableError,
+    UpgradeRequired,
+    dropped,
+    idle_timeout,
+)
 from .events import Completed, Created, Delta, OutputItemDone, map_event
 from .prompt import Prompt
 from .sse_transport import SSEStream, open_sse
@@ -181,7 +189,12 @@ class TurnSession:
         if self._ws is None:
             headers = {**self.request_headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
             entry.headers = headers
-            self._ws = await self.client.open_websocket(headers)
+            try:
+                self._ws = await self.client.open_websocket(headers)
+            except (HandshakeRefused, UpgradeRequired) as error:
+                entry.connection, entry.handshake_status = self.client.websocket_serial, error.status
+                raise
+            entry.handshake_status, entry.response_headers = 101, dict(self._ws.response_headers)
             self._capture_turn_state(self._ws.response_headers)
         entry.connection = self._ws.serial
         return self._ws
@@ -197,6 +210,7 @@ class TurnSession:
             wire = response_create(logical, decision.incremental)
         entry.wire, entry.incremental, entry.decision = wire, decision.incremental is not None, decision.reason
         ws.remember_request(logical)
+        entry.sent_at = self.client.options.clock()
         await ws.send(wire)
         result = await self._consume(ws, entry, history, on_delta)
         ws.remember_completed(result.response_id, result.items)
@@ -207,11 +221,13 @@ class TurnSession:
     ) -> SampleResult:
         headers = self.request_headers()
         entry.headers, entry.wire, entry.decision = headers, dict(entry.logical), "HTTP always sends the full request"
+        entry.sent_at = self.client.options.clock()
         try:
             stream = await open_sse(self.client.http, self.client.responses_url, entry.logical, headers)
         except ConnectFailed:
-            entry.wire = None  # never reached the server
+            entry.wire = entry.sent_at = None  # never reached the server
             raise
+        entry.response_headers = stream.headers
         try:
             self._capture_turn_state(stream.headers)
             return await self._consume(stream, entry, history, on_delta)
@@ -236,7 +252,7 @@ class TurnSession:
                 raise idle_timeout(idle) from None
             if raw is None:
                 raise dropped("the stream ended before response.completed")
-            entry.events_received += 1
+            entry.receive(raw, self.client.options.clock())
             event = map_event(raw)
             if isinstance(event, Created):
                 entry.response_id = event.response_id or entry.response_id
