@@ -6,6 +6,7 @@ import openai
 import pytest
 
 from rrkit.protocol import check_order
+from rrkit.script import Script, failed, reply
 from rrkit.server import FakeServer
 
 
@@ -76,3 +77,24 @@ def test_websocket_upgrade_accepted_with_or_without_beta_header(server: FakeServ
     assert types[0] == "response.created"
     assert server.connections[0].status == 101
     assert server.connections[0].handshake_headers.get("openai-beta") == beta
+
+
+def test_sdk_non_streaming_create_gets_the_final_response_object(server: FakeServer) -> None:
+    client = strict_client(server)
+    response = client.responses.create(model="gpt-test", input="Hello")
+    assert response.status == "completed"
+    assert response.output_text == "Hello from rrkit, the fake Responses server."
+    exchange = server.settle().exchanges[0]
+    assert exchange.response_headers["content-type"] == "application/json"
+    assert exchange.outcome is not None and exchange.outcome.kind == "completed"
+
+
+def test_sdk_non_streaming_create_sees_a_failed_response_and_a_drop(server: FakeServer) -> None:
+    server.use(Script().queue(failed("invalid_prompt"), reply("never seen").drop_after(2)))
+    client = strict_client(server)
+    response = client.responses.create(model="gpt-test", input="Hello")
+    assert response.status == "failed"
+    assert response.error is not None and response.error.code == "invalid_prompt"
+    with pytest.raises(openai.APIConnectionError):
+        client.responses.create(model="gpt-test", input="Hello")
+    assert [e.outcome.kind for e in server.settle().exchanges if e.outcome] == ["failed", "dropped"]

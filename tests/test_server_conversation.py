@@ -125,7 +125,7 @@ def test_each_event_is_encoded_once_when_planned(monkeypatch: pytest.MonkeyPatch
 
 async def test_server_runs_on_the_current_event_loop() -> None:
     async with FakeServer() as server, httpx.AsyncClient(base_url=server.http_url) as client:
-        response = await client.post("/responses", json={"model": "m", "input": "hi"})
+        response = await client.post("/responses", json={"model": "m", "input": "hi", "stream": True})
         assert response.status_code == 200
         assert sse_events(response)[-1]["type"] == "response.completed"
         assert server.exchanges[0].outcome is not None
@@ -134,12 +134,13 @@ async def test_server_runs_on_the_current_event_loop() -> None:
 
 def test_captured_exchange_is_readable_while_the_server_runs() -> None:
     with FakeServer(Script(default=reply("hi").delayed(each=0.001))) as server:
-        httpx.post(server.http_url + "/responses", json={"model": "m", "input": "hi"}, headers={"x-test": "1"})
-        exchange = server.exchanges[0]
+        body = {"model": "m", "input": "hi", "stream": True}
+        httpx.post(server.http_url + "/responses", json=body, headers={"x-test": "1"})
+        exchange = server.settle().exchanges[0]
         assert exchange.transport == "http"
         assert exchange.request_headers["x-test"] == "1"
-        assert exchange.wire_request == {"model": "m", "input": "hi"}
-        assert exchange.logical_request == {"model": "m", "input": "hi"}
+        assert exchange.wire_request == body
+        assert exchange.logical_request == body
         offsets = [sent.at for sent in exchange.events]
         assert offsets == sorted(offsets) and offsets[-1] > 0
         assert exchange.response_headers["content-type"].startswith("text/event-stream")

@@ -145,7 +145,13 @@ def record(
     "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
 )
 @click.option("--warmup/--no-warmup", default=True, show_default=True, help="Warm up each WebSocket session.")
-def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool) -> None:
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write each run's recording to DIR/<fixture>.<transport>.json (the golden cassettes: cassettes/).",
+)
+def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None) -> None:
     """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected."""
     import asyncio
 
@@ -155,7 +161,7 @@ def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool) -
     if not directory.is_dir():
         raise click.ClickException(f"no fixtures directory at {directory} (use --fixtures DIR)")
     try:
-        rows = asyncio.run(run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup))
+        rows = asyncio.run(run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir))
     except ScriptError as error:
         raise click.ClickException(str(error)) from None
     if not rows:
@@ -163,5 +169,7 @@ def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool) -
     click.echo(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
     click.echo(format_table(rows))
     click.echo(summary(rows))
+    if record_dir is not None:
+        click.echo(f"Wrote {len(rows)} cassettes to {record_dir}")
     if not all(row.ok for row in rows):
         raise SystemExit(1)

@@ -1,4 +1,8 @@
-"""`rrkit demo`: the reference client against the fake server, through every fixture, over SSE and WebSocket."""
+"""`rrkit demo`: the reference client against the fake server, through every fixture, over SSE and WebSocket.
+
+With `record` (`rrkit demo --record cassettes/`), each run's recording, made from the fake server's capture,
+is written as `<fixture>.<transport>.json`: the golden cassettes.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cassette.format import Cassette
+from .cassette.normalize import stabilize_cassette
+from .cassette.record import cassette_from_capture
+from .cassette.store import save_cassette
 from .client import (
     ClientOptions,
     Conversation,
@@ -20,15 +28,19 @@ from .client import (
     TraceEntry,
 )
 from .client.check import view_mismatches
+from .protocol.ids import IdGenerator
 from .protocol.outcome import Outcome, OutcomeKind
 from .protocol.request import Item
 from .script.loader import load_script
 from .script.models import Script
+from .script.select import ReplySource
 from .server.runner import FakeServer
 
 TRANSPORTS = ("http", "ws")
 SCRIPT_SUFFIXES = (".yaml", ".yml", ".json")
 DEMO_USER_INPUT = "What is the weather in Paris?"
+DEMO_SESSION_ID = "rrkit-demo"
+"""Fixed, so that every run sends the same session id and prompt cache key (and recordings repeat)."""
 DEMO_TOOL_OUTPUT = "sunny, 24 degrees"
 DEMO_PROMPT = Prompt(
     model="gpt-rrkit",
@@ -155,14 +167,22 @@ async def _tool(call: Item) -> str:
     return DEMO_TOOL_OUTPUT
 
 
-async def run_one(server: FakeServer, script: Script, transport: str, *, warmup: bool = True) -> DemoRow:
-    """One fresh client session, one user turn (with its tool loop) against `script`."""
-    server.reset(script)
+async def run_one(
+    server: FakeServer, script: Script, transport: str, *, warmup: bool = True, source: ReplySource | None = None
+) -> DemoRow:
+    """One fresh client session, one user turn (with its tool loop) against `script`.
+
+    With `source` (e.g. a `CassetteSource` replaying the script's golden cassette) the server answers from it
+    instead; the script still says what the client should see.
+    """
+    server.reset(source or script)
     row = DemoRow(script.name, transport)
     expect = expectation(script.expect, transport)
     row.expected = _describe_expectation(expect)
     options = demo_options()
-    async with ModelClient(server.http_url, supports_websockets=transport == "ws", options=options) as client:
+    async with ModelClient(
+        server.http_url, supports_websockets=transport == "ws", session_id=DEMO_SESSION_ID, options=options
+    ) as client:
         conversation = Conversation(client, DEMO_PROMPT)
         if warmup:
             await conversation.warmup()
@@ -196,14 +216,47 @@ def _quiet_server_logs() -> Iterator[None]:
         logger.setLevel(level)
 
 
-async def run_demo(directory: Path, *, transports: Sequence[str] = TRANSPORTS, warmup: bool = True) -> list[DemoRow]:
-    scripts = [load_script(path) for path in fixture_paths(directory)]
+def golden_name(fixture: Path, transport: str) -> str:
+    """The golden cassette of a fixture over a transport: `text.yaml` over WebSocket is `text.ws.json`."""
+    return f"{fixture.stem}.{transport}.json"
+
+
+def golden_cassette(server: FakeServer, name: str) -> Cassette:
+    """The run's recording from the server's capture, redacted and stabilized (see `stabilize_cassette`)."""
+    cassette = cassette_from_capture(server.exchanges, server.connections, name=name)
+    return stabilize_cassette(cassette)
+
+
+async def run_demo(
+    directory: Path, *, transports: Sequence[str] = TRANSPORTS, warmup: bool = True, record: Path | None = None
+) -> list[DemoRow]:
+    """Every fixture over every transport, each run on a fresh server with counting ids (`resp_1`, ...).
+
+    With `record`, each run's golden cassette is written there (and stale ones of these transports removed).
+    """
+    fixtures = [(path, load_script(path)) for path in fixture_paths(directory)]
     rows: list[DemoRow] = []
+    written: set[Path] = set()
     with _quiet_server_logs():
-        async with FakeServer(log_level="critical") as server:
-            for script in scripts:
-                for transport in transports:
-                    rows.append(await run_one(server, script, transport, warmup=warmup))
+        for path, script in fixtures:
+            for transport in transports:
+                async with FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+                    row = await run_one(server, script, transport, warmup=warmup)
+                    if record is not None:
+                        try:
+                            await server.settle_async()
+                        except TimeoutError as error:
+                            row.problems.append(f"not recorded: {error}")
+                        else:
+                            name = golden_name(path, transport)
+                            written.add(
+                                save_cassette(golden_cassette(server, name.removesuffix(".json")), record / name)
+                            )
+                rows.append(row)
+    if record is not None:
+        for transport in transports:
+            for stale in set(record.glob(f"*.{transport}.json")) - written:
+                stale.unlink()
     return rows
 
 

@@ -8,9 +8,9 @@ from .format import (
     RecordedExchange,
     RecordedOutcome,
 )
-from .match import MatchConfig
+from .match import MatchConfig, logical_content, logical_content_differences
 from .modes import CassetteSession, RecordMode, parse_record_mode
-from .normalize import Normalizer, normalize_cassette
+from .normalize import Normalizer, normalize_cassette, stabilize_cassette
 from .proxy import RecordingProxy
 from .record import cassette_from_capture, cassette_from_trace
 from .redact import DEFAULT_HEADERS, MARKER, Redactor
@@ -40,8 +40,11 @@ __all__ = [
     "cassette_from_trace",
     "dump_cassette",
     "load_cassette",
+    "logical_content",
+    "logical_content_differences",
     "normalize_cassette",
     "parse_cassette",
     "parse_record_mode",
     "save_cassette",
+    "stabilize_cassette",
 ]

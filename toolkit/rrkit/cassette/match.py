@@ -6,6 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..protocol.lite import from_lite
+from ..protocol.request import INPUT_FIELD, input_items
+from .format import RecordedExchange
+
 VOLATILE_FIELDS: tuple[str, ...] = ("client_metadata", "prompt_cache_key", "metadata", "user", "safety_identifier")
 """Fields left out of matching by default: they change from run to run without changing what the model sees."""
 VOLATILE_ITEM_KEYS: tuple[str, ...] = ("id",)
@@ -71,3 +75,23 @@ def compare(recorded: Mapping[str, Any] | None, incoming: Mapping[str, Any] | No
             result.failed.append(name)
             result.diffs[name] = json_diff(old.get(name), new.get(name), name)
     return result
+
+
+ENCODING_FIELDS: tuple[str, ...] = ("parallel_tool_calls",)
+"""What Responses Lite sets differently on purpose, beyond moving instructions and tools into the input: it
+forces `parallel_tool_calls` off, a real difference to the model (PROTOCOL.md section 8)."""
+
+
+def logical_content(request: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A logical request as standard-encoded content: a Lite request decoded (`from_lite`), the input as a list
+    of items, and the fields the encodings set differently (`ENCODING_FIELDS`) left out."""
+    standard = from_lite(request or {})
+    if INPUT_FIELD in standard:
+        standard[INPUT_FIELD] = input_items(standard)
+    return {name: value for name, value in standard.items() if name not in ENCODING_FIELDS}
+
+
+def logical_content_differences(first: RecordedExchange, second: RecordedExchange) -> list[str]:
+    """How two exchanges' logical requests differ in what they carry, whichever encoding (standard or Lite)
+    each used: one line per difference, empty when both carry the same logical content."""
+    return json_diff(logical_content(first.logical_request), logical_content(second.logical_request), "logical")

@@ -27,6 +27,8 @@ TOKEN_KEYS = frozenset(
 VOLATILE_HEADERS = frozenset(
     {"host", "date", "x-request-id", "content-length", "sec-websocket-key", "sec-websocket-accept", "user-agent"}
 )
+PER_RUN_HEADERS = frozenset({"host", "date", "x-request-id", "sec-websocket-key", "sec-websocket-accept"})
+"""Headers whose values are new in every run whatever the session (a port, a clock, a nonce, a random id)."""
 
 
 @dataclass
@@ -80,4 +82,40 @@ def normalize_cassette(cassette: Cassette) -> Cassette:
         exchange.logical_request = n.json(exchange.logical_request)
         exchange.response_id = n.json(exchange.response_id)
         exchange.events = [RecordedEvent.of(0.0, n.json(e.event)) for e in exchange.events]
+    return copy
+
+
+def _zero_timestamps(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: (0 if k in TIMESTAMP_KEYS and isinstance(v, int | float) else _zero_timestamps(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_zero_timestamps(v) for v in value]
+    return value
+
+
+def stabilize_cassette(cassette: Cassette, *, digits: int = 2) -> Cassette:
+    """A copy fit to commit (golden cassettes): what changes in every run without meaning anything is fixed,
+    so that recording the same session again gives a small diff.
+
+    `recorded_at` is cleared, timings are rounded to `digits` decimals of a second, timestamps in events zeroed
+    and per-run headers (host, date, x-request-id, WebSocket keys) masked with "*". Ids, token counts, events
+    and outcomes stay as recorded (record with `IdGenerator.counting()` to make the ids repeatable too).
+    """
+
+    def headers(values: dict[str, str]) -> dict[str, str]:
+        return {k: ("*" if k.lower() in PER_RUN_HEADERS else v) for k, v in values.items()}
+
+    copy = cassette.model_copy(deep=True)
+    copy.recorded_at = ""
+    for connection in copy.connections:
+        hs = connection.handshake
+        hs.request_headers, hs.response_headers = headers(hs.request_headers), headers(hs.response_headers)
+    for exchange in copy.exchanges:
+        exchange.started_at = round(exchange.started_at, digits)
+        exchange.request_headers = headers(exchange.request_headers)
+        exchange.response_headers = headers(exchange.response_headers)
+        exchange.events = [RecordedEvent.of(round(e.at, digits), _zero_timestamps(e.event)) for e in exchange.events]
     return copy

@@ -20,12 +20,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
-from ..protocol.events import done_items, response_id_of
+from ..protocol.events import done_items, response_id_of, terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
+from ..protocol.sse import encode_json
 from ..script.models import Handshake
 from ..script.plan import RecordedReply, ResponsePlan, render
 from ..script.select import Answer, NoMatch, ReplySource, RequestView
@@ -190,13 +191,7 @@ class _SSEStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         channel = _SSEChannel(scope, send, self.state.stopping or asyncio.Event())
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            channel.gone.set()
-
-        watcher = asyncio.create_task(watch())
+        watcher = asyncio.create_task(_watch_disconnect(receive, channel.gone))
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             self.exchange.outcome = await play(self.plan, self.exchange, channel)
@@ -265,10 +260,14 @@ async def http_responses(request: Request) -> Response:
         **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
         **reply.headers,
     }
-    stream = _SSEStream(state, exchange, plan, response_headers)
-    exchange.response_status = 200
-    exchange.response_headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in stream.raw_headers}
-    return stream
+    response: _SSEStream | _JSONBody
+    if wire.get("stream") is True:
+        response = _SSEStream(state, exchange, plan, response_headers)
+    else:
+        response = _JSONBody(state, exchange, plan, response_headers)
+    exchange.response_status = response.status_code
+    exchange.response_headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in response.raw_headers}
+    return response
 
 
 def _store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
@@ -277,6 +276,58 @@ def _store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
     response_id = exchange.response_id = exchange.response_id or response_id_of(sent)
     if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
         store[response_id] = Stored(input_items(exchange.logical_request or {}), done_items(sent))
+
+
+class _JSONBody(Response):
+    """A request without `stream: true`: the plan is played (delays and faults included) into one JSON body,
+    the final `response` object, as the real service answers a non-streaming request."""
+
+    def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
+        super().__init__(status_code=200, headers=headers, media_type="application/json")
+        self.raw_headers = [(name, value) for name, value in self.raw_headers if name != b"content-length"]
+        self.state, self.exchange, self.plan = state, exchange, plan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        channel = _CollectingChannel(scope, send, self.state.stopping or asyncio.Event())
+        watcher = asyncio.create_task(_watch_disconnect(receive, channel.gone))
+        try:
+            outcome = self.exchange.outcome = await play(self.plan, self.exchange, channel)
+            _store_if_completed(self.state.http_store, self.exchange)
+        finally:
+            watcher.cancel()
+        if outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED):
+            return
+        terminal = terminal_event([sent.event for sent in self.exchange.events]) or {}
+        if outcome.kind is OutcomeKind.ERRORED or "response" not in terminal:
+            error = errors.error_object(
+                str(terminal.get("message") or "The server had an error."),
+                type_="server_error",
+                code=terminal.get("code"),
+            )
+            status, body = 500, {"error": error}
+        else:
+            status, body = 200, terminal["response"]
+        self.exchange.response_status = status
+        headers = [(k, v) for k, v in self.raw_headers]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": encode_json(body)})
+
+
+class _CollectingChannel(_SSEChannel):
+    """Events are gathered, not sent: the body goes out in one piece at the end."""
+
+    async def send(self, wire: str | bytes) -> None:
+        if self.gone.is_set():
+            raise ChannelGone
+
+    async def finish(self) -> None:
+        return None
+
+
+async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    gone.set()
 
 
 # ---------------------------------------------------------------------------------------------
