@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,13 +12,30 @@ from .cassette.proxy import RecordingProxy
 from .cassette.redact import Redactor
 from .cassette.store import CassetteError
 from .script.loader import ScriptError, default_script, load_script
-from .server.runner import FakeServer
+from .server.runner import FakeServer, LoopbackServer
 
 
 @click.group()
 @click.version_option(package_name="rrkit")
 def main() -> None:
     """rrkit: record/replay protocol testing for the OpenAI Responses streaming protocol."""
+
+
+def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, host: str, port: int) -> None:
+    """Run a server in the foreground, printing its URLs once it listens, until Ctrl-C."""
+
+    def ready(running: LoopbackServer) -> None:
+        click.echo(headline)
+        click.echo(f"  HTTP base URL:      {running.http_url}")
+        click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
+        click.echo(f"  {stop_hint}")
+
+    try:
+        run(on_ready=ready)
+    except OSError as error:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command()
@@ -69,18 +87,7 @@ def serve(
     except (ScriptError, CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
-    def ready(running: FakeServer) -> None:
-        click.echo(f"rrkit: serving {what}")
-        click.echo(f"  HTTP base URL:      {running.http_url}")
-        click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
-        click.echo("  Press Ctrl-C to stop.")
-
-    try:
-        server.serve_forever(on_ready=ready)
-    except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    except KeyboardInterrupt:
-        pass
+    _run_until_stopped(server.serve_forever, f"rrkit: serving {what}", "Press Ctrl-C to stop.", host, port)
     if session is not None and (written := session.save(server.exchanges, server.connections)) is not None:
         click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
     click.echo("rrkit: stopped")
@@ -117,18 +124,8 @@ def record(
     except ValueError as error:
         raise click.ClickException(str(error)) from None
 
-    def ready(running: RecordingProxy) -> None:
-        click.echo(f"rrkit: recording {running.upstream.base_url} into {cassette_path}")
-        click.echo(f"  HTTP base URL:      {running.http_url}")
-        click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
-        click.echo("  Press Ctrl-C to stop and write the cassette.")
-
-    try:
-        proxy.run(on_ready=ready)
-    except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    except KeyboardInterrupt:
-        pass
+    headline = f"rrkit: recording {proxy.upstream.base_url} into {cassette_path}"
+    _run_until_stopped(proxy.run, headline, "Press Ctrl-C to stop and write the cassette.", host, port)
     cassette = proxy.save(cassette_path)
     count = len(cassette.exchanges)
     click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {cassette_path}")

@@ -6,7 +6,6 @@ from .format import (
     RecordedConnection,
     RecordedEvent,
     RecordedExchange,
-    RecordedOutcome,
 )
 from .match import MatchConfig, logical_content, logical_content_differences
 from .modes import CassetteSession, RecordMode, parse_record_mode
@@ -32,7 +31,6 @@ __all__ = [
     "RecordedConnection",
     "RecordedEvent",
     "RecordedExchange",
-    "RecordedOutcome",
     "RecordingProxy",
     "Redactor",
     "UpstreamSource",

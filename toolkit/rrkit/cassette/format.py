@@ -12,7 +12,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
-from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.outcome import Outcome
 
 FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on incompatible changes
 
@@ -42,22 +42,6 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
-class RecordedOutcome(_Model):
-    kind: OutcomeKind
-    events_sent: int = 0
-    code: str | None = None
-    message: str | None = None
-    reason: str | None = None
-    status: int | None = None
-
-    @classmethod
-    def of(cls, outcome: Outcome) -> RecordedOutcome:
-        return cls(**outcome.to_dict())
-
-    def to_outcome(self) -> Outcome:
-        return Outcome(self.kind, self.events_sent, self.code, self.message, self.reason, self.status)
-
-
 class Handshake(_Model):
     request_headers: dict[str, str] = {}
     status: int | None = None
@@ -85,7 +69,7 @@ class RecordedExchange(_Model):
     response_headers: dict[str, str] = {}
     response_id: str | None = None
     events: list[RecordedEvent] = []
-    outcome: RecordedOutcome | None = None
+    outcome: Outcome | None = None
 
     @field_validator("events", mode="before")
     @classmethod
@@ -107,6 +91,10 @@ class RecordedExchange(_Model):
                 raise ValueError(f"[{index}].at must be a number of seconds >= 0")
             events.append(RecordedEvent.of(float(at), event))
         return events
+
+    @field_serializer("outcome")
+    def _dump_outcome(self, outcome: Outcome | None) -> dict[str, Any] | None:
+        return outcome.to_dict() if outcome is not None else None
 
     @field_serializer("events")
     def _dump_events(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.outcome import OutcomeKind
 from ..server.capture import Connection, Exchange
-from .format import Cassette, Handshake, RecordedConnection, RecordedEvent, RecordedExchange, RecordedOutcome
+from .format import Cassette, Handshake, RecordedConnection, RecordedEvent, RecordedExchange
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         response_headers=dict(exchange.response_headers),
         response_id=exchange.response_id,
         events=[RecordedEvent.of(round(sent.at, 6), sent.event) for sent in exchange.events],
-        outcome=RecordedOutcome.of(exchange.outcome) if exchange.outcome is not None else None,
+        outcome=exchange.outcome,
     )
 
 
@@ -86,7 +86,7 @@ def _entry_exchange(entry: TraceEntry, id: int, origin: float) -> RecordedExchan
         response_headers=dict(entry.response_headers) if http else {},
         response_id=entry.response_id,
         events=[RecordedEvent.of(round(received.at, 6), received.event) for received in entry.events],
-        outcome=RecordedOutcome.of(outcome) if outcome is not None else None,
+        outcome=outcome,
     )
 
 

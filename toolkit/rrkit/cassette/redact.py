@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,36 +85,40 @@ class Redactor:
 
     def apply(self, cassette: Cassette) -> Cassette:
         """Redact a whole cassette in place (and return it); idempotent."""
-        for connection in cassette.connections:
-            hs = connection.handshake
-            hs.request_headers = self.redact_headers(hs.request_headers)
-            hs.response_headers = self.redact_headers(hs.response_headers)
-        for exchange in cassette.exchanges:
-            exchange.request_headers = self.redact_headers(exchange.request_headers)
-            exchange.response_headers = self.redact_headers(exchange.response_headers)
-            exchange.wire_request = self.redact_json(exchange.wire_request)
-            exchange.logical_request = self.redact_json(exchange.logical_request)
-            if self.paths:
-                exchange.events = [RecordedEvent.of(e.at, self.redact_json(e.event)) for e in exchange.events]
+        redact_event = self._redact_event if self.paths else None
+        _rewrite(cassette, self.redact_headers, self.redact_json, redact_event)
         if self.secrets:
-            self._scrub_everywhere(cassette)
+            _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))
         return cassette
 
-    def _scrub_everywhere(self, cassette: Cassette) -> None:
-        for connection in cassette.connections:
-            hs = connection.handshake
-            hs.request_headers = self.scrub_json(hs.request_headers)
-            hs.response_headers = self.scrub_json(hs.response_headers)
-        for exchange in cassette.exchanges:
-            exchange.request_headers = self.scrub_json(exchange.request_headers)
-            exchange.response_headers = self.scrub_json(exchange.response_headers)
-            exchange.wire_request = self.scrub_json(exchange.wire_request)
-            exchange.logical_request = self.scrub_json(exchange.logical_request)
-            if exchange.raw_body is not None:
-                exchange.raw_body = self.scrub(exchange.raw_body)
-            for recorded in exchange.events:
-                if any(secret in recorded.raw for secret in self.secrets):
-                    recorded.raw = json.dumps(
-                        self.scrub_json(recorded.event), ensure_ascii=False, separators=(",", ":")
-                    )
+    def _redact_event(self, recorded: RecordedEvent) -> RecordedEvent:
+        return RecordedEvent.of(recorded.at, self.redact_json(recorded.event))
+
+    def _scrub_event(self, recorded: RecordedEvent) -> RecordedEvent:
+        if not any(secret in recorded.raw for secret in self.secrets):
+            return recorded
+        return RecordedEvent.of(recorded.at, self.scrub_json(recorded.event))
+
+
+def _rewrite(
+    cassette: Cassette,
+    headers: Callable[[dict[str, str]], dict[str, str]],
+    body: Callable[[Any], Any],
+    event: Callable[[RecordedEvent], RecordedEvent] | None,
+    text: Callable[[str], str] | None = None,
+) -> None:
+    """Pass every header map, request body, raw body and event of a cassette through these, in place."""
+    for connection in cassette.connections:
+        handshake = connection.handshake
+        handshake.request_headers = headers(handshake.request_headers)
+        handshake.response_headers = headers(handshake.response_headers)
+    for exchange in cassette.exchanges:
+        exchange.request_headers = headers(exchange.request_headers)
+        exchange.response_headers = headers(exchange.response_headers)
+        exchange.wire_request = body(exchange.wire_request)
+        exchange.logical_request = body(exchange.logical_request)
+        if text is not None and exchange.raw_body is not None:
+            exchange.raw_body = text(exchange.raw_body)
+        if event is not None:
+            exchange.events = [event(recorded) for recorded in exchange.events]
