@@ -29,3 +29,10 @@ def serve() -> Iterator[object]:
     yield start
     for running in started:
         running.stop_in_thread()
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester with the ini a user's project would have (pytest-asyncio wants its loop scope set)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    return pytester
