@@ -126,11 +126,6 @@ def test_lite_from_lite_of_to_lite_round_trips_any_request_with_tools(
     assert without_parallel(from_lite(lite)) == without_parallel(standard)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="with `tools: []` (or no tools) to_lite adds no additional_tools item, so from_lite cannot tell the "
-    "request is Lite and leaves the instructions as a developer message",
-)
 def test_lite_from_lite_of_to_lite_round_trips_request_with_empty_tools() -> None:
     standard = {**STANDARD, "tools": []}
     assert without_parallel(from_lite(to_lite(standard))) == without_parallel(standard)

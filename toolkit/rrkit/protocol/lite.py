@@ -15,13 +15,16 @@ def developer_message(text: str) -> Item:
 
 
 def to_lite(request: Mapping[str, Any]) -> dict[str, Any]:
-    """Encode a standard request as Responses Lite."""
+    """Encode a standard request as Responses Lite.
+
+    The `additional_tools` item is always there, empty when there are no tools, so a Lite request is
+    recognisable as such and decodes back to the same content.
+    """
     lite = {key: value for key, value in request.items() if key not in ("instructions", "tools")}
     prefix: list[Item] = []
     if request.get("instructions"):
         prefix.append(developer_message(str(request["instructions"])))
-    if request.get("tools"):
-        prefix.append({"type": ADDITIONAL_TOOLS, "role": "developer", "tools": list(request["tools"])})
+    prefix.append({"type": ADDITIONAL_TOOLS, "role": "developer", "tools": list(request.get("tools") or [])})
     lite[INPUT_FIELD] = [*prefix, *input_items(dict(request))]
     lite["parallel_tool_calls"] = False
     return lite
