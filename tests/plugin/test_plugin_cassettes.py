@@ -69,7 +69,7 @@ def test_unrecorded_request_in_none_mode_fails_with_diff_and_hint(pytester: pyte
         [
             "*exchange 0 (http) was answered by nothing; run with --rrkit-record-mode=new_episodes*",
             "*matchers passed: model, stream; failed: input*",
-            "*Value of input changed from \"weather?\" to \"snow?\"*",
+            '*Value of input changed from "weather?" to "snow?"*',
         ]
     )
 
@@ -168,7 +168,7 @@ def test_snapshot_is_created_matched_and_fails_with_a_semantic_diff(pytester: py
     pytester.makepyfile(test_snap=SNAPSHOT_TEST.format(answer="Goodbye"))
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*exchange 0: Value of events?6??'text'? changed from \"Hello\" to \"Goodbye\"*"])
+    result.stdout.fnmatch_lines(['*exchange 0: Value of events?6??\'text\'? changed from "Hello" to "Goodbye"*'])
     assert "sequence_number" not in result.stdout.str()  # not a wall of JSON
 
 
@@ -205,3 +205,26 @@ def test_parallel_run_yields_the_same_cassettes_as_a_serial_run(pytester: pytest
     parallel = normalized_cassettes(pytester.path / "cassettes")
     assert len(serial) == 6
     assert parallel == serial
+
+
+def test_rrkit_upstream_url_answers_what_is_recorded(pytester: pytest.Pytester) -> None:
+    from rrkit.script import Script, reply
+    from rrkit.server import FakeServer
+
+    pytester.makepyfile(
+        test_upstream="""
+import httpx, pytest
+
+@pytest.mark.rrkit(cassette="upstream")
+def test_ask(rrkit_server):
+    response = httpx.post(rrkit_server.http_url + "/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert "from the real upstream" in response.text
+"""
+    )
+    with FakeServer(Script(default=reply("from the real upstream"))) as upstream:
+        result = pytester.runpytest("--rrkit-record-mode=once", f"--rrkit-upstream={upstream.http_url}")
+        result.assert_outcomes(passed=1)
+        assert len(upstream.exchanges) == 1
+    cassette = load_cassette(pytester.path / "cassettes" / "test_upstream" / "upstream.json")
+    assert cassette.exchanges[0].outcome is not None and cassette.exchanges[0].outcome.kind == "completed"
+    pytester.runpytest().assert_outcomes(passed=1)  # replayed with the upstream gone
