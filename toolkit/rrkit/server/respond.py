@@ -1,0 +1,164 @@
+"""What both transports share: server state, validating a request, rebuilding its logical request, picking
+and planning the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.types import Scope
+
+from ..protocol import errors
+from ..protocol.events import done_items, response_id_of
+from ..protocol.ids import IdGenerator
+from ..protocol.incremental import logical_from_wire, rebuild_logical
+from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
+from ..script.plan import RecordedReply, ResponsePlan, render
+from ..script.select import Answer, NoMatch, ReplySource, RequestView
+from .capture import Capture, Exchange
+
+log = logging.getLogger("rrkit.server")
+
+NO_MATCH_CODE = "rrkit_no_matching_reply"
+RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
+ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
+
+
+@dataclass
+class Stored:
+    """A completed response, kept so that a later request can name it as `previous_response_id`."""
+
+    logical_input: list[Item]
+    output: list[Item]
+
+
+@dataclass
+class ServerState:
+    source: ReplySource
+    capture: Capture = field(default_factory=Capture)
+    ids: IdGenerator = field(default_factory=IdGenerator)
+    http_store: dict[str, Stored] = field(default_factory=dict)
+    stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
+
+
+class Rejected(Exception):
+    """A request answered with an error before any stream event."""
+
+    def __init__(self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(body.get("error", {}).get("message", ""))
+        self.status = status
+        self.body = body
+        self.headers = dict(headers or {})
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The `error` object of the body (empty for a raw scripted body without one)."""
+        error = self.body.get("error")
+        return error if isinstance(error, dict) else {}
+
+    def outcome(self) -> Outcome:
+        fields = self.fields
+        return Outcome(OutcomeKind.REFUSED, status=self.status, code=fields.get("code"), message=fields.get("message"))
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in scope.get("headers", []):
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+    return headers
+
+
+def connection_transport(scope: Scope) -> asyncio.Transport | None:
+    """The connection's transport, reached through the server's own `send` (uvicorn's protocol object)."""
+    owner = getattr(scope.get(RAW_SEND), "__self__", None)
+    transport = getattr(owner, "transport", None)
+    return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+
+
+def _param(loc: tuple[int | str, ...]) -> str | None:
+    """The OpenAI-style `param` of a validation error: the field and any list indexes (`tools[0]`),
+    without pydantic's union member labels (`input.list[dict[str,any]]` is `input`)."""
+    if not loc:
+        return None
+    param = str(loc[0])
+    for part in loc[1:]:
+        if not isinstance(part, int):
+            break
+        param += f"[{part}]"
+    return param
+
+
+def _validation_rejection(error: ValidationError, what: str) -> Rejected:
+    problem = error.errors()[0]
+    param = _param(problem["loc"])
+    message = f"Invalid {what}: field {param!r}: {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
+    return Rejected(400, errors.error_body(message, param=param))
+
+
+class Responder:
+    """The per-request logic shared by both transports: validate, rebuild, pick a reply, plan it."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    def parse(self, body: Any, *, transport: str) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise Rejected(
+                400, errors.error_body(f"The request body must be a JSON object, got {type(body).__name__}.")
+            )
+        model = ResponseCreateFrame if transport == "ws" else ResponsesRequest
+        try:
+            model.model_validate(body)
+        except ValidationError as error:
+            raise _validation_rejection(
+                error, "response.create frame" if transport == "ws" else "request body"
+            ) from None
+        return body
+
+    def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:
+        previous = wire.get("previous_response_id")
+        if not previous:
+            return logical_from_wire(wire)
+        stored = store.get(previous)
+        if stored is None:
+            message = f"Previous response with id '{previous}' not found."
+            raise Rejected(
+                400,
+                errors.error_body(message, code=errors.PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"),
+            )
+        return rebuild_logical(wire, stored.logical_input, stored.output)
+
+    async def plan(
+        self, exchange: Exchange, headers: dict[str, str], wire: dict[str, Any], logical: dict[str, Any]
+    ) -> tuple[Answer, ResponsePlan]:
+        view = RequestView(exchange.transport, headers, wire, logical, exchange.connection_id)
+        chosen = await self.state.source.select(view)
+        exchange.replayed = isinstance(chosen, RecordedReply)
+        if isinstance(chosen, NoMatch):
+            message = chosen.message()
+            log.warning("%s", message)
+            raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
+        if chosen.reject is not None:
+            reject = chosen.reject
+            body = reject.body or errors.error_body(
+                reject.message or f"Scripted error {reject.status}.",
+                type_=reject.type or errors.default_error_type(reject.status),
+                code=reject.code,
+                param=reject.param,
+            )
+            raise Rejected(reject.status, body, reject.headers)
+        return chosen, render(chosen, logical, transport=exchange.transport, ids=self.state.ids)
+
+
+def store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
+    """A response can be named as `previous_response_id` once (and only if) it completed."""
+    sent = [sent.event for sent in exchange.events]
+    response_id = exchange.response_id = exchange.response_id or response_id_of(sent)
+    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
+        store[response_id] = Stored(input_items(exchange.logical_request or {}), done_items(sent))

@@ -1,0 +1,211 @@
+"""WebSocket: the upgrade (accept, refuse, delay) and many `response.create` requests in sequence on one socket."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+from starlette.responses import JSONResponse
+from starlette.types import Scope
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from ..protocol import errors
+from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.outcome import OutcomeKind
+from ..script.models import Handshake
+from .capture import Connection
+from .respond import (
+    ABNORMAL_CLOSURE,
+    RAW_SEND,
+    Rejected,
+    Responder,
+    ServerState,
+    Stored,
+    connection_transport,
+    request_headers,
+    store_if_completed,
+)
+from .stream import ChannelGone, first_of, play
+
+
+class _WebSocketSession:
+    """One accepted socket: many requests in sequence, each answered by playing its plan as frames.
+
+    It is the engine's channel for its own socket (send, pause, stall, cut, finish)."""
+
+    def __init__(
+        self, state: ServerState, websocket: WebSocket, connection: Connection, handshake: Handshake | None
+    ) -> None:
+        self.state, self.ws, self.connection, self.handshake = state, websocket, connection, handshake
+        self.store: dict[str, Stored] = {}
+        self.responder = Responder(state)
+        self.stopping = state.stopping or asyncio.Event()
+
+    async def run(self) -> None:
+        served = 0
+        while True:
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                self.connection.closed_by = self.connection.closed_by or "client"
+                self.connection.close_code = message.get("code")
+                return
+            text = message.get("text")
+            if text is None:
+                text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
+            keep_open = await self._request(text)
+            served += 1
+            if not keep_open:
+                return
+            limit = self.handshake.close_after if self.handshake else None
+            if limit is not None and served >= limit:
+                assert self.handshake is not None
+                await self.cut(self.handshake.close, self.handshake.close_code, "")
+                return
+
+    async def _request(self, text: str) -> bool:
+        """Answer one client frame; False when the socket is finished."""
+        exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
+        try:
+            try:
+                body = json.loads(text)
+            except ValueError as error:
+                exchange.raw_body = text
+                raise Rejected(
+                    400, errors.error_body(f"The frame is not valid JSON: {error}.", code="invalid_json")
+                ) from None
+            if not isinstance(body, dict) or body.get("type") != "response.create":
+                exchange.raw_body = text
+                kind = body.get("type") if isinstance(body, dict) else type(body).__name__
+                raise Rejected(
+                    400,
+                    errors.error_body(
+                        f"Unsupported frame type {kind!r}: this server answers 'response.create' frames only.",
+                        code="unsupported_frame_type",
+                        param="type",
+                    ),
+                )
+            wire = self.responder.parse(body, transport="ws")
+            exchange.wire_request = wire
+            logical = exchange.logical_request = self.responder.logical(wire, self.store)
+            _answer, plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
+        except Rejected as rejected:
+            fields = rejected.fields
+            frame = errors.error_frame(
+                rejected.status,
+                str(fields.get("message", "")),
+                type_=fields.get("type"),
+                code=fields.get("code"),
+                param=fields.get("param"),
+                headers=rejected.headers or None,
+            )
+            exchange.response_status = rejected.status
+            exchange.outcome = rejected.outcome()
+            try:
+                await self.ws.send_text(json.dumps(frame))
+            except (OSError, WebSocketDisconnect, RuntimeError):
+                return False
+            return True
+        exchange.response_id = plan.response_id
+        exchange.outcome = outcome = await play(plan, exchange, self)
+        store_if_completed(self.store, exchange)
+        return outcome.kind in (OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED)
+
+    async def send(self, wire: str | bytes) -> None:
+        try:
+            await self.ws.send({"type": "websocket.send", "text": wire})
+        except (OSError, WebSocketDisconnect, RuntimeError) as error:
+            self._client_gone(error.code if isinstance(error, WebSocketDisconnect) else ABNORMAL_CLOSURE)
+            raise ChannelGone from error
+
+    async def pause(self, seconds: float) -> bool:
+        return await first_of(self.stopping, timeout=seconds)
+
+    async def finish(self) -> None:
+        """A WebSocket response ends with its terminal event; the socket stays open."""
+
+    def _client_gone(self, code: int | None) -> None:
+        """Record that the client went away (1006: without a close frame), unless the server closed first."""
+        if self.connection.closed_by is None:
+            self.connection.closed_by, self.connection.close_code = "client", code
+
+    async def stall(self) -> None:
+        """Send nothing more; wait for the client to give up (or the server to stop)."""
+        receiver = asyncio.create_task(self._drain_until_disconnect())
+        try:
+            await first_of(self.stopping, _task_done(receiver))
+        finally:
+            receiver.cancel()
+
+    async def _drain_until_disconnect(self) -> None:
+        while (message := await self.ws.receive())["type"] != "websocket.disconnect":
+            pass
+        self._client_gone(message.get("code"))
+
+    async def cut(self, how: str, code: int, reason: str) -> None:
+        if how == "tcp":
+            transport = connection_transport(self.ws.scope)
+            if transport is None:
+                raise ConnectionAbortedError("rrkit: scripted TCP close (no transport to close)")
+            transport.close()
+            self.connection.closed_by = "tcp"
+            return
+        self.connection.closed_by, self.connection.close_code = "server", code
+        with contextlib.suppress(OSError, RuntimeError):
+            await self.ws.close(code, reason)
+
+
+def _task_done(task: asyncio.Task[None]) -> asyncio.Event:
+    done = asyncio.Event()
+    task.add_done_callback(lambda _: done.set())
+    return done
+
+
+async def websocket_responses(websocket: WebSocket) -> None:
+    state: ServerState = websocket.app.state.rrkit
+    connection = state.capture.new_connection(request_headers(websocket.scope))
+    try:
+        await _serve_websocket(state, websocket, connection)
+    finally:
+        await state.source.connection_closed(connection.id)  # a proxying source closes its upstream socket
+
+
+async def _serve_websocket(state: ServerState, websocket: WebSocket, connection: Connection) -> None:
+    headers = connection.handshake_headers
+    handshake = await state.source.select_handshake(headers, connection_id=connection.id)
+    if handshake is not None and handshake.delay:
+        await first_of(state.stopping or asyncio.Event(), timeout=handshake.delay)
+    if handshake is not None and handshake.refuse is not None:
+        body = handshake.refuse_body or errors.error_body(
+            f"WebSocket upgrade refused with status {handshake.refuse}.",
+            type_=errors.default_error_type(handshake.refuse),
+            code="upgrade_required" if handshake.refuse == errors.UPGRADE_REQUIRED else None,
+        )
+        connection.status = handshake.refuse
+        connection.response_headers = dict(handshake.refuse_headers)
+        await websocket.send_denial_response(
+            JSONResponse(body, status_code=handshake.refuse, headers=handshake.refuse_headers)
+        )
+        _mark_denial_sent(websocket.scope)
+        return
+    response_headers = dict(handshake.headers) if handshake else {}
+    if handshake is not None and handshake.turn_state:
+        response_headers[TURN_STATE_HEADER] = handshake.turn_state
+    try:
+        await websocket.accept(
+            headers=[(k.encode("latin-1"), v.encode("latin-1")) for k, v in response_headers.items()]
+        )
+    except OSError:  # the client gave up during a scripted handshake delay
+        connection.closed_by, connection.close_code = "client", ABNORMAL_CLOSURE
+        return
+    connection.status = 101
+    connection.response_headers = response_headers
+    await _WebSocketSession(state, websocket, connection, handshake).run()
+
+
+def _mark_denial_sent(scope: Scope) -> None:
+    """uvicorn's websockets-sansio protocol does not count a denial response as a finished handshake and
+    logs a spurious "ASGI callable returned without completing handshake" error (Kludex/uvicorn#3138)."""
+    owner = getattr(scope.get(RAW_SEND), "__self__", None)
+    if owner is not None and getattr(owner, "handshake_complete", None) is False:
+        owner.handshake_complete = True
