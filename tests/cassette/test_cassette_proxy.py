@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -25,6 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
+from errortrap import ErrorTrap
 from rrkit.cassette import Cassette, cassette_from_capture, load_cassette
 from rrkit.cassette.modes import FallbackSource
 from rrkit.cassette.proxy import RecordingProxy
@@ -40,32 +40,11 @@ CONTEXT = [{"role": "user", "content": "You are in a proxy test."}]
 SECRET = "sk-secret-3f9a7c21d4e5b6a8c0d2e4f6"
 
 
-class _ErrorTrap(logging.Handler):
-    """Collects errors logged by the servers (uvicorn drops handlers on each start: attach after starting)."""
-
-    LOGGERS = ("uvicorn.error", "uvicorn.asgi", "rrkit")
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def attach(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).addHandler(self)
-
-    def detach(self) -> None:
-        for name in self.LOGGERS:
-            logging.getLogger(name).removeHandler(self)
-
-
 @contextmanager
 def proxied(script: Script) -> Iterator[tuple[FakeServer, RecordingProxy]]:
     """An upstream fake server playing `script`, and a recording proxy in front of it; neither may log an
     error, stopping included."""
-    trap = _ErrorTrap()
+    trap = ErrorTrap()
     try:
         with FakeServer(script) as upstream, RecordingProxy(upstream.http_url) as proxy:
             trap.attach()
