@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -178,3 +179,26 @@ def test_matching_ignores_volatile_fields_and_replays_the_recorded_drop(recorded
         kinds = [exchange.outcome.kind for exchange in replay.exchanges if exchange.outcome]
     assert second.status_code == 200 and "response.completed" in second.text
     assert kinds == [OutcomeKind.DROPPED, OutcomeKind.COMPLETED]
+
+
+def test_websocket_error_frame_headers_are_recorded_and_replayed() -> None:
+    from websockets.sync.client import connect
+
+    from rrkit.protocol import response_create
+    from rrkit.script import reject
+
+    def ask(server: FakeServer) -> dict[str, Any]:
+        with connect(server.responses_ws_url) as ws:
+            ws.send(json.dumps(response_create({"model": "m", "input": "hi"})))
+            frame: dict[str, Any] = json.loads(ws.recv(timeout=5))
+            return frame
+
+    script = Script().add(reject(429, "rate_limit_exceeded", "Slow down.", retry_after=2))
+    with FakeServer(script) as server:
+        recorded_frame = ask(server)
+        server.settle()
+        cassette = cassette_from_capture(server.exchanges, server.connections)
+    with FakeServer(source=CassetteSource(cassette)) as replay:
+        replayed_frame = ask(replay)
+    assert recorded_frame["headers"] == {"retry-after": "2"}
+    assert replayed_frame == recorded_frame

@@ -100,6 +100,7 @@ class _WebSocketSession:
                 headers=rejected.headers or None,
             )
             exchange.response_status = rejected.status
+            exchange.response_headers = rejected.headers
             exchange.outcome = rejected.outcome()
             try:
                 await self.ws.send_text(json.dumps(frame))
