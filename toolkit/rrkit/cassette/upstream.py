@@ -26,7 +26,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from ..protocol import errors
-from ..protocol.events import COMPLETED, ERROR, TERMINAL_TYPES
+from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import SSEDecoder
@@ -157,10 +157,6 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
         async with asyncio.timeout(_DRAIN_SECONDS):
             async for _ in chunks:
                 pass
-
-
-def _is_terminal(event: Mapping[str, Any]) -> bool:
-    return event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR
 
 
 def _cut_of(closed: ConnectionClosed) -> StreamCut:
@@ -323,7 +319,7 @@ class UpstreamSource:
                             continue
                         planned = _planned(message.data, transport)
                         yield planned
-                        if _is_terminal(planned.event):
+                        if planned.event.get("type") in ENDING_TYPES:
                             await _drain(chunks)
                             return
         except httpx.HTTPError as error:
@@ -419,7 +415,7 @@ class UpstreamSource:
             if event.get("type") == COMPLETED and isinstance(response, dict) and response.get("id"):
                 socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
             yield planned
-            if _is_terminal(event):
+            if event.get("type") in ENDING_TYPES:
                 return
             try:
                 raw = await self._recv(socket)

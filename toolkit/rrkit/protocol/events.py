@@ -38,6 +38,8 @@ CUSTOM_INPUT_DELTA = "response.custom_tool_call_input.delta"
 CUSTOM_INPUT_DONE = "response.custom_tool_call_input.done"
 
 TERMINAL_TYPES = frozenset({COMPLETED, FAILED, INCOMPLETE})
+ENDING_TYPES = TERMINAL_TYPES | {ERROR}
+"""Events after which a server sends nothing more for this response (the flat `error` event included)."""
 LIFECYCLE_TYPES = frozenset({CREATED, IN_PROGRESS, COMPLETED, FAILED, INCOMPLETE})
 DELTA_TYPES = frozenset(
     {TEXT_DELTA, REFUSAL_DELTA, SUMMARY_TEXT_DELTA, REASONING_TEXT_DELTA, ARGUMENTS_DELTA, CUSTOM_INPUT_DELTA}
@@ -297,6 +299,6 @@ def response_id_of(events: list[Event]) -> str | None:
 
 def terminal_event(events: list[Event]) -> Event | None:
     for event in reversed(events):
-        if event.get("type") in TERMINAL_TYPES or event.get("type") == ERROR:
+        if event.get("type") in ENDING_TYPES:
             return event
     return None

@@ -85,7 +85,7 @@ def check_order(events: Iterable[dict[str, Any]], *, complete: bool = True) -> l
             flag(index, Rule.CREATED_FIRST, f"first event is {kind!r}")
         if terminal_at is not None:
             flag(index, Rule.ONE_TERMINAL, f"{kind!r} after the terminal event at {terminal_at}")
-        if kind in ev.TERMINAL_TYPES or kind == ev.ERROR:
+        if kind in ev.ENDING_TYPES:
             terminal_at = index if terminal_at is None else terminal_at
         if kind in ev.LIFECYCLE_TYPES:
             rid = (event.get("response") or {}).get("id")

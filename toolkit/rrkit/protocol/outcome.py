@@ -21,6 +21,10 @@ class OutcomeKind(StrEnum):
     DISCONNECTED = "disconnected"  # the client went away before the terminal event
 
 
+STATED_KINDS = frozenset({OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED})
+"""Outcomes the stream states itself with its ending event; the others are what the connection did."""
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     kind: OutcomeKind

@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 from ..protocol import errors
 from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import OutcomeKind
+from ..protocol.outcome import STATED_KINDS, OutcomeKind
 from ..protocol.sse import encode_json
 from ..script.plan import ResponsePlan
 from .capture import Exchange
@@ -134,7 +134,7 @@ class _JSONBody(Response):
             store_if_completed(self.state.http_store, self.exchange)
         finally:
             watcher.cancel()
-        if outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED):
+        if outcome.kind not in STATED_KINDS:
             return
         terminal = terminal_event([sent.event for sent in self.exchange.events]) or {}
         if outcome.kind is OutcomeKind.ERRORED or "response" not in terminal:

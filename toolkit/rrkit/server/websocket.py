@@ -12,7 +12,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import OutcomeKind
+from ..protocol.outcome import STATED_KINDS
 from ..script.models import Handshake
 from .capture import Connection
 from .respond import (
@@ -110,7 +110,7 @@ class _WebSocketSession:
         exchange.response_id = plan.response_id
         exchange.outcome = outcome = await play(plan, exchange, self)
         store_if_completed(self.store, exchange)
-        return outcome.kind in (OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED)
+        return outcome.kind in STATED_KINDS
 
     async def send(self, wire: str | bytes) -> None:
         try:
