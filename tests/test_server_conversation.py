@@ -98,6 +98,7 @@ def test_ten_thousand_events_stream_over_one_socket() -> None:
     with FakeServer(script) as server, connect(server.responses_ws_url, max_size=None) as ws:
         ws.send(json.dumps(response_create({**BASE, "input": [USER]})))
         events = ws_events(ws)
+        server.settle()
     deltas = [event for event in events if event["type"] == "response.output_text.delta"]
     assert len(deltas) == 10_000
     assert events[-1]["type"] == "response.completed"
@@ -128,6 +129,7 @@ async def test_server_runs_on_the_current_event_loop() -> None:
         response = await client.post("/responses", json={"model": "m", "input": "hi", "stream": True})
         assert response.status_code == 200
         assert sse_events(response)[-1]["type"] == "response.completed"
+        await server.settle_async()
         assert server.exchanges[0].outcome is not None
         assert server.exchanges[0].outcome.kind == "completed"
 

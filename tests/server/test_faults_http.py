@@ -68,7 +68,7 @@ def test_a_drop_used_once_lets_the_retry_complete(serve: Serve) -> None:
     first, retry = post_sse(server), post_sse(server)
     assert isinstance(first.error, httpx.RemoteProtocolError)
     assert retry.error is None and retry.types[-1] == "response.completed"
-    assert [exchange.outcome.kind for exchange in server.exchanges if exchange.outcome] == [
+    assert [exchange.outcome.kind for exchange in server.settle().exchanges if exchange.outcome] == [
         OutcomeKind.DROPPED,
         OutcomeKind.COMPLETED,
     ]

@@ -97,7 +97,7 @@ def test_after_a_drop_a_new_connection_gets_the_next_reply(serve: Serve) -> None
         assert ws_request(websocket).closed is not None
     with ws_connect(server) as websocket:
         assert ws_request(websocket).types[-1] == "response.completed"
-    assert [exchange.outcome.kind for exchange in server.exchanges if exchange.outcome] == [
+    assert [exchange.outcome.kind for exchange in server.settle().exchanges if exchange.outcome] == [
         OutcomeKind.DROPPED,
         OutcomeKind.COMPLETED,
     ]

@@ -184,7 +184,7 @@ def test_no_match_over_websocket_is_an_error_frame_with_status_400_and_the_socke
         assert "ws request" in frame["error"]["message"]
         assert "Closest" in frame["error"]["message"]
         assert text_of(ws_request(websocket, body(model="gpt-mini")).events) == "mini"
-    assert [exchange.outcome.kind for exchange in server.exchanges if exchange.outcome] == [
+    assert [exchange.outcome.kind for exchange in server.settle().exchanges if exchange.outcome] == [
         OutcomeKind.REFUSED,
         OutcomeKind.COMPLETED,
     ]
