@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 from ..protocol import errors
 from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import STATED_KINDS, OutcomeKind
+from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..protocol.sse import encode_json
 from ..script.plan import ResponsePlan
 from .capture import Exchange
@@ -28,23 +28,34 @@ from .respond import (
 from .stream import ChannelGone, first_of, play
 
 
-class _SSEStream(Response):
-    """Plays a plan as a `text/event-stream` body; the engine applies faults and records the events."""
+class _PlayedResponse(Response):
+    """A response whose body comes from playing a plan; the engine applies faults and records the events."""
+
+    media_type = ""
 
     def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
-        super().__init__(status_code=200, headers=headers, media_type="text/event-stream")
+        super().__init__(status_code=200, headers=headers, media_type=self.media_type)
         self.raw_headers = [(name, value) for name, value in self.raw_headers if name != b"content-length"]
         self.state, self.exchange, self.plan = state, exchange, plan
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        channel = _SSEChannel(scope, send, self.state.stopping or asyncio.Event())
+    async def _play(self, channel: _SSEChannel, receive: Receive) -> Outcome:
         watcher = asyncio.create_task(_watch_disconnect(receive, channel.gone))
         try:
-            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-            self.exchange.outcome = await play(self.plan, self.exchange, channel)
+            outcome = self.exchange.outcome = await play(self.plan, self.exchange, channel)
             store_if_completed(self.state.http_store, self.exchange)
+            return outcome
         finally:
             watcher.cancel()
+
+
+class _SSEStream(_PlayedResponse):
+    """A plan played as a `text/event-stream` body."""
+
+    media_type = "text/event-stream"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await self._play(_SSEChannel(scope, send, self.state.stopping or asyncio.Event()), receive)
 
 
 class _SSEChannel:
@@ -117,23 +128,14 @@ async def http_responses(request: Request) -> Response:
     return response
 
 
-class _JSONBody(Response):
+class _JSONBody(_PlayedResponse):
     """A request without `stream: true`: the plan is played (delays and faults included) into one JSON body,
     the final `response` object, as the real service answers a non-streaming request."""
 
-    def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
-        super().__init__(status_code=200, headers=headers, media_type="application/json")
-        self.raw_headers = [(name, value) for name, value in self.raw_headers if name != b"content-length"]
-        self.state, self.exchange, self.plan = state, exchange, plan
+    media_type = "application/json"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        channel = _CollectingChannel(scope, send, self.state.stopping or asyncio.Event())
-        watcher = asyncio.create_task(_watch_disconnect(receive, channel.gone))
-        try:
-            outcome = self.exchange.outcome = await play(self.plan, self.exchange, channel)
-            store_if_completed(self.state.http_store, self.exchange)
-        finally:
-            watcher.cancel()
+        outcome = await self._play(_CollectingChannel(scope, send, self.state.stopping or asyncio.Event()), receive)
         if outcome.kind not in STATED_KINDS:
             return
         terminal = terminal_event([sent.event for sent in self.exchange.events]) or {}
@@ -147,8 +149,7 @@ class _JSONBody(Response):
         else:
             status, body = 200, terminal["response"]
         self.exchange.response_status = status
-        headers = [(k, v) for k, v in self.raw_headers]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.start", "status": status, "headers": self.raw_headers})
         await send({"type": "http.response.body", "body": encode_json(body)})
 
 
