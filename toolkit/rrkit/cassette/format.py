@@ -6,6 +6,8 @@ cassette close to its file size.
 
 from __future__ import annotations
 
+import contextlib
+from base64 import b64decode, b64encode
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,7 +44,39 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
 
+class RecordedBody(_Model):
+    """A whole answer that was not a stream (a response object, an error, an HTML page), as it was sent: its
+    JSON value when it is JSON (readable in the file), else its text when it is UTF-8, else its bytes in base64."""
+
+    content_type: str = "application/json"
+    json_value: Any = Field(None, alias="json")
+    text: str | None = None
+    base64: str | None = None
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    @classmethod
+    def of(cls, content: bytes, content_type: str) -> RecordedBody:
+        if content_type.split(";")[0].strip().lower().endswith("json"):
+            # Kept as its JSON value (replayed compact); JSON that orjson cannot hold (huge integers) stays text.
+            with contextlib.suppress(orjson.JSONDecodeError):
+                return cls(content_type=content_type, json_value=orjson.loads(content))
+        try:
+            return cls(content_type=content_type, text=content.decode("utf-8"))
+        except UnicodeDecodeError:
+            return cls(content_type=content_type, base64=b64encode(content).decode("ascii"))
+
+    @property
+    def content(self) -> bytes:
+        if self.text is not None:
+            return self.text.encode("utf-8")
+        if self.base64 is not None:
+            return b64decode(self.base64)
+        return orjson.dumps(self.json_value)
+
+
 class Handshake(_Model):
+    query: str | None = Field(None, description="the upgrade request's query string, secrets redacted")
     request_headers: dict[str, str] = {}
     status: int | None = None
     response_headers: dict[str, str] = {}
@@ -61,6 +95,7 @@ class RecordedExchange(_Model):
     transport: Literal["http", "ws"]
     connection: int | None = None
     started_at: float = Field(0.0, description="seconds since the cassette's first exchange")
+    query: str | None = Field(None, description="the HTTP request's query string, secrets redacted")
     request_headers: dict[str, str] = {}
     wire_request: dict[str, Any] | None = None
     raw_body: str | None = None
@@ -68,6 +103,7 @@ class RecordedExchange(_Model):
     response_status: int | None = None
     response_headers: dict[str, str] = {}
     response_id: str | None = None
+    response_body: RecordedBody | None = Field(None, description="the whole body of an answer that was not a stream")
     events: list[RecordedEvent] = []
     outcome: Outcome | None = None
 

@@ -1,48 +1,363 @@
-"""Matching an incoming request against recorded ones, field by field, with a report of the closest one."""
+"""Matching an incoming request against recorded ones: a view of each request under a configuration (paths
+ignored, strings normalized, presets merged), its digest, and a report of the closest recording."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+import fnmatch
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import orjson
 
 from ..protocol.lite import from_lite
 from ..protocol.request import INPUT_FIELD, input_items
 from .format import RecordedExchange
+from .presets import PRESETS, Preset
 
 VOLATILE_FIELDS: tuple[str, ...] = ("client_metadata", "prompt_cache_key", "metadata", "user", "safety_identifier")
 """Fields left out of matching by default: they change from run to run without changing what the model sees."""
 VOLATILE_ITEM_KEYS: tuple[str, ...] = ("id",)
 """Keys of input items left out of matching by default (server-issued ids)."""
+PLACEHOLDER = "<normalized>"
+"""What a `normalize` regex match (or each of its groups) is replaced with before requests are compared."""
+
+# -- JSON paths -------------------------------------------------------------------------------------------------
+
+Step = str | int | None
+"""A key, a list index, or None for every key or item (`*`)."""
+_DROP = object()  # what a rewrite returns to take the node out of its container
+_TOKEN = re.compile(r"\[(\*|\d+)\]|([^.\[\]]+)|(\.)")
+
+
+@dataclass(frozen=True)
+class JsonPath:
+    """A path into a request: `client_metadata`, `input[*].output`, `input[0].content[*].text`, or dotted
+    (`input.*.output`); `*` stands for every key or list item, a number in a dotted path for a list index."""
+
+    text: str
+    steps: tuple[Step, ...]
+
+    @classmethod
+    def parse(cls, text: str, what: str = "path") -> JsonPath:
+        """Raises ValueError naming `what` (say, `ignore path`), the path and what is wrong with it."""
+
+        def bad(why: str) -> ValueError:
+            return ValueError(f"invalid {what} {text!r}: {why}")
+
+        if not isinstance(text, str) or not text:
+            raise bad("a path is a non-empty string such as 'input[*].output'")
+        steps: list[Step] = []
+        position, after_dot = 0, True
+        while position < len(text):
+            token = _TOKEN.match(text, position)
+            if token is None:
+                raise bad(f"unexpected {text[position]!r} at position {position} (an index is [N] or [*])")
+            index, name, dot = token.groups()
+            if dot is not None:
+                if after_dot:
+                    raise bad(f"empty name at position {position}")
+                after_dot = True
+            elif name is not None:
+                if not after_dot:
+                    raise bad(f"a '.' must come before the name at position {position}")
+                steps.append(None if name == "*" else name)
+                after_dot = False
+            else:
+                if not steps:
+                    raise bad("a path starts with a field name")
+                steps.append(None if index == "*" else int(index))
+            position = token.end()
+        if after_dot:
+            raise bad("it ends with '.'")
+        return cls(text, tuple(steps))
+
+    def rewrite(self, value: Any, change: Callable[[Any], Any]) -> Any:
+        """`value` with `change` applied at every node on the path (containers on the way copied, the rest
+        shared); `change` returns the new node, or `_DROP` to take the node out."""
+        return _rewrite(value, self.steps, change)
+
+    def drop(self, value: Any) -> Any:
+        return self.rewrite(value, lambda _node: _DROP)
+
+
+def _rewrite(value: Any, steps: tuple[Step, ...], change: Callable[[Any], Any]) -> Any:
+    if not steps:
+        return change(value)
+    step, rest = steps[0], steps[1:]
+    if isinstance(value, dict):
+        keys = list(value) if step is None else [step] if isinstance(step, str) and step in value else []
+        if not keys:
+            return value
+        copy = dict(value)
+        for key in keys:
+            new = _rewrite(value[key], rest, change)
+            if new is _DROP:
+                del copy[key]
+            else:
+                copy[key] = new
+        return copy
+    if isinstance(value, list):
+        if step is None:
+            chosen = range(len(value))
+        else:
+            index = int(step) if isinstance(step, int) or step.isdigit() else -1
+            chosen = range(index, index + 1) if 0 <= index < len(value) else range(0)
+        if not chosen:
+            return value
+        items = list(value)
+        for index in chosen:
+            items[index] = _rewrite(value[index], rest, change)
+        return [item for item in items if item is not _DROP]
+    return value
+
+
+# -- normalizing strings ----------------------------------------------------------------------------------------
+
+
+def substitute(pattern: re.Pattern[str], text: str) -> str:
+    """`text` with each match of `pattern` replaced by the placeholder; with capture groups, only the groups
+    are replaced, so the rest of the match still counts."""
+    if not pattern.groups:
+        return pattern.sub(PLACEHOLDER, text)
+
+    def groups_only(match: re.Match[str]) -> str:
+        whole, start = match.group(0), match.start()
+        parts, position = [], 0
+        for group in range(1, pattern.groups + 1):
+            begin, end = match.span(group)
+            if begin < 0 or begin - start < position:  # did not take part, or inside a group already replaced
+                continue
+            parts += [whole[position : begin - start], PLACEHOLDER]
+            position = end - start
+        parts.append(whole[position:])
+        return "".join(parts)
+
+    return pattern.sub(groups_only, text)
+
+
+def _normalized(value: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
+    if isinstance(value, str):
+        for pattern in patterns:
+            value = substitute(pattern, value)
+        return value
+    if isinstance(value, dict):
+        return {key: _normalized(item, patterns) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_normalized(item, patterns) for item in value]
+    return value
+
+
+def _compile(path: str, pattern: str) -> re.Pattern[str]:
+    if not isinstance(pattern, str):
+        raise ValueError(f"normalize {path!r}: a regex is a string, got {type(pattern).__name__}")
+    try:
+        return re.compile(pattern)
+    except re.error as error:
+        where = f" at position {error.pos}" if error.pos is not None else ""
+        raise ValueError(f"normalize {path!r}: invalid regex {pattern!r}: {error.msg}{where}") from None
+
+
+# -- comparing values -------------------------------------------------------------------------------------------
+
+
+def canonical(value: Any) -> bytes:
+    """Compact JSON with sorted keys: what requests are compared by (so 1 and 1.0, true and 1, differ).
+
+    orjson refuses ints beyond 64 bits, non-string keys and very deep nesting; the standard encoder takes
+    those, and a value neither can encode is equal to nothing else.
+    """
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        pass
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr).encode()
+    except (TypeError, ValueError, RecursionError):
+        return b"\x00unencodable %d" % id(value)
+
+
+def digest(value: Any) -> bytes:
+    """A 128-bit digest of a value's canonical JSON: the key replay looks recorded requests up by."""
+    return hashlib.blake2b(canonical(value), digest_size=16).digest()
+
+
+# -- the configuration ------------------------------------------------------------------------------------------
+
+SETTINGS: tuple[str, ...] = (
+    "on",
+    "fields",
+    "ignore",
+    "item_keys",
+    "normalize",
+    "ignore_headers",
+    "preset",
+    "presets",
+    "allow_repeats",
+)
+"""The keys `MatchConfig.from_settings` accepts."""
 
 
 @dataclass(frozen=True)
 class MatchConfig:
-    """How requests are matched: on the logical request (default) or the wire request, and which fields count.
+    """How requests are matched: on the logical request (default) or the wire request, and what counts.
 
-    `fields` limits matching to those top-level fields; `ignore` leaves fields out; `item_keys` are keys of
-    input items that are left out (ids by default).
+    `fields` limits matching to those top-level fields; `ignore` leaves paths out (`client_metadata`,
+    `input[*].output`, `tools[*].description`); `item_keys` are keys of input items left out (ids by default);
+    `normalize` is (path, regex) pairs: every string at or under the path has each match (or each capture
+    group of it) replaced by a placeholder, so the rest of the string still counts. `ignore_headers` are
+    header names (`x-stainless-*` patterns) left out wherever headers are compared (snapshots). `presets`
+    add their entries to all of these (see `presets.PRESETS`). With `allow_repeats` a recorded exchange may
+    answer more than once.
     """
 
     on: Literal["logical", "wire"] = "logical"
     fields: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = VOLATILE_FIELDS
     item_keys: tuple[str, ...] = VOLATILE_ITEM_KEYS
+    normalize: tuple[tuple[str, str], ...] = ()
+    ignore_headers: tuple[str, ...] = ()
+    presets: tuple[str, ...] = ()
+    allow_repeats: bool = False
+    _top: frozenset[str] = field(init=False, repr=False, compare=False)
+    _paths: tuple[JsonPath, ...] = field(init=False, repr=False, compare=False)
+    _rules: tuple[tuple[JsonPath, tuple[re.Pattern[str], ...]], ...] = field(init=False, repr=False, compare=False)
+    _headers: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.on not in ("logical", "wire"):
+            raise ValueError(f"invalid match 'on' {self.on!r}: it is 'logical' or 'wire'")
+        for name in ("ignore", "item_keys", "ignore_headers", "presets"):
+            object.__setattr__(self, name, _names(name, getattr(self, name)))
+        if self.fields is not None:
+            object.__setattr__(self, "fields", _names("fields", self.fields))
+        object.__setattr__(self, "normalize", tuple((path, regex) for path, regex in self.normalize))
+        chosen = [preset_named(name) for name in self.presets]
+        ignore = [*self.ignore, *(f"{INPUT_FIELD}[*].{key}" for key in self.item_keys)]
+        ignore += [entry.target for preset in chosen for entry in preset.ignore]
+        paths = [JsonPath.parse(text, "ignore path") for text in dict.fromkeys(ignore)]
+        object.__setattr__(self, "_top", frozenset(p.text for p in paths if len(p.steps) == 1 and p.steps[0]))
+        object.__setattr__(self, "_paths", tuple(p for p in paths if p.text not in self._top))
+        pairs = [*self.normalize, *((entry.path, entry.pattern) for preset in chosen for entry in preset.normalize)]
+        grouped: dict[str, list[re.Pattern[str]]] = {}
+        for path, regex in pairs:
+            grouped.setdefault(path, []).append(_compile(path, regex))
+        rules = tuple((JsonPath.parse(path, "normalize path"), tuple(patterns)) for path, patterns in grouped.items())
+        object.__setattr__(self, "_rules", rules)
+        headers = [*self.ignore_headers, *(entry.target for preset in chosen for entry in preset.headers)]
+        object.__setattr__(self, "_headers", tuple(dict.fromkeys(name.lower() for name in headers)))
+
+    @classmethod
+    def preset(cls, *names: str, **settings: Any) -> MatchConfig:
+        """The default configuration with these presets merged in, e.g. `MatchConfig.preset("codex")`."""
+        return cls(presets=names, **settings)
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> MatchConfig:
+        """From plain data (a marker, a config file): the keys of `SETTINGS`. `ignore` adds to the volatile
+        defaults; `normalize` maps a path to a regex or a list of them; `preset` / `presets` name presets."""
+        if not isinstance(settings, Mapping):
+            raise ValueError(f"match settings are a mapping of {', '.join(SETTINGS)}; got {type(settings).__name__}")
+        for key in settings:
+            if key not in SETTINGS:
+                hint = did_you_mean(str(key), SETTINGS) or f"; valid: {', '.join(SETTINGS)}"
+                raise ValueError(f"unknown match setting {key!r}{hint}")
+        options: dict[str, Any] = {}
+        if "on" in settings:
+            options["on"] = settings["on"]
+        if settings.get("fields") is not None:
+            options["fields"] = _names("fields", settings["fields"])
+        if "ignore" in settings:
+            options["ignore"] = (*VOLATILE_FIELDS, *_names("ignore", settings["ignore"]))
+        for key in ("item_keys", "ignore_headers"):
+            if key in settings:
+                options[key] = _names(key, settings[key])
+        options["presets"] = (
+            *_names("preset", settings.get("preset", ())),
+            *_names("presets", settings.get("presets", ())),
+        )
+        if "normalize" in settings:
+            options["normalize"] = _normalize_setting(settings["normalize"])
+        if "allow_repeats" in settings:
+            if not isinstance(settings["allow_repeats"], bool):
+                raise ValueError(f"match setting 'allow_repeats' is true or false, got {settings['allow_repeats']!r}")
+            options["allow_repeats"] = settings["allow_repeats"]
+        return cls(**options)
+
+    @property
+    def ignored_headers(self) -> tuple[str, ...]:
+        """Header name patterns (lower case, `fnmatch` style) left out wherever headers are compared."""
+        return self._headers
+
+    def header_ignored(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name.lower(), pattern) for pattern in self._headers)
 
     def view(self, request: Mapping[str, Any] | None) -> dict[str, Any]:
+        """What counts of a request: chosen fields, ignored paths left out, strings normalized."""
         if not request:
             return {}
-        chosen = {
-            name: value
-            for name, value in request.items()
-            if name not in self.ignore and (self.fields is None or name in self.fields)
+        top, fields = self._top, self.fields
+        chosen: Any = {
+            name: value for name, value in request.items() if name not in top and (fields is None or name in fields)
         }
-        if "input" in chosen and isinstance(chosen["input"], list) and self.item_keys:
-            chosen["input"] = [
-                {k: v for k, v in item.items() if k not in self.item_keys} if isinstance(item, dict) else item
-                for item in chosen["input"]
-            ]
-        return chosen
+        for path in self._paths:
+            chosen = path.drop(chosen)
+        for path, patterns in self._rules:
+            chosen = path.rewrite(chosen, functools.partial(_normalized, patterns=patterns))
+        return dict(chosen)
+
+
+def _names(key: str, value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    raise ValueError(f"match setting {key!r} is a string or a list of strings, got {value!r}")
+
+
+def _normalize_setting(value: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"match setting 'normalize' maps a path to a regex (or a list of them), got {value!r}")
+    return tuple(
+        (str(path), regex) for path, regexes in value.items() for regex in _names(f"normalize {path!r}", regexes)
+    )
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """` (did you mean 'x'?)` for the closest choice, or nothing when none is close."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def preset_named(name: str) -> Preset:
+    if name not in PRESETS:
+        valid = ", ".join(sorted(PRESETS))
+        raise ValueError(f"unknown match preset {name!r}{did_you_mean(name, list(PRESETS))}; presets: {valid}")
+    return PRESETS[name]
+
+
+def match_config_from_cli(
+    ignore: Sequence[str] = (), normalize: Sequence[str] = (), presets: Sequence[str] = (), allow_repeats: bool = False
+) -> MatchConfig:
+    """From command-line strings: ignore paths (added to the volatile defaults), `PATH=REGEX` normalizations
+    (split at the first `=`), preset names. Raises ValueError saying what is wrong."""
+    pairs = []
+    for entry in normalize:
+        path, equals, regex = entry.partition("=")
+        if not equals or not path or not regex:
+            raise ValueError(f"normalize {entry!r}: expected PATH=REGEX, e.g. 'input[*].output=Wall time: ([0-9.]+)'")
+        pairs.append((path, regex))
+    return MatchConfig(
+        ignore=(*VOLATILE_FIELDS, *ignore), normalize=tuple(pairs), presets=tuple(presets), allow_repeats=allow_repeats
+    )
+
+
+# -- comparing requests -----------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -56,25 +371,82 @@ class MatchResult:
         return not self.failed
 
 
-def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
-    """Human-readable differences (recorded -> incoming), one line each, with paths like `input[2]['content']`."""
-    from deepdiff import DeepDiff  # imported on first use: it pulls in numpy, slow to import
-
-    diff = DeepDiff(recorded, incoming, verbose_level=2)
-    return [line.replace("root", name or "value", 1) for line in diff.pretty().splitlines()] if diff else []
+_MISSING = object()
 
 
-def compare(recorded: Mapping[str, Any] | None, incoming: Mapping[str, Any] | None, config: MatchConfig) -> MatchResult:
-    """One matcher per top-level field of either request."""
+def compare(
+    recorded: Mapping[str, Any] | None, incoming: Mapping[str, Any] | None, config: MatchConfig, *, explain: bool = True
+) -> MatchResult:
+    """One matcher per top-level field of either request's view; with `explain`, a diff of each failed one."""
     old, new = config.view(recorded), config.view(incoming)
     result = MatchResult()
     for name in sorted(set(old) | set(new)):
-        if old.get(name) == new.get(name):
+        before, after = old.get(name, _MISSING), new.get(name, _MISSING)
+        if before is not _MISSING and after is not _MISSING and canonical(before) == canonical(after):
             result.passed.append(name)
         else:
             result.failed.append(name)
-            result.diffs[name] = json_diff(old.get(name), new.get(name), name)
+            if explain:
+                result.diffs[name] = json_diff(old.get(name), new.get(name), name)
     return result
+
+
+DIFF_VALUE_LIMIT = 200
+"""Characters of a value shown in a diff line; longer values are cut around their first difference."""
+_DIFF_TEXTS = {
+    "type_changes": "Type of {path} changed from {type1} to {type2} and value changed from {value1} to {value2}.",
+    "values_changed": "Value of {path} changed from {value1} to {value2}.",
+    "dictionary_item_added": "Item {path} ({value2}) added to dictionary.",
+    "dictionary_item_removed": "Item {path} ({value1}) removed from dictionary.",
+    "iterable_item_added": "Item {path} ({value2}) added to iterable.",
+    "iterable_item_removed": "Item {path} ({value1}) removed from iterable.",
+}
+
+
+def shown(value: Any, limit: int = DIFF_VALUE_LIMIT, start: int = 0) -> str:
+    """A value on one line: strings quoted with newlines escaped, the rest as JSON; bounded to `limit`
+    characters from `start` (a string index), an ellipsis where something is left out."""
+    if not isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+    body = json.dumps(value[start : start + limit], ensure_ascii=False)[1:-1]
+    if start == 0 and len(value) <= limit:
+        return f'"{body}"'
+    head, tail = "…" if start > 0 else "", "…" if start + limit < len(value) else ""
+    return f'"{head}{body}{tail}" ({len(value)} chars)'
+
+
+def _shown_pair(before: Any, after: Any) -> tuple[str, str]:
+    start = 0
+    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > DIFF_VALUE_LIMIT:
+        common = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), None)
+        common = min(len(before), len(after)) if common is None else common
+        start = max(0, common - DIFF_VALUE_LIMIT // 4)
+    return shown(before, start=start), shown(after, start=start)
+
+
+def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
+    """Human-readable differences (recorded -> incoming), one line each, with paths like `input[2]['content']`
+    rooted at `name`, and both values shown whole (bounded) on that line."""
+    from deepdiff import DeepDiff  # imported on first use: it pulls in numpy, slow to import
+
+    tree = DeepDiff(recorded, incoming, view="tree")
+    lines = []
+    for report in sorted(tree):
+        for level in tree[report]:
+            before, after = _shown_pair(level.t1, level.t2)
+            template = _DIFF_TEXTS.get(report, "{report} at {path}.")
+            lines.append(
+                template.format(
+                    path=level.path(root=name or "value"),
+                    report=report.replace("_", " "),
+                    type1=type(level.t1).__name__,
+                    type2=type(level.t2).__name__,
+                    value1=before,
+                    value2=after,
+                )
+            )
+    return lines
 
 
 ENCODING_FIELDS: tuple[str, ...] = ("parallel_tool_calls",)

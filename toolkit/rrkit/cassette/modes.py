@@ -46,12 +46,12 @@ class FallbackSource:
         return await self.then.select(request) if isinstance(answer, NoMatch) else answer
 
     async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None
+        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
-        handshake = await self.first.select_handshake(headers, connection_id=connection_id)
+        handshake = await self.first.select_handshake(headers, connection_id=connection_id, query=query)
         if handshake is not None:
             return handshake
-        return await self.then.select_handshake(headers, connection_id=connection_id)
+        return await self.then.select_handshake(headers, connection_id=connection_id, query=query)
 
     async def connection_closed(self, connection_id: int) -> None:
         await self.first.connection_closed(connection_id)

@@ -82,6 +82,8 @@ def normalize_cassette(cassette: Cassette) -> Cassette:
         exchange.logical_request = n.json(exchange.logical_request)
         exchange.response_id = n.json(exchange.response_id)
         exchange.events = [RecordedEvent.of(0.0, n.json(e.event)) for e in exchange.events]
+        if exchange.response_body is not None and exchange.response_body.json_value is not None:
+            exchange.response_body.json_value = n.json(exchange.response_body.json_value)
     return copy
 
 
@@ -118,4 +120,6 @@ def stabilize_cassette(cassette: Cassette, *, digits: int = 2) -> Cassette:
         exchange.request_headers = headers(exchange.request_headers)
         exchange.response_headers = headers(exchange.response_headers)
         exchange.events = [RecordedEvent.of(round(e.at, digits), _zero_timestamps(e.event)) for e in exchange.events]
+        if exchange.response_body is not None and exchange.response_body.json_value is not None:
+            exchange.response_body.json_value = _zero_timestamps(exchange.response_body.json_value)
     return copy

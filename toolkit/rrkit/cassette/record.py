@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.outcome import OutcomeKind
 from ..server.capture import Connection, Exchange
-from .format import Cassette, Handshake, RecordedConnection, RecordedEvent, RecordedExchange
+from .format import Cassette, Handshake, RecordedBody, RecordedConnection, RecordedEvent, RecordedExchange
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -17,11 +17,14 @@ if TYPE_CHECKING:
 
 
 def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
+    body = exchange.response_body
+    content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
     return RecordedExchange(
         id=exchange.id,
         transport="ws" if exchange.transport == "ws" else "http",
         connection=exchange.connection_id,
         started_at=round(max(0.0, exchange.started_at - origin), 6),
+        query=exchange.query or None,
         request_headers=dict(exchange.request_headers) if exchange.transport == "http" else {},
         wire_request=exchange.wire_request,
         raw_body=exchange.raw_body,
@@ -29,6 +32,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         response_status=exchange.response_status,
         response_headers=dict(exchange.response_headers),
         response_id=exchange.response_id,
+        response_body=RecordedBody.of(body, content_type) if body is not None else None,
         events=[RecordedEvent.of(round(sent.at, 6), sent.event) for sent in exchange.events],
         outcome=exchange.outcome,
     )
@@ -38,6 +42,7 @@ def recorded_connection(connection: Connection) -> RecordedConnection:
     return RecordedConnection(
         id=connection.id,
         handshake=Handshake(
+            query=connection.query or None,
             request_headers=dict(connection.handshake_headers),
             status=connection.status,
             response_headers=dict(connection.response_headers),

@@ -7,12 +7,63 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from .format import Cassette, RecordedEvent, Redaction
 
 MARKER = "[REDACTED]"
 DEFAULT_HEADERS = ("authorization", "api-key", "openai-organization", "openai-project", "cookie", "set-cookie")
+SECRET_QUERY_NAMES = frozenset(
+    {"api-key", "api_key", "apikey", "key", "token", "access_token", "auth", "sig", "signature", "password"}
+    | {"secret", "client_secret", "code", "session"}
+)
+"""Query parameters whose values are redacted whatever they look like (Azure's `api-key`, SAS `sig`, ...)."""
+_SECRET_LOOKING = re.compile(r"(?:sk|rk|sess|pk)-[\w-]{8,}|[A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*[A-Za-z][A-Za-z0-9_\-]{30,}")
 _MIN_SECRET = 8  # shorter values are too likely to occur by chance to be scrubbed everywhere
+
+
+def _secret_query_value(name: str, value: str, names: Iterable[str]) -> bool:
+    return name.lower() in SECRET_QUERY_NAMES or name.lower() in names or bool(_SECRET_LOOKING.fullmatch(value))
+
+
+def query_secrets(query: str, names: Iterable[str] = ()) -> list[str]:
+    """The values of a query string that are secrets (by name, by configured name, or by their look)."""
+    found = []
+    for part in query.split("&"):
+        name, sep, value = part.partition("=")
+        if sep and value and _secret_query_value(unquote_plus(name), unquote_plus(value), tuple(names)):
+            found += [value, unquote_plus(value)]
+    return found
+
+
+def redact_query(query: str, names: Iterable[str] = (), marker: str = MARKER) -> str:
+    """The query string with its secret values replaced by the marker, everything else as it was."""
+    names = tuple(n.lower() for n in names)
+    parts = []
+    for part in query.split("&"):
+        name, sep, value = part.partition("=")
+        secret = sep and value and _secret_query_value(unquote_plus(name), unquote_plus(value), names)
+        parts.append(f"{name}={marker}" if secret else part)
+    return "&".join(parts)
+
+
+def redact_url(url: str, names: Iterable[str] = (), marker: str = MARKER) -> str:
+    """A URL fit for messages and files: userinfo and secret query values replaced by the marker."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{marker}@{netloc.rpartition('@')[2]}"
+    return urlunsplit((parts.scheme, netloc, parts.path, redact_query(parts.query, names, marker), parts.fragment))
+
+
+def url_secrets(url: str, names: Iterable[str] = ()) -> list[str]:
+    """The secrets a URL carries: its userinfo (and password) and its secret query values."""
+    parts = urlsplit(url)
+    found = query_secrets(parts.query, names)
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rpartition("@")[0]
+        found += [userinfo, userinfo.partition(":")[2]]
+    return [secret for secret in found if secret]
 
 
 @dataclass
@@ -41,6 +92,18 @@ class Redactor:
             else:
                 result[name] = value
         return result
+
+    def redact_query(self, query: str | None) -> str | None:
+        if not query:
+            return query
+        for secret in query_secrets(query, self.headers):
+            self._remember(secret)
+        return redact_query(query, self.headers, self.marker)
+
+    def remember(self, secrets: Iterable[str]) -> None:
+        """Scrub these values wherever they appear (say, the secrets of the upstream's URL)."""
+        for secret in secrets:
+            self._remember(secret)
 
     def _remember(self, value: str) -> None:
         for part in [value, *re.split(r"[\s;,=]+", value)]:
@@ -86,7 +149,7 @@ class Redactor:
     def apply(self, cassette: Cassette) -> Cassette:
         """Redact a whole cassette in place (and return it); idempotent."""
         redact_event = self._redact_event if self.paths else None
-        _rewrite(cassette, self.redact_headers, self.redact_json, redact_event)
+        _rewrite(cassette, self.redact_headers, self.redact_json, redact_event, query=self.redact_query)
         if self.secrets:
             _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))
@@ -107,18 +170,33 @@ def _rewrite(
     body: Callable[[Any], Any],
     event: Callable[[RecordedEvent], RecordedEvent] | None,
     text: Callable[[str], str] | None = None,
+    query: Callable[[str | None], str | None] | None = None,
 ) -> None:
-    """Pass every header map, request body, raw body and event of a cassette through these, in place."""
+    """Pass every header map, query string, request body, raw body, answer body and event of a cassette through
+    these, in place (`text` rewrites the plain texts, `query` the query strings: both also when given alone)."""
     for connection in cassette.connections:
         handshake = connection.handshake
         handshake.request_headers = headers(handshake.request_headers)
         handshake.response_headers = headers(handshake.response_headers)
+        handshake.query = _text_of(handshake.query, query, text)
     for exchange in cassette.exchanges:
         exchange.request_headers = headers(exchange.request_headers)
         exchange.response_headers = headers(exchange.response_headers)
+        exchange.query = _text_of(exchange.query, query, text)
         exchange.wire_request = body(exchange.wire_request)
         exchange.logical_request = body(exchange.logical_request)
         if text is not None and exchange.raw_body is not None:
             exchange.raw_body = text(exchange.raw_body)
+        answer = exchange.response_body
+        if text is not None and answer is not None and answer.text is not None:
+            answer.text = text(answer.text)
         if event is not None:
             exchange.events = [event(recorded) for recorded in exchange.events]
+
+
+def _text_of(
+    value: str | None, query: Callable[[str | None], str | None] | None, text: Callable[[str], str] | None
+) -> str | None:
+    if query is not None:
+        value = query(value)
+    return text(value) if text is not None and value else value

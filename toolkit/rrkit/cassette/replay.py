@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 import itertools
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
+from ..protocol.request import INPUT_FIELD, input_items, is_warmup
 from ..script.models import Fault, Handshake, Reject
-from ..script.plan import RecordedReply
-from ..script.select import NoMatch, RequestView
+from ..script.plan import RecordedReply, VerbatimBody
+from ..script.select import NoMatch, RequestView, _item_text
 from .format import Cassette, RecordedExchange
-from .match import MatchConfig, MatchResult, compare
+from .match import MatchConfig, canonical, compare, digest, shown
 
 _REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
 
@@ -27,6 +31,17 @@ def recorded_reply(
     headers = {k: v for k, v in exchange.response_headers.items() if k.lower() in _REPLAYED_HEADERS}
     reject = None
     fault = Fault()
+    recorded_body = exchange.response_body
+    if recorded_body is not None and not exchange.events:
+        # A whole body that was not played from events (relayed: a response object, an error, a page): served as
+        # it was sent. A body the fake server played from events is played again, into the same body.
+        body = VerbatimBody(exchange.response_status or 200, recorded_body.content, recorded_body.content_type)
+        return RecordedReply(
+            events=[],
+            turn_state=headers.get(TURN_STATE_HEADER),
+            headers={k: v for k, v in headers.items() if k != TURN_STATE_HEADER},
+            body=body,
+        )
     if outcome is not None and outcome.kind is OutcomeKind.REFUSED:
         reject = Reject(
             status=outcome.status or exchange.response_status or 500,
@@ -52,47 +67,71 @@ def recorded_reply(
 
 @dataclass
 class CassetteSource:
-    """A reply source over a cassette: each recorded exchange answers one matching request, in order."""
+    """A reply source over a cassette: each recorded exchange answers one matching request, the first one not
+    played yet in cassette order. With `match.allow_repeats`, once every match has played, the last of them
+    (the state the recording ended in) answers again.
+
+    Candidates are looked up by the digest of their request's view under `match`, indexed once; the
+    closest-match report of a request that matches nothing is built off the event loop.
+    """
 
     cassette: Cassette
     match: MatchConfig = field(default_factory=MatchConfig)
     time_scale: float = 0.0
-    allow_repeats: bool = False
+    allow_repeats: bool = False  # the same switch as `match.allow_repeats`, kept for existing callers
     ids: IdGenerator = field(default_factory=IdGenerator)
 
     def __post_init__(self) -> None:
+        if self.allow_repeats != self.match.allow_repeats:
+            self.match = replace(self.match, allow_repeats=self.allow_repeats or self.match.allow_repeats)
+        self.allow_repeats = self.match.allow_repeats
         self._lock = threading.Lock()
-        self._used: set[int] = set()
         self._handshakes = itertools.count()
         self._renames: dict[tuple[int | None, str], str] = {}
+        self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None]
+        self._connections = {c.id: c for c in self.cassette.connections}
+        self._index: dict[bytes, list[int]] = {}
+        for position, exchange in enumerate(self._exchanges):
+            self._index.setdefault(digest(self.match.view(self._request_of(exchange))), []).append(position)
+        self._played: dict[bytes, int] = {}  # per key, how many of its exchanges played: always its first ones
+        self._used: set[int] = set()  # positions in `_exchanges`
+        self._features: list[tuple[frozenset[int], int]] | None = None
+        self._features_lock = threading.Lock()
 
     def reset(self) -> None:
         with self._lock:
             self._used.clear()
+            self._played.clear()
             self._handshakes = itertools.count()
             self._renames.clear()
-
-    def _candidates(self) -> list[RecordedExchange]:
-        return [e for e in self.cassette.exchanges if e.wire_request is not None]
 
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
 
     async def select(self, request: RequestView) -> RecordedReply | NoMatch:
         incoming = request.logical if self.match.on == "logical" else request.wire
+        key = digest(self.match.view(incoming))
         with self._lock:
-            results: list[tuple[RecordedExchange, MatchResult, bool]] = []
-            for exchange in self._candidates():
-                result = compare(self._request_of(exchange), incoming, self.match)
-                available = self.allow_repeats or exchange.id not in self._used
-                if result.ok and available:
-                    self._used.add(exchange.id)
-                    return self._reply(exchange, request.connection_id)
-                results.append((exchange, result, available))
-        return self._no_match(request, results)
+            position = self._take(key)
+            if position is not None:
+                return self._reply(self._exchanges[position], request.connection_id)
+            played = frozenset(self._used)
+        return await asyncio.to_thread(self._no_match, request, frozenset(self._index.get(key, ())), played)
+
+    def _take(self, key: bytes) -> int | None:
+        """(Under the lock.) The exchange that answers a request with this key, marked as played."""
+        bucket = self._index.get(key)
+        if not bucket:
+            return None
+        played = self._played.get(key, 0)
+        if played < len(bucket):
+            self._played[key] = played + 1
+            self._used.add(bucket[played])
+            return bucket[played]
+        return bucket[-1] if self.match.allow_repeats else None
 
     def _reply(self, exchange: RecordedExchange, connection_id: int | None) -> RecordedReply:
-        connection = self.cassette.connection(exchange.connection)
+        connection = self._connections.get(exchange.connection) if exchange.connection is not None else None
         by_frame = connection is not None and connection.closed_by == "server" and connection.close_code
         close, code = ("frame", connection.close_code or 1011) if connection and by_frame else ("tcp", 1011)
         reply = recorded_reply(exchange, close, code, self.time_scale)
@@ -105,24 +144,51 @@ class CassetteSource:
 
         return RecordedReply(**{**reply.__dict__, "rename": rename})
 
-    def _no_match(self, request: RequestView, results: list[tuple[RecordedExchange, MatchResult, bool]]) -> NoMatch:
-        ranked = sorted(results, key=lambda r: (r[2], len(r[1].passed) - len(r[1].failed)), reverse=True)
+    def _feature_table(self) -> list[tuple[frozenset[int], int]]:
+        """Per exchange, its (field, value) hashes and input length: what ranks the closest ones cheaply."""
+        with self._features_lock:
+            if self._features is None:
+                self._features = [_features(self.match.view(self._request_of(e))) for e in self._exchanges]
+            return self._features
+
+    def _no_match(self, request: RequestView, same: frozenset[int], played: frozenset[int]) -> NoMatch:
+        """(In a worker thread.) The report on a request nothing answers: the closest exchanges (those that
+        match but were played, then unplayed ones by how many fields match, then by the nearest input
+        length), with a field diff of the closest."""
+        incoming = request.logical if self.match.on == "logical" else request.wire
+        wanted, size = _features(self.match.view(incoming))
+        table = self._feature_table()
+
+        def available(position: int) -> bool:
+            return self.match.allow_repeats or position not in played
+
+        def rank(position: int) -> tuple[bool, bool, int, int, int]:
+            fields, length = table[position]
+            score = 3 * len(wanted & fields) - len(wanted) - len(fields)  # passed - failed
+            return position in same, available(position), score, -abs(length - size), -position
+
         lines = []
-        for exchange, result, available in ranked[:1]:
-            state = "" if available else " (already replayed)"
-            lines.append(
-                f"recorded exchange {exchange.id}{state}: matchers passed: {', '.join(result.passed) or 'none'}; "
-                f"failed: {', '.join(result.failed) or 'none'}"
-            )
-            for name in result.failed:
-                lines += [f"  {line}" for line in result.diffs.get(name, [])[:8]]
-        for exchange, result, _available in ranked[1:3]:
-            lines.append(f"recorded exchange {exchange.id}: failed: {', '.join(result.failed) or 'none (used up)'}")
-        hint = "To record it, run with record mode `new_episodes` (or `all`) and an upstream."
+        for place, position in enumerate(heapq.nlargest(3, range(len(self._exchanges)), key=rank)):
+            exchange = self._exchanges[position]
+            result = compare(self._request_of(exchange), incoming, self.match, explain=place == 0)
+            if place == 0:
+                state = "" if available(position) else " (already replayed)"
+                lines.append(
+                    f"recorded exchange {exchange.id}{state}: matchers passed: {', '.join(result.passed) or 'none'}; "
+                    f"failed: {', '.join(result.failed) or 'none'}"
+                )
+                for name in result.failed:
+                    lines += [f"  {line}" for line in result.diffs.get(name, [])[:8]]
+            else:
+                lines.append(f"recorded exchange {exchange.id}: failed: {', '.join(result.failed) or 'none (used up)'}")
+        record = "run with record mode `new_episodes` (or `all`) and an upstream"
+        hint = f"To record it, {record}."
+        if same:
+            hint = f"Every recorded exchange that matches it was replayed already: allow repeats, or {record}."
         return NoMatch(request.describe(), lines, what="recorded exchange", hint=hint)
 
     async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None
+        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         with self._lock:
             index = next(self._handshakes)
@@ -136,6 +202,37 @@ class CassetteSource:
     async def connection_closed(self, connection_id: int) -> None:
         """Nothing is held per connection."""
 
-    def unused(self) -> list[str]:
+    def unplayed(self) -> list[str]:
+        """The recorded exchanges no request has played, described briefly (id, transport, connection, model,
+        last input item)."""
         with self._lock:
-            return [f"recorded exchange {e.id}" for e in self._candidates() if e.id not in self._used]
+            positions = [p for p in range(len(self._exchanges)) if p not in self._used]
+        return [describe_exchange(self._exchanges[p]) for p in positions]
+
+    def unused(self) -> list[str]:
+        return self.unplayed()
+
+
+def _features(view: Mapping[str, Any]) -> tuple[frozenset[int], int]:
+    value = view.get(INPUT_FIELD)
+    size = len(value) if isinstance(value, list) else int(value is not None)
+    return frozenset(hash((name, canonical(item))) for name, item in view.items()), size
+
+
+def describe_exchange(exchange: RecordedExchange) -> str:
+    """`exchange 3 (ws, connection 1, model 'gpt-5', last input: function_call_output "Chunk ID: ...")`."""
+    request = exchange.logical_request or exchange.wire_request or {}
+    items = input_items(dict(request))
+    where = (
+        exchange.transport if exchange.connection is None else f"{exchange.transport}, connection {exchange.connection}"
+    )
+    if is_warmup(exchange.wire_request or {}):
+        where += ", warmup"
+    if items:
+        last = items[-1]
+        kind = last.get("type", "message")
+        kind = f"{last['role']} {kind}" if kind == "message" and "role" in last else kind
+        summary = f"last input: {kind} {shown(_item_text(last), limit=60)}"
+    else:
+        summary = "no input"
+    return f"exchange {exchange.id} ({where}, model {request.get('model')!r}, {summary})"

@@ -3,8 +3,9 @@
 The fake server's app does everything else (validation, logical-request rebuilding, capture, the one
 streaming engine), so a server answering from an `UpstreamSource` is a recording proxy.
 
-- HTTP: the wire body is POSTed to `{base_url}/responses`; an error status becomes a rejection with the
-  upstream's status, body and headers; a 200 is relayed event by event as the bytes arrive.
+- HTTP: the body, as the client sent it, is POSTed to `{base_url}/responses` with the client's query string;
+  an event stream is relayed event by event as the bytes arrive (keep-alive comments included), any other
+  answer (a JSON response object, an error, an HTML page) as one whole body with its status and headers.
 - WebSocket: one upstream socket per client connection, opened at the client's upgrade so that an upstream
   refusal (426 or any status) reaches the client as the same refusal; each client frame is sent upstream
   and the upstream frames are relayed until a terminal event.
@@ -31,8 +32,9 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import SSEDecoder
 from ..script.models import Handshake, Reject, Reply
-from ..script.plan import LiveReply, PlannedEvent, StreamCut, planned_event
+from ..script.plan import LiveReply, PlannedEvent, StreamCut, VerbatimBody, planned_event, sse_comment
 from ..script.select import Answer, NoMatch, RequestView
+from .redact import redact_url, url_secrets
 
 log = logging.getLogger("rrkit.proxy")
 
@@ -40,6 +42,8 @@ DEFAULT_TIMEOUT = 300.0
 """Seconds the upstream may stay silent (mid-stream or before answering) before the stream counts as cut."""
 DEFAULT_CONNECT_TIMEOUT = 10.0
 UPSTREAM_ERROR_STATUS = 502
+FRAME_REPLY_WINDOW = 0.5
+"""Seconds the proxy waits for the upstream's answer to a client frame other than a request (it may send none)."""
 _DRAIN_SECONDS = 1.0
 
 # Hop-by-hop and transport headers: never forwarded upstream (the proxy's own connection sets them).
@@ -100,15 +104,16 @@ def response_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
 
 def _endpoints(base_url: str) -> tuple[str, str]:
     """(HTTP URL, WebSocket URL) of `{base_url}/responses`; a URL that is not http(s) or ws(s) is an error."""
+    shown = redact_url(base_url.strip())
     try:
         parts = urlsplit(base_url.strip())
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as error:
-        raise ValueError(f"invalid upstream URL {base_url!r}: {error}") from None
+        raise ValueError(f"invalid upstream URL {shown!r}: {error}") from None
     schemes = {"http": ("http", "ws"), "https": ("https", "wss"), "ws": ("http", "ws"), "wss": ("https", "wss")}
     if parts.scheme.lower() not in schemes or not parts.hostname:
         raise ValueError(
-            f"invalid upstream URL {base_url!r}: expected http(s)://host[:port][/path], "
+            f"invalid upstream URL {shown!r}: expected http(s)://host[:port][/path], "
             "the base URL of a Responses endpoint (for example https://api.openai.com/v1)"
         )
     http_scheme, ws_scheme = schemes[parts.scheme.lower()]
@@ -127,6 +132,13 @@ def _json_body(raw: bytes | bytearray, status: int) -> dict[str, Any]:
         return body
     text = raw.decode("utf-8", errors="replace").strip() or f"Upstream answered with status {status}."
     return errors.error_body(text, type_=errors.default_error_type(status))
+
+
+def _with_query(url: str, query: str) -> str:
+    """`url` with the client's query string added to its own (the upstream's base URL may carry one)."""
+    if not query:
+        return url
+    return f"{url}&{query}" if urlsplit(url).query else f"{url}?{query}"
 
 
 def _upstream_error(message: str, code: str = "upstream_unreachable") -> dict[str, Any]:
@@ -177,6 +189,7 @@ class _UpstreamSocket:
     """The upstream WebSocket of one client connection, and the responses it completed itself."""
 
     ws: ClientConnection
+    query: str = ""
     completed: set[str] = field(default_factory=set)
 
     async def close(self) -> None:
@@ -188,8 +201,12 @@ class UpstreamSource:
     """A `ReplySource` that forwards to an upstream Responses endpoint (`base_url`, e.g. `http://host/v1`).
 
     `timeout` is how long the upstream may stay silent before a stream counts as cut (None: no limit).
-    Close it with `await source.aclose()` on the event loop that used it.
+    Close it with `await source.aclose()` on the event loop that used it. Secrets in `base_url` (userinfo,
+    key-like query values) never appear in its messages: `shown_url` is the URL with them redacted.
     """
+
+    relays_unknown_ids = True  # a `previous_response_id` the proxy never saw is the upstream's to answer
+    relays_frames = True  # client frames other than `response.create` go upstream too
 
     def __init__(
         self,
@@ -197,14 +214,24 @@ class UpstreamSource:
         *,
         timeout: float | None = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        frame_reply_window: float = FRAME_REPLY_WINDOW,
     ) -> None:
         self.base_url = base_url.strip()
         self.http_url, self.ws_url = _endpoints(self.base_url)
+        self.shown_url = redact_url(self.base_url)
+        self.secrets = url_secrets(self.base_url)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
+        self.frame_reply_window = frame_reply_window
         self._http: httpx.AsyncClient | None = None
         self._sockets: dict[int | None, _UpstreamSocket] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+    def _shown(self, text: str) -> str:
+        """`text` (an error message that may quote the URL) with the URL's secrets redacted."""
+        for secret in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(secret, "[REDACTED]")
+        return text
 
     # -- ReplySource ----------------------------------------------------------------------------
     async def select(self, request: RequestView) -> Answer | NoMatch:
@@ -213,12 +240,12 @@ class UpstreamSource:
         return await self._select_http(request)
 
     async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None
+        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         """Open the upstream socket for this client connection now, so that its answer is the client's."""
         await self.connection_closed(connection_id)  # a reused id: the old socket is over
         try:
-            socket = await self._connect(headers)
+            socket = await self._connect(headers, query)
         except InvalidStatus as refused:
             response = refused.response
             status = response.status_code if 300 <= response.status_code <= 599 else UPSTREAM_ERROR_STATUS
@@ -228,12 +255,10 @@ class UpstreamSource:
                 refuse_body=_json_body(response.body, status) if response.body else None,
             )
         except (OSError, TimeoutError, WebSocketException) as error:
-            log.warning("rrkit proxy: WebSocket upgrade to %s failed: %s", self.ws_url, error)
-            return Handshake(
-                refuse=UPSTREAM_ERROR_STATUS,
-                refuse_body=_upstream_error(f"WebSocket upgrade to {self.ws_url} failed: {error}"),
-            )
-        self._sockets[connection_id] = _UpstreamSocket(socket)
+            message = self._shown(f"WebSocket upgrade to {self.ws_url} failed: {error}")
+            log.warning("rrkit proxy: %s", message)
+            return Handshake(refuse=UPSTREAM_ERROR_STATUS, refuse_body=_upstream_error(message))
+        self._sockets[connection_id] = _UpstreamSocket(socket, query)
         upgrade = socket.response
         items = upgrade.headers.raw_items() if upgrade is not None else []
         turn_state = upgrade.headers.get(TURN_STATE_HEADER) if upgrade is not None else None
@@ -266,7 +291,7 @@ class UpstreamSource:
             http, self._http = self._http, None
             await http.aclose()
 
-    # -- HTTP + SSE -----------------------------------------------------------------------------
+    # -- HTTP -------------------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
             self._http = httpx.AsyncClient(
@@ -277,44 +302,59 @@ class UpstreamSource:
         return self._http
 
     async def _select_http(self, request: RequestView) -> Answer:
+        """POST the body as the client sent it (encoded, if it was) with the client's query string; relay the
+        answer: a stream event by event, anything else as one whole body with its status."""
         headers = request_headers(request.headers)
         headers["accept-encoding"] = "identity"
         headers.setdefault("content-type", "application/json")
+        if request.body is not None:
+            body = request.body
+        else:
+            body = json.dumps(dict(request.wire), ensure_ascii=False).encode()
+            headers.pop("content-encoding", None)
         client = self._client()
-        body = json.dumps(dict(request.wire), ensure_ascii=False).encode()
-        upstream = client.build_request("POST", self.http_url, content=body, headers=headers)
+        url = _with_query(self.http_url, request.query)
+        upstream = client.build_request("POST", url, content=body, headers=headers)
         try:
             response = await client.send(upstream, stream=True)
         except httpx.HTTPError as error:
-            log.warning("rrkit proxy: POST %s failed: %s", self.http_url, error)
-            message = f"POST {self.http_url} failed: {type(error).__name__}: {error}"
+            message = self._shown(f"POST {url} failed: {type(error).__name__}: {error}")
+            log.warning("rrkit proxy: %s", message)
             return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
         forwarded = response_headers(response.headers.multi_items())
-        if not 200 <= response.status_code < 300:
-            try:
-                raw = await response.aread()
-            except httpx.HTTPError:
-                raw = b""
-            finally:
-                await response.aclose()
-            status = response.status_code if 400 <= response.status_code <= 599 else UPSTREAM_ERROR_STATUS
-            return Reply(reject=Reject(status=status, body=_json_body(raw, response.status_code), headers=forwarded))
-        return LiveReply(
-            events=self._relay_sse(response, request.transport),
-            turn_state=response.headers.get(TURN_STATE_HEADER),
-            headers=forwarded,
-            model=response.headers.get("openai-model"),
-            on_finish=response.aclose,
-        )
+        turn_state = response.headers.get(TURN_STATE_HEADER)
+        content_type = response.headers.get("content-type", "")
+        if 200 <= response.status_code < 300 and content_type.split(";")[0].strip().lower() == "text/event-stream":
+            return LiveReply(
+                events=self._relay_sse(response, request.transport),
+                turn_state=turn_state,
+                headers=forwarded,
+                model=response.headers.get("openai-model"),
+                on_finish=response.aclose,
+            )
+        try:
+            content = await response.aread()
+        except httpx.HTTPError as error:
+            message = self._shown(f"POST {url}: the answer broke off: {type(error).__name__}: {error}")
+            log.warning("rrkit proxy: %s", message)
+            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+        finally:
+            await response.aclose()
+        body_of = VerbatimBody(response.status_code, content, content_type or "application/octet-stream")
+        return LiveReply(body=body_of, turn_state=turn_state, headers=forwarded)
 
     async def _relay_sse(self, response: httpx.Response, transport: str) -> AsyncIterator[PlannedEvent]:
-        """Each event as soon as its bytes arrive; a stream that ends (or breaks) before a terminal event is cut."""
-        decoder = SSEDecoder()
+        """Each event (and keep-alive comment) as soon as its bytes arrive; a stream that ends (or breaks)
+        before a terminal event is cut."""
+        decoder = SSEDecoder(keep_comments=True)
         try:
             body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # typed as an iterator, is a generator
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
                     for message in decoder.feed(chunk):
+                        if message.comment is not None:
+                            yield sse_comment(message.comment)
+                            continue
                         if message.data == "[DONE]":
                             continue
                         planned = _planned(message.data, transport)
@@ -329,11 +369,11 @@ class UpstreamSource:
         raise StreamCut("tcp", reason="upstream ended the stream before a terminal event")
 
     # -- WebSocket ------------------------------------------------------------------------------
-    async def _connect(self, headers: Mapping[str, str]) -> ClientConnection:
+    async def _connect(self, headers: Mapping[str, str], query: str) -> ClientConnection:
         forwarded = request_headers(headers)
         user_agent = forwarded.pop("user-agent", None)
         return await connect(
-            self.ws_url,
+            _with_query(self.ws_url, query),
             additional_headers=forwarded,
             user_agent_header=user_agent,
             compression="deflate",
@@ -349,7 +389,7 @@ class UpstreamSource:
         if socket is not None:
             return socket
         try:
-            ws = await self._connect(request.headers)
+            ws = await self._connect(request.headers, request.query)
         except InvalidStatus as refused:
             status = refused.response.status_code
             status = status if 400 <= status <= 599 else UPSTREAM_ERROR_STATUS
@@ -357,14 +397,14 @@ class UpstreamSource:
             headers = response_headers(refused.response.headers.raw_items())
             return Reply(reject=Reject(status=status, body=body, headers=headers))
         except (OSError, TimeoutError, WebSocketException) as error:
-            message = f"WebSocket upgrade to {self.ws_url} failed: {error}"
+            message = self._shown(f"WebSocket upgrade to {self.ws_url} failed: {error}")
             return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
-        socket = self._sockets[request.connection_id] = _UpstreamSocket(ws)
+        socket = self._sockets[request.connection_id] = _UpstreamSocket(ws, request.query)
         return socket
 
-    async def _recv(self, socket: _UpstreamSocket) -> str:
+    async def _recv(self, socket: _UpstreamSocket, timeout: float | None = None) -> str:
         """The next upstream frame (ConnectionClosed when the socket ends, TimeoutError when it is silent)."""
-        async with asyncio.timeout(self.timeout):
+        async with asyncio.timeout(timeout if timeout is not None else self.timeout):
             message = await socket.ws.recv()
         return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
 
@@ -380,9 +420,10 @@ class UpstreamSource:
             return socket
         frame = dict(request.wire)
         previous = frame.get("previous_response_id")
-        if previous and previous not in socket.completed:
-            # The upstream socket never saw that response (say, it was replayed from a cassette): send the
-            # whole logical request instead of the delta.
+        rebuilt = "previous_response_id" not in request.logical
+        if previous and previous not in socket.completed and rebuilt:
+            # The upstream socket never saw that response (it was replayed from a cassette), but this server
+            # did and rebuilt the request: send the whole logical request instead of the delta.
             frame = {"type": RESPONSE_CREATE, **request.logical}
             if "generate" in request.wire:
                 frame["generate"] = request.wire["generate"]
@@ -404,6 +445,28 @@ class UpstreamSource:
         if rejection is not None:
             return rejection
         return LiveReply(events=self._relay_ws(request.connection_id, socket, first, request.transport))
+
+    async def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
+        """Forward a client frame that is not a request (`response.steer`, a frame type this proxy does not
+        know) as it came, and yield what the upstream answers within `frame_reply_window` of each frame."""
+        socket = self._sockets.get(connection_id)
+        if socket is None:
+            return
+        try:
+            await socket.ws.send(text)
+            while True:
+                raw = await self._recv(socket, self.frame_reply_window)
+                yield raw
+                try:
+                    kind = json.loads(raw).get("type")
+                except (ValueError, AttributeError):
+                    kind = None
+                if kind in ENDING_TYPES:
+                    return
+        except TimeoutError:
+            return
+        except ConnectionClosed:
+            self._drop(connection_id, socket)
 
     async def _relay_ws(
         self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: str

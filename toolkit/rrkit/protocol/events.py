@@ -37,6 +37,10 @@ ARGUMENTS_DONE = "response.function_call_arguments.done"
 CUSTOM_INPUT_DELTA = "response.custom_tool_call_input.delta"
 CUSTOM_INPUT_DONE = "response.custom_tool_call_input.done"
 
+SSE_COMMENT = "rrkit.sse_comment"
+"""Not a Responses event: an SSE comment line (a keep-alive) kept in a relay or a recording in its place, as
+`{"type": SSE_COMMENT, "comment": text}`; sent as the comment again over SSE, never over a WebSocket."""
+
 TERMINAL_TYPES = frozenset({COMPLETED, FAILED, INCOMPLETE})
 ENDING_TYPES = TERMINAL_TYPES | {ERROR}
 """Events after which a server sends nothing more for this response (the flat `error` event included)."""

@@ -75,7 +75,8 @@ def check_order(events: Iterable[dict[str, Any]], *, complete: bool = True) -> l
     def flag(index: int, rule: Rule, detail: str) -> None:
         violations.append(Violation(index, rule, detail))
 
-    for index, event in enumerate(events):
+    relayed_comments_left_out = (event for event in events if event.get("type") != ev.SSE_COMMENT)
+    for index, event in enumerate(relayed_comments_left_out):
         count += 1
         kind = event.get("type")
         sequence = event.get("sequence_number")

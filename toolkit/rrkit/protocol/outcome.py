@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,6 +20,7 @@ class OutcomeKind(StrEnum):
     STALLED = "stalled"  # connection kept open with nothing sent, until the peer gave up
     REFUSED = "refused"  # an error status before the stream: HTTP error, WS error frame, handshake refusal
     DISCONNECTED = "disconnected"  # the client went away before the terminal event
+    ANSWERED = "answered"  # a body that is neither a stream nor a response object (an HTML page), with its status
 
 
 STATED_KINDS = frozenset({OutcomeKind.COMPLETED, OutcomeKind.FAILED, OutcomeKind.INCOMPLETE, OutcomeKind.ERRORED})
@@ -59,3 +61,48 @@ def outcome_of_events(events: Sequence[dict[str, Any]]) -> Outcome | None:
         details = terminal.get("response", {}).get("incomplete_details") or {}
         return Outcome(OutcomeKind.INCOMPLETE, count, reason=details.get("reason"))
     return Outcome(OutcomeKind.ERRORED, count, code=terminal.get("code"), message=terminal.get("message"))
+
+
+def json_of_body(content: bytes) -> Any:
+    """A whole body's JSON value, or None when it is not JSON (an HTML page, a text, not UTF-8)."""
+    try:
+        return json.loads(content) if content else None
+    except ValueError:
+        return None
+
+
+def response_of_body(content: bytes) -> dict[str, Any] | None:
+    """The response object a non-streaming answer's body holds, if it holds one."""
+    body = json_of_body(content)
+    return body if isinstance(body, dict) and body.get("object") == "response" else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def outcome_of_body(status: int, content: bytes) -> Outcome:
+    """The outcome of a whole (non-streaming) HTTP body: an error status is a refusal with the body's error code
+    and message; a response object states its own status; anything else (an HTML page) was just answered."""
+    if not 200 <= status < 300:
+        error = _object(_object(json_of_body(content)).get("error"))
+        return Outcome(
+            OutcomeKind.REFUSED, status=status, code=_text(error.get("code")), message=_text(error.get("message"))
+        )
+    response = response_of_body(content)
+    if response is None:
+        return Outcome(OutcomeKind.ANSWERED, status=status)
+    state = response.get("status")
+    if state == "failed":
+        error = _object(response.get("error"))
+        return Outcome(
+            OutcomeKind.FAILED, code=_text(error.get("code")), message=_text(error.get("message")), status=status
+        )
+    if state == "incomplete":
+        reason = _text(_object(response.get("incomplete_details")).get("reason"))
+        return Outcome(OutcomeKind.INCOMPLETE, reason=reason, status=status)
+    return Outcome(OutcomeKind.COMPLETED, status=status)

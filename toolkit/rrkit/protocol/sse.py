@@ -26,6 +26,11 @@ def encode_event(event: dict[str, Any]) -> bytes:
     return encode_sse(str(event["type"]), encode_json(event))
 
 
+def encode_comment(text: str) -> bytes:
+    """An SSE comment line (`: text`), what servers send as a keep-alive; `text` must be one line."""
+    return b":" + text.encode() + b"\n\n"
+
+
 @dataclass(frozen=True, slots=True)
 class SSEMessage:
     """One dispatched SSE message (WHATWG semantics: `data` lines joined with newlines)."""
@@ -34,15 +39,20 @@ class SSEMessage:
     event: str = "message"
     id: str | None = None
     retry: int | None = None
+    comment: str | None = None  # a comment line (`: ping`), only from a decoder made with keep_comments=True
 
     def json(self) -> Any:
         return json.loads(self.data)
 
 
 class SSEDecoder:
-    """Feed bytes as they arrive, in any chunking; get back the complete messages so far."""
+    """Feed bytes as they arrive, in any chunking; get back the complete messages so far.
 
-    def __init__(self) -> None:
+    With `keep_comments`, each comment line comes back too, as a message whose `comment` is its text (what a
+    relay needs to pass keep-alives on); clients leave it off, as the spec says."""
+
+    def __init__(self, *, keep_comments: bool = False) -> None:
+        self.keep_comments = keep_comments
         self._buffer = b""
         self._data: list[str] = []
         self._event = ""
@@ -103,7 +113,7 @@ class SSEDecoder:
             self._data, self._event = [], ""
             return message
         if line.startswith(":"):
-            return None
+            return SSEMessage(data="", event="", comment=line[1:]) if self.keep_comments else None
         name, _, value = line.partition(":")
         value = value.removeprefix(" ")
         if name == "data":

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..protocol.events import Event, ResponseEvents, estimate_tokens, response_id_of, usage
+from ..protocol.events import SSE_COMMENT, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.ids import IdGenerator
-from ..protocol.sse import encode_json, encode_sse
+from ..protocol.outcome import response_of_body
+from ..protocol.sse import encode_comment, encode_json, encode_sse
 from .models import (
     CustomToolCallOut,
     Fault,
@@ -25,6 +26,16 @@ WARMUP_REPLY = Reply()
 """The server's own answer to `generate: false`: created + completed, no output."""
 
 
+@dataclass(frozen=True, slots=True)
+class VerbatimBody:
+    """A whole HTTP answer, relayed or replayed exactly as it came: not a stream (a JSON response object, an
+    error body, an HTML page)."""
+
+    status: int
+    content: bytes
+    content_type: str = "application/json"
+
+
 @dataclass(frozen=True)
 class RecordedReply:
     """A recorded response played back verbatim: compact JSON events with their offsets, and how it ended."""
@@ -37,6 +48,7 @@ class RecordedReply:
     model: str | None = None
     time_scale: float = 0.0  # 0 plays at once, 1 at recorded speed
     rename: Callable[[str], str] | None = None  # recorded response id -> id to send
+    body: VerbatimBody | None = None  # recorded as a whole body: served as it is, instead of events
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +70,17 @@ class StreamCut(Exception):
 
 @dataclass(frozen=True)
 class LiveReply:
-    """A response relayed while it arrives (from an upstream server), with the headers it came with."""
+    """A response relayed while it arrives (from an upstream server), with the headers it came with; or, when
+    the upstream answered with a whole body instead of a stream, that body."""
 
-    events: AsyncIterator[PlannedEvent]  # may raise StreamCut
+    events: AsyncIterator[PlannedEvent] | None = None  # may raise StreamCut
     turn_state: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     model: str | None = None
     reject: Reject | None = None
     fault: Fault = field(default_factory=Fault)
     on_finish: Callable[[], Awaitable[None]] | None = None  # releases what the stream held
+    body: VerbatimBody | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +89,10 @@ class ResponsePlan:
     events: Sequence[PlannedEvent]
     fault: Fault
     live: LiveReply | None = None
+    body: VerbatimBody | None = None  # the answer is this body, not a stream of events
 
-    async def stream(self) -> AsyncIterator[PlannedEvent]:
-        if self.live is None:
+    async def stream(self) -> AsyncGenerator[PlannedEvent, None]:
+        if self.live is None or self.live.events is None:
             for planned in self.events:
                 yield planned
             return
@@ -90,10 +105,18 @@ class ResponsePlan:
 
 
 def planned_event(raw: str, transport: str, delay: float = 0.0) -> PlannedEvent:
-    """A verbatim event (compact JSON text) made ready for `transport`."""
+    """A verbatim event (compact JSON text) made ready for `transport`; a kept SSE comment goes out as one."""
     event = json.loads(raw)
-    wire: str | bytes = raw if transport == "ws" else encode_sse(str(event.get("type")), raw.encode())
+    kind = event.get("type")
+    if kind == SSE_COMMENT and transport != "ws":
+        return PlannedEvent(event, encode_comment(str(event.get("comment", ""))), delay)
+    wire: str | bytes = raw if transport == "ws" else encode_sse(str(kind), raw.encode())
     return PlannedEvent(event, wire, delay)
+
+
+def sse_comment(text: str) -> PlannedEvent:
+    """An SSE comment line (a keep-alive) relayed as it came."""
+    return PlannedEvent({"type": SSE_COMMENT, "comment": text}, encode_comment(text), 0.0)
 
 
 def _planned(events: list[Event], delays: list[float], transport: str) -> list[PlannedEvent]:
@@ -107,14 +130,27 @@ def _delays(offsets: Sequence[float], scale: float = 1.0) -> list[float]:
 
 
 def _render_recorded(reply: RecordedReply, transport: str) -> ResponsePlan:
-    raws = [raw for _, raw in reply.events]
-    recorded_id = response_id_of([json.loads(raws[0])]) if raws else None
+    timed = [(at, raw) for at, raw in reply.events if transport != "ws" or f'"type":"{SSE_COMMENT}"' not in raw]
+    raws = [raw for _, raw in timed]
+    events = [json.loads(raw) for raw in raws]
+    recorded_id = response_id_of(events) if reply.body is None else _body_response_id(reply.body)
     if reply.rename is not None and recorded_id:
         new_id = reply.rename(recorded_id)
         raws = [raw.replace(f'"{recorded_id}"', f'"{new_id}"') for raw in raws]
-    delays = _delays([at for at, _ in reply.events], reply.time_scale)
+        if reply.body is not None:
+            renamed = reply.body.content.replace(f'"{recorded_id}"'.encode(), f'"{new_id}"'.encode())
+            reply = replace(reply, body=replace(reply.body, content=renamed))
+    if reply.body is not None:
+        return ResponsePlan(_body_response_id(reply.body) or "", [], reply.fault, body=reply.body)
+    delays = _delays([at for at, _ in timed], reply.time_scale)
     planned = [planned_event(raw, transport, delay) for raw, delay in zip(raws, delays, strict=True)]
-    return ResponsePlan(response_id_of([p.event for p in planned[:1]]) or "", planned, reply.fault)
+    return ResponsePlan(response_id_of([p.event for p in planned]) or "", planned, reply.fault)
+
+
+def _body_response_id(body: VerbatimBody) -> str | None:
+    """The id of the response object a JSON body holds, if it holds one."""
+    response = response_of_body(body.content)
+    return str(response["id"]) if response is not None and isinstance(response.get("id"), str) else None
 
 
 def render(
@@ -124,7 +160,8 @@ def render(
     if isinstance(reply, RecordedReply):
         return _render_recorded(reply, transport)
     if isinstance(reply, LiveReply):
-        return ResponsePlan("", [], reply.fault, live=reply)
+        body_id = _body_response_id(reply.body) if reply.body is not None else None
+        return ResponsePlan(body_id or "", [], reply.fault, live=reply, body=reply.body)
     warmup = reply is WARMUP_REPLY
     fault = reply.fault
     if reply.events is not None:

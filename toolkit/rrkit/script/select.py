@@ -17,13 +17,16 @@ Answer = Reply | RecordedReply | LiveReply
 
 @dataclass(frozen=True)
 class RequestView:
-    """What a rule can look at: transport, headers (lower-case names), the wire and the logical request."""
+    """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
+    what a relay forwards as it came: the query string and the body's bytes as sent (encoded, if they were)."""
 
     transport: str
     headers: Mapping[str, str]
     wire: Mapping[str, Any]
     logical: Mapping[str, Any]
     connection_id: int | None = None
+    query: str = ""
+    body: bytes | None = None
 
     def describe(self) -> str:
         items = input_items(dict(self.logical))
@@ -108,9 +111,10 @@ class ReplySource(Protocol):
     async def select(self, request: RequestView) -> Answer | NoMatch: ...
 
     async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None
+        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
-        """The answer to a WebSocket upgrade (None: accept) of the client connection `connection_id`."""
+        """The answer to a WebSocket upgrade (None: accept) of the client connection `connection_id`, whose
+        upgrade request came with `query`."""
         ...
 
     async def connection_closed(self, connection_id: int) -> None:
@@ -166,7 +170,7 @@ class ScriptState:
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
     async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None
+        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         view = RequestView("ws", headers, {}, {}, connection_id)
         with self._lock:

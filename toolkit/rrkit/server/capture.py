@@ -34,6 +34,8 @@ class Exchange:
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
+    query: str = ""  # the request's query string, as sent (HTTP)
+    response_body: bytes | None = None  # the whole body of an answer that was not a stream
 
     @property
     def incremental(self) -> bool:
@@ -60,6 +62,7 @@ class Connection:
     close_code: int | None = None
     closed_by: str | None = None  # "server", "client" or "tcp"
     started_at: float = field(default_factory=time.time)
+    query: str = ""  # the upgrade request's query string, as sent
 
 
 class Capture:
@@ -71,18 +74,25 @@ class Capture:
         self._connections: list[Connection] = []
 
     def new_exchange(
-        self, transport: str, headers: dict[str, str], wire: dict[str, Any] | None, connection: Connection | None = None
+        self,
+        transport: str,
+        headers: dict[str, str],
+        wire: dict[str, Any] | None,
+        connection: Connection | None = None,
+        query: str = "",
     ) -> Exchange:
         with self._lock:
-            exchange = Exchange(len(self._exchanges), transport, connection.id if connection else None, headers, wire)
+            exchange = Exchange(
+                len(self._exchanges), transport, connection.id if connection else None, headers, wire, query=query
+            )
             self._exchanges.append(exchange)
             if connection is not None:
                 connection.exchanges.append(exchange)
             return exchange
 
-    def new_connection(self, headers: dict[str, str]) -> Connection:
+    def new_connection(self, headers: dict[str, str], query: str = "") -> Connection:
         with self._lock:
-            connection = Connection(len(self._connections), headers)
+            connection = Connection(len(self._connections), headers, query=query)
             self._connections.append(connection)
             return connection
 

@@ -1,21 +1,24 @@
-"""HTTP: `POST /v1/responses` answered as an SSE stream (`stream: true`) or as one JSON response object."""
+"""HTTP: `POST /v1/responses` answered as an SSE stream (`stream: true`), as one JSON response object, or with
+a whole body exactly as a reply source gives it (a relayed or recorded page, error or response object)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import secrets
+from collections.abc import Mapping
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from ..protocol import errors
+from ..protocol.encoding import BodyEncodingError, decode_body
 from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
+from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.sse import encode_json
-from ..script.plan import ResponsePlan
+from ..script.select import Answer
 from .capture import Exchange
 from .respond import (
     Rejected,
@@ -25,43 +28,131 @@ from .respond import (
     request_headers,
     store_if_completed,
 )
-from .stream import ChannelGone, first_of, play
+from .stream import ChannelGone, first_of, play, until_client_leaves
 
 
-class _PlayedResponse(Response):
-    """A response whose body comes from playing a plan; the engine applies faults and records the events."""
-
-    media_type = ""
-
-    def __init__(self, state: ServerState, exchange: Exchange, plan: ResponsePlan, headers: dict[str, str]) -> None:
-        super().__init__(status_code=200, headers=headers, media_type=self.media_type)
-        self.raw_headers = [(name, value) for name, value in self.raw_headers if name != b"content-length"]
-        self.state, self.exchange, self.plan = state, exchange, plan
-
-    async def _play(self, channel: _SSEChannel, receive: Receive) -> Outcome:
-        watcher = asyncio.create_task(_watch_disconnect(receive, channel.gone))
-        try:
-            outcome = self.exchange.outcome = await play(self.plan, self.exchange, channel)
-            store_if_completed(self.state.http_store, self.exchange)
-            return outcome
-        finally:
-            watcher.cancel()
+async def http_responses(request: Request) -> Response:
+    return _Answer(request.app.state.rrkit, request)
 
 
-class _SSEStream(_PlayedResponse):
-    """A plan played as a `text/event-stream` body."""
+class _Answer(Response):
+    """The whole answer to one request, sent by this object, so that one watcher of the client covers every
+    stage: a client that leaves while the reply source still waits (an upstream) cancels that wait."""
 
-    media_type = "text/event-stream"
+    def __init__(self, state: ServerState, request: Request) -> None:
+        self.state, self.request = state, request
+        self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        await self._play(_SSEChannel(scope, send, self.state.stopping or asyncio.Event()), receive)
+        raw = await self.request.body()
+        exchange = self.state.capture.new_exchange(
+            "http", request_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
+        )
+        gone = asyncio.Event()
+        watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+        try:
+            await until_client_leaves(self._answer(scope, receive, send, exchange, raw, gone), gone)
+        finally:
+            watcher.cancel()
+            if exchange.outcome is None:
+                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, send: Send, exchange: Exchange, raw: bytes, gone: asyncio.Event
+    ) -> None:
+        responder = Responder(self.state)
+        headers = exchange.request_headers
+        try:
+            wire = responder.parse(_json_body(raw, headers, exchange), transport="http")
+            exchange.wire_request = wire
+            logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
+            reply, plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
+        except Rejected as rejected:
+            content = encode_json(rejected.body)
+            await _send_whole(scope, receive, send, exchange, rejected.status, content, rejected.headers)
+            exchange.outcome = rejected.outcome()
+            return
+        exchange.response_id = plan.response_id
+        if plan.body is not None:
+            answer_headers = {**reply.headers, **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {})}
+            body = plan.body
+            await _send_whole(
+                scope, receive, send, exchange, body.status, body.content, answer_headers, body.content_type
+            )
+            exchange.outcome = outcome_of_body(body.status, body.content)
+            store_if_completed(self.state.http_store, exchange)
+            return
+        streamed = wire.get("stream") is True
+        media_type = "text/event-stream; charset=utf-8" if streamed else "application/json"
+        response_headers = _played_headers(reply, logical, media_type)
+        exchange.response_status = 200
+        exchange.response_headers = dict(response_headers)
+        stopping = self.state.stopping or asyncio.Event()
+        if streamed:
+            await send({"type": "http.response.start", "status": 200, "headers": _raw(response_headers)})
+            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone))
+        else:
+            exchange.outcome = await play(plan, exchange, _CollectingChannel(scope, send, stopping, gone))
+            if exchange.outcome.kind in STATED_KINDS:
+                status, content = _final_body(exchange)
+                exchange.response_status, exchange.response_body = status, content
+                await send({"type": "http.response.start", "status": status, "headers": _raw(response_headers)})
+                await send({"type": "http.response.body", "body": content})
+        store_if_completed(self.state.http_store, exchange)
+
+
+def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange) -> object:
+    """The request body as JSON, its `Content-Encoding` undone (the bytes as sent are what a relay forwards)."""
+    try:
+        decoded = decode_body(raw, headers.get("content-encoding"))
+    except BodyEncodingError as error:
+        raise Rejected(400, errors.error_body(f"The request body could not be decoded: {error}.")) from None
+    try:
+        body = json.loads(decoded)
+    except ValueError as error:
+        exchange.raw_body = decoded.decode("utf-8", errors="replace")
+        raise Rejected(400, errors.error_body(f"The request body is not valid JSON: {error}.")) from None
+    if not isinstance(body, dict):
+        exchange.raw_body = decoded.decode("utf-8", errors="replace")
+    return body
+
+
+def _played_headers(reply: Answer, logical: Mapping[str, object], media_type: str) -> dict[str, str]:
+    return {
+        "content-type": media_type,
+        "cache-control": "no-cache",
+        "x-request-id": "req_" + secrets.token_hex(8),
+        "openai-model": str(reply.model or logical.get("model") or "gpt-rrkit"),
+        **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
+        **reply.headers,
+    }
+
+
+def _raw(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
+
+
+async def _send_whole(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    exchange: Exchange,
+    status: int,
+    content: bytes,
+    headers: Mapping[str, str],
+    media_type: str = "application/json",
+) -> None:
+    """One whole body with its status, recorded as sent."""
+    response = Response(content, status_code=status, headers=dict(headers), media_type=media_type)
+    exchange.response_status = status
+    exchange.response_headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in response.raw_headers}
+    exchange.response_body = content
+    await response(scope, receive, send)
 
 
 class _SSEChannel:
-    def __init__(self, scope: Scope, send: Send, stopping: asyncio.Event) -> None:
-        self.scope, self._send, self.stopping = scope, send, stopping
-        self.gone = asyncio.Event()
+    def __init__(self, scope: Scope, send: Send, stopping: asyncio.Event, gone: asyncio.Event) -> None:
+        self.scope, self._send, self.stopping, self.gone = scope, send, stopping, gone
 
     async def send(self, wire: str | bytes) -> None:
         if self.gone.is_set():
@@ -87,74 +178,9 @@ class _SSEChannel:
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-async def http_responses(request: Request) -> Response:
-    state: ServerState = request.app.state.rrkit
-    responder = Responder(state)
-    headers = request_headers(request.scope)
-    raw = await request.body()
-    exchange = state.capture.new_exchange("http", headers, None)
-    try:
-        try:
-            body = json.loads(raw)
-        except ValueError as error:
-            exchange.raw_body = raw.decode("utf-8", errors="replace")
-            raise Rejected(400, errors.error_body(f"The request body is not valid JSON: {error}.")) from None
-        if not isinstance(body, dict):
-            exchange.raw_body = raw.decode("utf-8", errors="replace")
-        wire = responder.parse(body, transport="http")
-        exchange.wire_request = wire
-        logical = exchange.logical_request = responder.logical(wire, state.http_store)
-        reply, plan = await responder.plan(exchange, headers, wire, logical)
-    except Rejected as rejected:
-        exchange.response_status = rejected.status
-        exchange.response_headers = rejected.headers
-        exchange.outcome = rejected.outcome()
-        return JSONResponse(rejected.body, status_code=rejected.status, headers=rejected.headers)
-    exchange.response_id = plan.response_id
-    response_headers = {
-        "cache-control": "no-cache",
-        "x-request-id": "req_" + secrets.token_hex(8),
-        "openai-model": str(reply.model or logical.get("model") or "gpt-rrkit"),
-        **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
-        **reply.headers,
-    }
-    response: _SSEStream | _JSONBody
-    if wire.get("stream") is True:
-        response = _SSEStream(state, exchange, plan, response_headers)
-    else:
-        response = _JSONBody(state, exchange, plan, response_headers)
-    exchange.response_status = response.status_code
-    exchange.response_headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in response.raw_headers}
-    return response
-
-
-class _JSONBody(_PlayedResponse):
-    """A request without `stream: true`: the plan is played (delays and faults included) into one JSON body,
-    the final `response` object, as the real service answers a non-streaming request."""
-
-    media_type = "application/json"
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        outcome = await self._play(_CollectingChannel(scope, send, self.state.stopping or asyncio.Event()), receive)
-        if outcome.kind not in STATED_KINDS:
-            return
-        terminal = terminal_event([sent.event for sent in self.exchange.events]) or {}
-        if outcome.kind is OutcomeKind.ERRORED or "response" not in terminal:
-            error = errors.error_object(
-                str(terminal.get("message") or "The server had an error."),
-                type_="server_error",
-                code=terminal.get("code"),
-            )
-            status, body = 500, {"error": error}
-        else:
-            status, body = 200, terminal["response"]
-        self.exchange.response_status = status
-        await send({"type": "http.response.start", "status": status, "headers": self.raw_headers})
-        await send({"type": "http.response.body", "body": encode_json(body)})
-
-
 class _CollectingChannel(_SSEChannel):
-    """Events are gathered, not sent: the body goes out in one piece at the end."""
+    """A request without `stream: true`: events are gathered, not sent; the body goes out in one piece at the
+    end, the final `response` object, as the real service answers (delays and faults still apply)."""
 
     async def send(self, wire: str | bytes) -> None:
         if self.gone.is_set():
@@ -162,6 +188,18 @@ class _CollectingChannel(_SSEChannel):
 
     async def finish(self) -> None:
         return None
+
+
+def _final_body(exchange: Exchange) -> tuple[int, bytes]:
+    """The status and JSON body that state a played response: its final `response` object, or a 500 error."""
+    terminal = terminal_event([sent.event for sent in exchange.events]) or {}
+    errored = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.ERRORED
+    if errored or "response" not in terminal:
+        error = errors.error_object(
+            str(terminal.get("message") or "The server had an error."), type_="server_error", code=terminal.get("code")
+        )
+        return 500, encode_json({"error": error})
+    return 200, encode_json(terminal["response"])
 
 
 async def _watch_disconnect(receive: Receive, gone: asyncio.Event) -> None:

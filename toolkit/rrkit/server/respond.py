@@ -16,7 +16,7 @@ from ..protocol import errors
 from ..protocol.events import done_items, response_id_of
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
-from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
 from ..script.plan import RecordedReply, ResponsePlan, render
 from ..script.select import Answer, NoMatch, ReplySource, RequestView
@@ -122,10 +122,14 @@ class Responder:
         return body
 
     def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:
+        """The request as the model sees it: a delta rebuilt on the response it names. A relaying source answers
+        an id this server never saw itself (the upstream may know it): its logical request keeps the id."""
         previous = wire.get("previous_response_id")
         if not previous:
             return logical_from_wire(wire)
         stored = store.get(previous)
+        if stored is None and getattr(self.state.source, "relays_unknown_ids", False):
+            return {**logical_from_wire(wire), "previous_response_id": previous}
         if stored is None:
             message = f"Previous response with id '{previous}' not found."
             raise Rejected(
@@ -135,9 +139,16 @@ class Responder:
         return rebuild_logical(wire, stored.logical_input, stored.output)
 
     async def plan(
-        self, exchange: Exchange, headers: dict[str, str], wire: dict[str, Any], logical: dict[str, Any]
+        self,
+        exchange: Exchange,
+        headers: dict[str, str],
+        wire: dict[str, Any],
+        logical: dict[str, Any],
+        *,
+        query: str = "",
+        body: bytes | None = None,
     ) -> tuple[Answer, ResponsePlan]:
-        view = RequestView(exchange.transport, headers, wire, logical, exchange.connection_id)
+        view = RequestView(exchange.transport, headers, wire, logical, exchange.connection_id, query, body)
         chosen = await self.state.source.select(view)
         exchange.replayed = isinstance(chosen, RecordedReply)
         if isinstance(chosen, NoMatch):
@@ -146,19 +157,25 @@ class Responder:
             raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
         if chosen.reject is not None:
             reject = chosen.reject
-            body = reject.body or errors.error_body(
+            error = reject.body or errors.error_body(
                 reject.message or f"Scripted error {reject.status}.",
                 type_=reject.type or errors.default_error_type(reject.status),
                 code=reject.code,
                 param=reject.param,
             )
-            raise Rejected(reject.status, body, reject.headers)
+            raise Rejected(reject.status, error, reject.headers)
         return chosen, render(chosen, logical, transport=exchange.transport, ids=self.state.ids)
 
 
 def store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
-    """A response can be named as `previous_response_id` once (and only if) it completed."""
+    """A response can be named as `previous_response_id` once (and only if) it completed: streamed, or as
+    the response object of a whole body."""
     sent = [sent.event for sent in exchange.events]
+    output = done_items(sent)
     response_id = exchange.response_id = exchange.response_id or response_id_of(sent)
+    body = response_of_body(exchange.response_body) if exchange.response_body is not None and not sent else None
+    if body is not None:
+        response_id = exchange.response_id = str(body.get("id") or "") or response_id
+        output = [item for item in body.get("output") or [] if isinstance(item, dict)]
     if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
-        store[response_id] = Stored(input_items(exchange.logical_request or {}), done_items(sent))
+        store[response_id] = Stored(input_items(exchange.logical_request or {}), output)

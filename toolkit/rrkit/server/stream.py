@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
 from ..script.plan import ResponsePlan, StreamCut
@@ -34,6 +36,36 @@ class Channel(Protocol):
         """End the response normally."""
 
 
+LEAVE_GRACE = 0.1
+"""Seconds a request's work gets to end by itself once its client has gone, before it is cancelled."""
+
+T = TypeVar("T")
+
+
+async def until_client_leaves(
+    work: Coroutine[Any, Any, T], gone: asyncio.Event, grace: float = LEAVE_GRACE
+) -> T | None:
+    """Run `work` to its end; if the client leaves and `work` does not end by itself within `grace` (it waits on
+    a reply source, such as an upstream that has not answered yet), cancel it, which releases what it holds
+    (the upstream request). None when it was cancelled that way."""
+    task = asyncio.ensure_future(work)
+    leaving = asyncio.ensure_future(gone.wait())
+    try:
+        await asyncio.wait((task, leaving), return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            await asyncio.wait((task,), timeout=grace)
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    finally:
+        leaving.cancel()
+        if not task.done():  # we were cancelled ourselves (the server is stopping)
+            task.cancel()
+
+
 async def first_of(*events: asyncio.Event, timeout: float | None = None) -> bool:
     """Wait until any event is set (True) or the timeout passes (False)."""
     waiters = [asyncio.create_task(event.wait()) for event in events]
@@ -51,18 +83,20 @@ async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outc
     start = time.monotonic()
     sent = 0
     try:
-        async for planned in plan.stream():
-            if fault.stall_after == sent:
-                await channel.stall()
-                return Outcome(OutcomeKind.STALLED, sent)
-            if fault.drop_after == sent:
-                await channel.cut(fault.close, fault.close_code, fault.close_reason)
-                return Outcome(OutcomeKind.DROPPED, sent)
-            if planned.delay and await channel.pause(planned.delay):
-                return Outcome(OutcomeKind.DISCONNECTED, sent)
-            await channel.send(planned.wire)
-            exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
-            sent += 1
+        # aclosing: a live relay releases its upstream however this ends (a client gone, a cancel)
+        async with contextlib.aclosing(plan.stream()) as stream:
+            async for planned in stream:
+                if fault.stall_after == sent:
+                    await channel.stall()
+                    return Outcome(OutcomeKind.STALLED, sent)
+                if fault.drop_after == sent:
+                    await channel.cut(fault.close, fault.close_code, fault.close_reason)
+                    return Outcome(OutcomeKind.DROPPED, sent)
+                if planned.delay and await channel.pause(planned.delay):
+                    return Outcome(OutcomeKind.DISCONNECTED, sent)
+                await channel.send(planned.wire)
+                exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
+                sent += 1
     except StreamCut as cut:
         await channel.cut(cut.close, cut.code, cut.reason)
         return Outcome(OutcomeKind.DROPPED, sent)

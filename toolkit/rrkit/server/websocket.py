@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 
 from starlette.responses import JSONResponse
-from starlette.types import Scope
+from starlette.types import Message, Scope
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import STATED_KINDS
+from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..script.models import Handshake
-from .capture import Connection
+from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
     RAW_SEND,
@@ -26,7 +27,10 @@ from .respond import (
     request_headers,
     store_if_completed,
 )
-from .stream import ChannelGone, first_of, play
+from .stream import ChannelGone, first_of, play, until_client_leaves
+
+_KEEP_OPEN = frozenset({OutcomeKind.REFUSED, OutcomeKind.ANSWERED})
+"""Outcomes after which the socket serves the next frame: an error frame, a relayed frame's answer."""
 
 
 class _WebSocketSession:
@@ -41,11 +45,34 @@ class _WebSocketSession:
         self.store: dict[str, Stored] = {}
         self.responder = Responder(state)
         self.stopping = state.stopping or asyncio.Event()
+        # A reader takes the client's frames as they come, so that a client leaving is seen at once, even while
+        # the answer waits on its source (an upstream that says nothing yet).
+        self.inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self.gone = asyncio.Event()
+        self.gone_code: int | None = None
 
     async def run(self) -> None:
-        served = 0
+        reader = asyncio.create_task(self._read())
+        try:
+            await self._serve()
+        finally:
+            reader.cancel()
+
+    async def _read(self) -> None:
         while True:
-            message = await self.ws.receive()
+            try:
+                message = await self.ws.receive()
+            except (OSError, RuntimeError, WebSocketDisconnect):
+                message = {"type": "websocket.disconnect", "code": ABNORMAL_CLOSURE}
+            self.inbox.put_nowait(message)
+            if message["type"] == "websocket.disconnect":
+                self.gone_code = message.get("code")
+                self.gone.set()
+                return
+
+    async def _serve(self) -> None:
+        while True:
+            message = await self.inbox.get()
             if message["type"] == "websocket.disconnect":
                 self.connection.closed_by = self.connection.closed_by or "client"
                 self.connection.close_code = message.get("code")
@@ -53,19 +80,27 @@ class _WebSocketSession:
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
-            keep_open = await self._request(text)
-            served += 1
-            if not keep_open:
-                return
-            limit = self.handshake.close_after if self.handshake else None
-            if limit is not None and served >= limit:
-                assert self.handshake is not None
-                await self.cut(self.handshake.close, self.handshake.close_code, "")
+            if not await until_client_leaves(self._request(text), self.gone):
                 return
 
     async def _request(self, text: str) -> bool:
         """Answer one client frame; False when the socket is finished."""
         exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
+        try:
+            await self._answer(exchange, text)
+        finally:
+            if exchange.outcome is None:  # cancelled: the client left while the answer waited on its source
+                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
+        if exchange.outcome.kind not in STATED_KINDS and exchange.outcome.kind not in _KEEP_OPEN:
+            return False
+        limit = self.handshake.close_after if self.handshake else None
+        if limit is not None and len(self.connection.exchanges) >= limit:
+            assert self.handshake is not None  # closed at once, before the client can send on this socket again
+            await self.cut(self.handshake.close, self.handshake.close_code, "")
+            return False
+        return True
+
+    async def _answer(self, exchange: Exchange, text: str) -> None:
         try:
             try:
                 body = json.loads(text)
@@ -74,6 +109,10 @@ class _WebSocketSession:
                 raise Rejected(
                     400, errors.error_body(f"The frame is not valid JSON: {error}.", code="invalid_json")
                 ) from None
+            if isinstance(body, dict) and body.get("type") != "response.create" and self._relays_frames():
+                exchange.raw_body = text
+                await self._relay_frame(exchange, text)
+                return
             if not isinstance(body, dict) or body.get("type") != "response.create":
                 exchange.raw_body = text
                 kind = body.get("type") if isinstance(body, dict) else type(body).__name__
@@ -101,16 +140,40 @@ class _WebSocketSession:
             )
             exchange.response_status = rejected.status
             exchange.response_headers = rejected.headers
-            exchange.outcome = rejected.outcome()
             try:
                 await self.ws.send_text(json.dumps(frame))
             except (OSError, WebSocketDisconnect, RuntimeError):
-                return False
-            return True
+                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+                return
+            exchange.outcome = rejected.outcome()
+            return
+        if plan.body is not None:
+            message = "rrkit: the recorded answer is a whole HTTP body, which a WebSocket cannot carry."
+            await self.ws.send_text(json.dumps(errors.error_frame(500, message, type_="server_error")))
+            exchange.outcome = Outcome(OutcomeKind.REFUSED, status=500, message=message)
+            return
         exchange.response_id = plan.response_id
-        exchange.outcome = outcome = await play(plan, exchange, self)
+        exchange.outcome = await play(plan, exchange, self)
         store_if_completed(self.store, exchange)
-        return outcome.kind in STATED_KINDS
+
+    def _relays_frames(self) -> bool:
+        return bool(getattr(self.state.source, "relays_frames", False))
+
+    async def _relay_frame(self, exchange: Exchange, text: str) -> None:
+        """A client frame that is not a request, sent on upstream as it came; what the upstream answers to it
+        (often nothing) is passed back and recorded."""
+        relay = getattr(self.state.source, "relay_frame")  # noqa: B009 - a relaying source's own method
+        start = time.monotonic()
+        try:
+            async with contextlib.aclosing(relay(self.connection.id, text)) as replies:
+                async for raw in replies:
+                    await self.send(raw)
+                    with contextlib.suppress(ValueError):
+                        event = json.loads(raw)
+                        if isinstance(event, dict) and isinstance(event.get("type"), str):
+                            exchange.events.append(SentEvent(time.monotonic() - start, event))
+        finally:  # the client may leave while the proxy still waits for more: what came was the answer
+            exchange.outcome = Outcome(OutcomeKind.ANSWERED, len(exchange.events))
 
     async def send(self, wire: str | bytes) -> None:
         try:
@@ -132,16 +195,9 @@ class _WebSocketSession:
 
     async def stall(self) -> None:
         """Send nothing more; wait for the client to give up (or the server to stop)."""
-        receiver = asyncio.create_task(self._drain_until_disconnect())
-        try:
-            await first_of(self.stopping, _task_done(receiver))
-        finally:
-            receiver.cancel()
-
-    async def _drain_until_disconnect(self) -> None:
-        while (message := await self.ws.receive())["type"] != "websocket.disconnect":
-            pass
-        self._client_gone(message.get("code"))
+        await first_of(self.stopping, self.gone)
+        if self.gone.is_set():
+            self._client_gone(self.gone_code)
 
     async def cut(self, how: str, code: int, reason: str) -> None:
         if how == "tcp":
@@ -156,15 +212,10 @@ class _WebSocketSession:
             await self.ws.close(code, reason)
 
 
-def _task_done(task: asyncio.Task[None]) -> asyncio.Event:
-    done = asyncio.Event()
-    task.add_done_callback(lambda _: done.set())
-    return done
-
-
 async def websocket_responses(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.rrkit
-    connection = state.capture.new_connection(request_headers(websocket.scope))
+    query = websocket.scope.get("query_string", b"").decode("latin-1")
+    connection = state.capture.new_connection(request_headers(websocket.scope), query)
     try:
         await _serve_websocket(state, websocket, connection)
     finally:
@@ -173,7 +224,7 @@ async def websocket_responses(websocket: WebSocket) -> None:
 
 async def _serve_websocket(state: ServerState, websocket: WebSocket, connection: Connection) -> None:
     headers = connection.handshake_headers
-    handshake = await state.source.select_handshake(headers, connection_id=connection.id)
+    handshake = await state.source.select_handshake(headers, connection_id=connection.id, query=connection.query)
     if handshake is not None and handshake.delay:
         await first_of(state.stopping or asyncio.Event(), timeout=handshake.delay)
     if handshake is not None and handshake.refuse is not None:

@@ -1,0 +1,49 @@
+"""Request bodies sent with a `Content-Encoding` (gzip, deflate, zstd): decoded to read them, forwarded as sent."""
+
+from __future__ import annotations
+
+import zlib
+
+import zstandard
+
+ENCODINGS = ("gzip", "deflate", "zstd", "identity")
+MAX_DECODED = 256 * 1024 * 1024
+"""A decoded body larger than this is refused: a small compressed body must not fill the memory."""
+
+
+class BodyEncodingError(ValueError):
+    """A body that cannot be decoded as its `Content-Encoding` says; the message says what to do."""
+
+
+def decode_body(raw: bytes, content_encoding: str | None) -> bytes:
+    """The body's bytes with every listed encoding undone (last applied first), as RFC 9110 lists them."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
+    body = raw
+    for coding in reversed(codings):
+        body = _decode_one(body, coding)
+    return body
+
+
+def _decode_one(body: bytes, coding: str) -> bytes:
+    try:
+        if coding == "identity":
+            return body
+        if coding in ("gzip", "x-gzip", "deflate"):
+            # wbits: 47 reads gzip or zlib framing; raw deflate (what some clients send as "deflate") is -15.
+            wbits = 47 if coding != "deflate" or body[:1] in (b"\x78", b"\x1f") else -15
+            decoder = zlib.decompressobj(wbits)
+            decoded = decoder.decompress(body, MAX_DECODED)
+            if decoder.unconsumed_tail:
+                raise BodyEncodingError(f"the {coding} body decodes to more than {MAX_DECODED} bytes")
+            return decoded
+        if coding == "zstd":
+            with zstandard.ZstdDecompressor().stream_reader(body) as reader:
+                decoded = reader.read(MAX_DECODED + 1)
+            if len(decoded) > MAX_DECODED:
+                raise BodyEncodingError(f"the zstd body decodes to more than {MAX_DECODED} bytes")
+            return decoded
+    except (zlib.error, zstandard.ZstdError) as error:
+        raise BodyEncodingError(f"the body is not valid {coding} ({error}); send it as Content-Encoding says") from None
+    raise BodyEncodingError(
+        f"unsupported Content-Encoding {coding!r}; send the body as one of: {', '.join(ENCODINGS)}"
+    )
