@@ -98,3 +98,59 @@ def test_recording_modes_need_an_upstream(tmp_path: Path) -> None:
 def test_invalid_record_mode_lists_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="invalid record mode 'sometimes'; valid modes are: none, once, new_episodes"):
         parse_record_mode("sometimes")
+
+
+def websocket_turns(server: FakeServer, *questions: str) -> list[dict[str, object]]:
+    """One socket: a full request for the first question, then a delta on the previous response per question;
+    returns each response's terminal event."""
+    import json
+
+    from websockets.sync.client import connect
+
+    ends: list[dict[str, object]] = []
+    previous = None
+    with connect(server.responses_ws_url) as ws:
+        for question in questions:
+            frame: dict[str, object] = {"type": "response.create", "model": "m", "input": [question_item(question)]}
+            if previous:
+                frame["previous_response_id"] = previous
+            ws.send(json.dumps(frame))
+            while (event := json.loads(ws.recv(timeout=5)))["type"] not in ("response.completed", "error"):
+                pass
+            ends.append(event)
+            previous = event.get("response", {}).get("id")  # type: ignore[union-attr]
+    return ends
+
+
+def question_item(question: str) -> dict[str, str]:
+    return {"type": "message", "role": "user", "content": question}
+
+
+def test_new_episodes_over_websocket_records_the_delta_on_its_recorded_connection_with_recorded_ids(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ws.json"
+    first = CassetteSession(path, RecordMode.ONCE, upstream=upstream("first"))
+    with FakeServer(source=first.source()) as server:
+        websocket_turns(server, "q1")
+        server.settle()
+        first.save(server.exchanges, server.connections)
+    recorded_id = load_cassette(path).exchanges[0].response_id
+
+    more = CassetteSession(path, RecordMode.NEW_EPISODES, upstream=upstream("new"))
+    with FakeServer(source=more.source()) as server:
+        ends = websocket_turns(server, "q1", "q2")
+        server.settle()
+        more.save(server.exchanges, server.connections)
+    assert [end["type"] for end in ends] == ["response.completed"] * 2
+
+    cassette = load_cassette(path)
+    assert [c.id for c in cassette.connections] == [0], "the delta was put on a made-up connection"
+    delta = cassette.exchanges[1]
+    assert delta.connection == 0
+    assert delta.wire_request is not None and delta.wire_request["previous_response_id"] == recorded_id
+    assert delta.logical_request is not None
+    assert [item.get("content") for item in delta.logical_request["input"]][::2] == ["q1", "q2"]
+
+    with FakeServer(source=CassetteSession(path, RecordMode.NONE).source()) as replay:
+        assert [end["type"] for end in websocket_turns(replay, "q1", "q2")] == ["response.completed"] * 2

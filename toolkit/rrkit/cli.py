@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from .cassette.match import MatchConfig, match_config_from_cli
 from .cassette.modes import CassetteSession, parse_record_mode
-from .cassette.proxy import RecordingProxy
 from .cassette.redact import Redactor
 from .cassette.store import CassetteError
+from .cassette.upstream import UpstreamSource
 from .script.loader import ScriptError, default_script, load_script
+from .script.select import ReplySource
 from .server.runner import FakeServer, LoopbackServer
 
 
@@ -38,6 +40,55 @@ def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, 
         pass
 
 
+def _match_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The matching options, the same on every command that replays (README: Matching)."""
+    options = [
+        click.option(
+            "--match-preset",
+            "match_presets",
+            multiple=True,
+            help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching).",
+        ),
+        click.option(
+            "--match-ignore",
+            "match_ignore",
+            multiple=True,
+            help="A JSON path left out of matching, wildcards allowed: input[*].output (repeatable).",
+        ),
+        click.option(
+            "--match-normalize",
+            "match_normalize",
+            multiple=True,
+            help="PATH=REGEX: what the regex matches in strings at PATH is not compared (repeatable).",
+        ),
+        click.option("--allow-repeats", is_flag=True, help="A recorded exchange may answer more than once."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _match_config(
+    presets: tuple[str, ...], ignore: tuple[str, ...], normalize: tuple[str, ...], repeats: bool
+) -> MatchConfig:
+    try:
+        return match_config_from_cli(ignore, normalize, presets, repeats)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+
+
+def _report_unplayed(session: CassetteSession, source: ReplySource) -> None:
+    """In a replay-only session, say which recorded exchanges no request played (they may be stale)."""
+    unplayed = getattr(source, "unplayed", None)
+    if session.records or unplayed is None:
+        return
+    never = unplayed()
+    if never:
+        click.echo(f"rrkit: {len(never)} recorded exchange(s) were never requested:", err=True)
+        for line in never:
+            click.echo(f"  - {line}", err=True)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
@@ -59,7 +110,13 @@ def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, 
     show_default=True,
     help="With --cassette: none, once, new_episodes, all or rewrite.",
 )
+@click.option(
+    "--upstream",
+    help="With --cassette and a recording mode: the base URL of a Responses endpoint that answers what is "
+    "recorded (instead of --script).",
+)
 @click.option("--time-scale", default=0.0, show_default=True, help="Replay timing: 0 at once, 1 as recorded.")
+@_match_options
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
 def serve(
     host: str,
@@ -67,16 +124,30 @@ def serve(
     script_path: Path | None,
     cassette_path: Path | None,
     record_mode: str,
+    upstream: str | None,
     time_scale: float,
+    match_presets: tuple[str, ...],
+    match_ignore: tuple[str, ...],
+    match_normalize: tuple[str, ...],
+    allow_repeats: bool,
     log_level: str,
 ) -> None:
     """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette."""
     session: CassetteSession | None = None
+    if upstream is not None and (cassette_path is None or script_path is not None):
+        raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
+    match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     try:
         script = load_script(script_path) if script_path else None
         if cassette_path is not None:
+            answers = UpstreamSource(upstream) if upstream is not None else script
             session = CassetteSession(
-                cassette_path, parse_record_mode(record_mode), upstream=script, time_scale=time_scale
+                cassette_path,
+                parse_record_mode(record_mode),
+                upstream=answers,
+                match=match,
+                time_scale=time_scale,
+                source_name="proxy" if upstream is not None else "fake-server",
             )
             server = FakeServer(source=session.source(), host=host, port=port, log_level=log_level)
             what = f"cassette {str(cassette_path)!r} (record mode {session.mode.value})"
@@ -88,8 +159,10 @@ def serve(
         raise click.ClickException(str(error)) from None
 
     _run_until_stopped(server.serve_forever, f"rrkit: serving {what}", "Press Ctrl-C to stop.", host, port)
-    if session is not None and (written := session.save(server.exchanges, server.connections)) is not None:
-        click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
+    if session is not None:
+        _report_unplayed(session, server.state.source)
+        if (written := session.save(server.exchanges, server.connections)) is not None:
+            click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
     click.echo("rrkit: stopped")
 
 
@@ -102,33 +175,56 @@ def serve(
     type=click.Path(path_type=Path, dir_okay=False),
     help="Where to write the recording (atomically, when the proxy stops).",
 )
+@click.option(
+    "--record-mode",
+    default="rewrite",
+    show_default=True,
+    help="rewrite (start afresh), new_episodes (replay what the cassette has, record the rest), all (append "
+    "everything), once (record only if the cassette does not exist), none (replay only).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
 @click.option("--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
 @click.option("--redact-path", "paths", multiple=True, help="A JSON path to redact, e.g. input.*.content (repeatable).")
+@_match_options
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
 def record(
     upstream: str,
     cassette_path: Path,
+    record_mode: str,
     host: str,
     port: int,
     headers: tuple[str, ...],
     paths: tuple[str, ...],
+    match_presets: tuple[str, ...],
+    match_ignore: tuple[str, ...],
+    match_normalize: tuple[str, ...],
+    allow_repeats: bool,
     log_level: str,
 ) -> None:
     """Forward SSE and WebSocket traffic to an upstream until Ctrl-C, then write it as a cassette."""
+    match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     try:
-        proxy = RecordingProxy(
-            upstream, host=host, port=port, log_level=log_level, redactor=Redactor.with_extra(headers, paths)
+        source = UpstreamSource(upstream)
+        redactor = Redactor.with_extra(headers, paths)
+        redactor.remember(source.secrets)
+        mode = parse_record_mode(record_mode)
+        session = CassetteSession(
+            cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"
         )
-    except ValueError as error:
+        proxy = FakeServer(source=session.source(), host=host, port=port, log_level=log_level)
+    except (CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
-    headline = f"rrkit: recording {proxy.upstream.base_url} into {cassette_path}"
-    _run_until_stopped(proxy.run, headline, "Press Ctrl-C to stop and write the cassette.", host, port)
-    cassette = proxy.save(cassette_path)
-    count = len(cassette.exchanges)
-    click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {cassette_path}")
+    headline = f"rrkit: recording {source.shown_url} into {cassette_path} (record mode {session.mode.value})"
+    _run_until_stopped(proxy.serve_forever, headline, "Press Ctrl-C to stop and write the cassette.", host, port)
+    _report_unplayed(session, proxy.state.source)
+    written = session.save(proxy.exchanges, proxy.connections)
+    count = sum(1 for exchange in proxy.exchanges if not exchange.replayed)
+    if written is None:
+        click.echo(f"rrkit: record mode {session.mode.value}: {cassette_path} kept as it was")
+    else:
+        click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {written}")
 
 
 @main.command()

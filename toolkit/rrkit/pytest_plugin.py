@@ -7,17 +7,19 @@ import fcntl
 import hashlib
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .cassette.format import Cassette
+from .cassette.match import MatchConfig, did_you_mean
 from .cassette.modes import CassetteSession, RecordMode, parse_record_mode
 from .cassette.record import cassette_from_capture
 from .cassette.redact import Redactor
+from .cassette.replay import CassetteSource
 from .cassette.store import CassetteError
 from .protocol.outcome import OutcomeKind
 from .script.models import Handshake, Match, Reply, Script
@@ -25,7 +27,7 @@ from .script.select import ReplySource
 from .server.app import NO_MATCH_CODE
 from .server.capture import Connection, Exchange
 from .server.runner import FakeServer
-from .snapshot import RRKitSnapshotExtension
+from .snapshot import RRKitSnapshotExtension, snapshot_extension
 
 __all__ = ["RRKitServer", "RRKitSnapshotExtension"]
 
@@ -38,7 +40,23 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "redact_paths": (),
     "assert_all_used": True,
     "assert_all_matched": True,
+    "assert_all_played": True,  # a replay-only cassette session fails if a recorded exchange was never requested
+    "match": None,  # how requests match recordings: a MatchConfig, or a mapping for MatchConfig.from_settings
+    "match_preset": None,  # preset name(s) added to `match`, e.g. "codex"
+    "allow_repeats": None,  # True lets a recorded exchange answer more than once (overrides `match`)
 }
+MARKER_KEYS = (
+    "cassette",
+    "record_mode",
+    "upstream",
+    "assert_all_used",
+    "assert_all_matched",
+    "assert_all_played",
+    "match",
+    "match_preset",
+    "allow_repeats",
+)
+"""The arguments `@pytest.mark.rrkit(...)` accepts."""
 _MAX_NAME = 100
 
 
@@ -56,8 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "rrkit(cassette=None, record_mode=None, upstream=None, assert_all_used=True, assert_all_matched=True): "
-        "use a cassette (name, or True for cassettes/<module>/<test>) and relax teardown checks",
+        "rrkit(cassette=None, record_mode=None, upstream=None, match=None, match_preset=None, allow_repeats=None, "
+        "assert_all_used=True, assert_all_matched=True, assert_all_played=True): use a cassette (name, or True for "
+        "cassettes/<module>/<test>), say how requests match it, and relax teardown checks",
     )
     mode = config.getoption("--rrkit-record-mode", default=None)
     if mode is not None:
@@ -91,15 +110,58 @@ class _Options:
     config: dict[str, Any]
     assert_all_used: bool
     assert_all_matched: bool
+    assert_all_played: bool
+    match: MatchConfig
+
+
+def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) -> str | None:
+    for key in given:
+        if key not in valid:
+            hint = did_you_mean(str(key), valid) or f"; valid: {', '.join(valid)}"
+            return f"unknown {where} {key!r}{hint}"
+    return None
+
+
+def _marked_and_config(request: pytest.FixtureRequest, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The test's `rrkit` marker arguments and its `rrkit_config` over the defaults, both checked for unknown keys."""
+    marker = request.node.get_closest_marker("rrkit")
+    marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    problem = _unknown_keys(marked, MARKER_KEYS, "@pytest.mark.rrkit argument") or _unknown_keys(
+        config, tuple(DEFAULT_CONFIG), "rrkit_config key"
+    )
+    if problem:
+        raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
+    return marked, {**DEFAULT_CONFIG, **config}
+
+
+def _match(test: str, marked: dict[str, Any], config: dict[str, Any]) -> MatchConfig:
+    """The matching configuration: the marker's `match` over rrkit_config's (two mappings merge key by key),
+    then the `match_preset` and `allow_repeats` shortcuts (the marker's over rrkit_config's)."""
+    configured, given = config["match"], marked.get("match")
+    if isinstance(configured, Mapping) and isinstance(given, Mapping):
+        given = {**configured, **given}
+    elif given is None:
+        given = configured
+    try:
+        if isinstance(given, MatchConfig):
+            match = given
+        elif given is None or isinstance(given, Mapping):
+            match = MatchConfig.from_settings(given or {})
+        else:
+            raise ValueError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
+        preset = marked.get("match_preset", config["match_preset"])
+        if preset:
+            match = replace(match, presets=(*match.presets, *((preset,) if isinstance(preset, str) else preset)))
+        repeats = marked.get("allow_repeats", config["allow_repeats"])
+        if repeats is not None:
+            match = replace(match, allow_repeats=bool(repeats))
+    except ValueError as error:
+        raise pytest.UsageError(f"{test}: rrkit match configuration: {error}") from None
+    return match
 
 
 def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options:
-    config = {**DEFAULT_CONFIG, **config}
-    marker = request.node.get_closest_marker("rrkit")
-    marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    unknown = set(marked) - {"cassette", "record_mode", "upstream", "assert_all_used", "assert_all_matched"}
-    if unknown:
-        raise pytest.UsageError(f"{request.node.nodeid}: unknown @pytest.mark.rrkit argument(s): {sorted(unknown)}")
+    marked, config = _marked_and_config(request, config)
     cli_mode = request.config.getoption("--rrkit-record-mode", default=None)
     try:
         mode = parse_record_mode(cli_mode or marked.get("record_mode") or config["record_mode"])
@@ -121,6 +183,8 @@ def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options
         config=config,
         assert_all_used=bool(marked.get("assert_all_used", config["assert_all_used"])),
         assert_all_matched=bool(marked.get("assert_all_matched", config["assert_all_matched"])),
+        assert_all_played=bool(marked.get("assert_all_played", config["assert_all_played"])),
+        match=_match(request.node.nodeid, marked, config),
     )
 
 
@@ -163,6 +227,10 @@ class RRKitServer:
     def allow_unmatched(self) -> None:
         """Do not fail the test for requests that nothing answered."""
         self.options.assert_all_matched = False
+
+    def allow_unplayed(self) -> None:
+        """Do not fail the test for recorded exchanges of its cassette it never requested."""
+        self.options.assert_all_played = False
 
     # -- what was captured ----------------------------------------------------------------------
     @property
@@ -209,6 +277,18 @@ class RRKitServer:
                     f"requested: {', '.join(unused)}. Remove them, or mark the test "
                     "@pytest.mark.rrkit(assert_all_used=False) (or call rrkit_server.allow_unused())."
                 )
+        source = self.server.state.source
+        replays_only = self.session is not None and not self.session.records
+        if self.options.assert_all_played and replays_only and isinstance(source, CassetteSource):
+            unplayed = source.unplayed()
+            if unplayed:
+                count = f"{len(unplayed)} recorded exchange{'' if len(unplayed) == 1 else 's'}"
+                found.append(
+                    f"{test}: {count} of {self.options.cassette} {'was' if len(unplayed) == 1 else 'were'} never "
+                    "requested:\n" + "".join(f"  - {line}\n" for line in unplayed) + "If the test no longer makes "
+                    "these requests, record the cassette again (--rrkit-record-mode=rewrite); if it may skip them, "
+                    "mark the test @pytest.mark.rrkit(assert_all_played=False) (or call rrkit_server.allow_unplayed())."
+                )
         return found
 
 
@@ -242,6 +322,7 @@ def _make(options: _Options) -> tuple[FakeServer, Script, CassetteSession | None
             options.cassette,
             options.mode,
             upstream=_upstream_source(options.upstream) if options.upstream else script,
+            match=options.match,
             redactor=redactor,
             time_scale=float(options.config["time_scale"]),
         )
@@ -316,6 +397,9 @@ else:
 
 
 @pytest.fixture
-def rrkit_snapshot(snapshot: Any) -> Any:
-    """syrupy's `snapshot` storing normalized cassettes: `assert rrkit_server.recording == rrkit_snapshot`."""
-    return snapshot.use_extension(RRKitSnapshotExtension)
+def rrkit_snapshot(snapshot: Any, request: pytest.FixtureRequest, rrkit_config: dict[str, Any]) -> Any:
+    """syrupy's `snapshot` storing normalized cassettes: `assert rrkit_server.recording == rrkit_snapshot`.
+    Headers the test's match configuration leaves out (its presets') are left out of the snapshot too."""
+    marked, config = _marked_and_config(request, rrkit_config)
+    match = _match(request.node.nodeid, marked, config)
+    return snapshot.use_extension(snapshot_extension(match.ignored_headers))

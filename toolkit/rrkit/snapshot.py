@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -15,15 +16,17 @@ from .cassette.store import dump_cassette
 
 
 class RRKitSnapshotExtension(SingleFileSnapshotExtension):
-    """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized."""
+    """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized, and the
+    headers named by `left_out_headers` (`fnmatch` patterns) left out."""
 
     file_extension = "json"
     _write_mode = WriteMode.TEXT
+    left_out_headers: tuple[str, ...] = ()
 
     def serialize(self, data: Any, **_: Any) -> str:
         if not isinstance(data, Cassette):
             raise TypeError(f"rrkit snapshots hold recordings (a Cassette), not {type(data).__name__}")
-        return "".join(dump_cassette(normalize_cassette(data)))
+        return "".join(dump_cassette(normalize_cassette(data, drop_headers=self.left_out_headers)))
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         try:
@@ -48,3 +51,11 @@ class RRKitSnapshotExtension(SingleFileSnapshotExtension):
         rest_old = {k: v for k, v in old.items() if k != "exchanges"}
         rest_new = {k: v for k, v in new.items() if k != "exchanges"}
         yield from json_diff(rest_old, rest_new, "recording")
+
+
+@functools.cache
+def snapshot_extension(left_out_headers: tuple[str, ...] = ()) -> type[RRKitSnapshotExtension]:
+    """The extension class leaving these headers out (syrupy takes a class, so one class per header set)."""
+    if not left_out_headers:
+        return RRKitSnapshotExtension
+    return type("RRKitSnapshotExtension", (RRKitSnapshotExtension,), {"left_out_headers": left_out_headers})

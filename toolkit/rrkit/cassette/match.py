@@ -295,7 +295,7 @@ class MatchConfig:
         return self._headers
 
     def header_ignored(self, name: str) -> bool:
-        return any(fnmatch.fnmatchcase(name.lower(), pattern) for pattern in self._headers)
+        return header_named(name, self._headers)
 
     def view(self, request: Mapping[str, Any] | None) -> dict[str, Any]:
         """What counts of a request: chosen fields, ignored paths left out, strings normalized."""
@@ -310,6 +310,11 @@ class MatchConfig:
         for path, patterns in self._rules:
             chosen = path.rewrite(chosen, functools.partial(_normalized, patterns=patterns))
         return dict(chosen)
+
+
+def header_named(name: str, patterns: Sequence[str]) -> bool:
+    """Whether a header name matches one of these lower-case `fnmatch` patterns (`x-stainless-*`)."""
+    return any(fnmatch.fnmatchcase(name.lower(), pattern) for pattern in patterns)
 
 
 def _names(key: str, value: Any) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -10,7 +10,7 @@ from pathlib import Path
 from ..script.models import Handshake, Script
 from ..script.select import Answer, NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Connection, Exchange
-from .format import Cassette
+from .format import Cassette, RecordedExchange
 from .match import MatchConfig
 from .record import cassette_from_capture
 from .redact import Redactor
@@ -64,6 +64,24 @@ class FallbackSource:
         self.first.reset()
         self.then.reset()
 
+    @property
+    def relays_unknown_ids(self) -> bool:
+        return bool(getattr(self.then, "relays_unknown_ids", False))
+
+    @property
+    def relays_frames(self) -> bool:
+        return bool(getattr(self.then, "relays_frames", False))
+
+    def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
+        relay: Callable[[int | None, str], AsyncIterator[str]] = getattr(self.then, "relay_frame")  # noqa: B009
+        return relay(connection_id, text)
+
+    async def aclose(self) -> None:
+        for source in (self.first, self.then):
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
 
 @dataclass
 class CassetteSession:
@@ -80,10 +98,12 @@ class CassetteSession:
     redactor: Redactor = field(default_factory=Redactor)
     time_scale: float = 0.0
     name: str = ""
+    source_name: str = "fake-server"  # what records: the fake server, or a proxy ("proxy")
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.mode = parse_record_mode(self.mode)
+        self.replay: CassetteSource | None = None  # what replays the cassette, once `source()` made it
         self.existing = load_cassette(self.path) if self.path.exists() and self.mode != RecordMode.REWRITE else None
         if self.mode is RecordMode.NONE and self.existing is None:
             raise CassetteError(
@@ -110,7 +130,7 @@ class CassetteSession:
 
     def source(self) -> ReplySource:
         """What the server should answer from in this mode."""
-        replay = CassetteSource(self.existing, self.match, self.time_scale) if self.existing else None
+        replay = self.replay = CassetteSource(self.existing, self.match, self.time_scale) if self.existing else None
         upstream = self._upstream()
         if not self.records:
             assert replay is not None
@@ -125,14 +145,42 @@ class CassetteSession:
         if not self.records:
             return None
         new = [exchange for exchange in exchanges if not exchange.replayed]
-        used = {exchange.connection_id for exchange in new}
+        # A new exchange on a connection whose handshake was replayed belongs to that recorded connection.
+        replayed_on: dict[int | None, int] = {
+            e.connection_id: recorded
+            for e in new
+            if self.replay is not None
+            and e.connection_id is not None
+            and (recorded := self.replay.recorded_connection(e.connection_id)) is not None
+        }
+        used = {exchange.connection_id for exchange in new if exchange.connection_id not in replayed_on}
         new_connections = [c for c in connections if c.id in used or (not c.exchanges and self._all_new())]
-        fresh = cassette_from_capture(new, new_connections, name=self.name or self.path.stem, redactor=self.redactor)
+        fresh = cassette_from_capture(
+            new, new_connections, name=self.name or self.path.stem, source=self.source_name, redactor=self.redactor
+        )
         if self.mode not in (RecordMode.NEW_EPISODES, RecordMode.ALL):
             return fresh
         # Read the file again: another process (a parallel test worker) may have added to it meanwhile.
         keep = load_cassette(self.path) if self.path.exists() else self.existing
-        return append(keep, fresh) if keep is not None else fresh
+        merged = append(keep, fresh) if keep is not None else fresh
+        if replayed_on:
+            self._onto_recorded_connections(new, merged.exchanges[len(merged.exchanges) - len(new) :], replayed_on)
+        return merged
+
+    def _onto_recorded_connections(
+        self, live: Sequence[Exchange], appended: Sequence[RecordedExchange], replayed_on: Mapping[int | None, int]
+    ) -> None:
+        """Put new exchanges made on a replayed connection on its recorded connection, and name the responses
+        they build on (issued by the replay) by their recorded ids, so the cassette stays consistent."""
+        assert self.replay is not None
+        for exchange, recorded in zip(live, appended, strict=True):
+            if exchange.connection_id not in replayed_on:
+                continue
+            recorded.connection = replayed_on[exchange.connection_id]
+            previous = (recorded.wire_request or {}).get("previous_response_id")
+            original = self.replay.recorded_id(exchange.connection_id, previous) if previous else None
+            if original is not None and recorded.wire_request is not None:
+                recorded.wire_request = {**recorded.wire_request, "previous_response_id": original}
 
     def _all_new(self) -> bool:
         return self.mode is not RecordMode.NEW_EPISODES or self.existing is None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .format import Cassette, RecordedEvent
+from .match import header_named
 
 ID_PATTERN = re.compile(r"^(resp|msg|rs|fc|ctc|call|req|ws|conn)_[A-Za-z0-9_-]{6,}$")
 TIMESTAMP_KEYS = frozenset({"created_at", "completed_at", "recorded_at", "started_at"})
@@ -33,10 +34,14 @@ PER_RUN_HEADERS = frozenset({"host", "date", "x-request-id", "sec-websocket-key"
 
 @dataclass
 class Normalizer:
-    """Stateful so that one id gets one alias everywhere it appears (requests, events, headers)."""
+    """Stateful so that one id gets one alias everywhere it appears (requests, events, headers).
+
+    Headers named by `drop_headers` (lower-case `fnmatch` patterns, such as a match preset's) are left out.
+    """
 
     aliases: dict[str, str] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
+    drop_headers: tuple[str, ...] = ()
 
     def alias(self, value: str) -> str:
         if value not in self.aliases:
@@ -59,15 +64,20 @@ class Normalizer:
         return value
 
     def headers(self, headers: dict[str, str]) -> dict[str, str]:
-        return {k: ("*" if k.lower() in VOLATILE_HEADERS else self.json(v)) for k, v in sorted(headers.items())}
+        return {
+            k: ("*" if k.lower() in VOLATILE_HEADERS else self.json(v))
+            for k, v in sorted(headers.items())
+            if not header_named(k, self.drop_headers)
+        }
 
     def events(self, events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         return [self.json(event) for event in events]
 
 
-def normalize_cassette(cassette: Cassette) -> Cassette:
-    """A copy with ids aliased, timestamps, timings and token counts zeroed, volatile headers masked."""
-    n = Normalizer()
+def normalize_cassette(cassette: Cassette, *, drop_headers: Iterable[str] = ()) -> Cassette:
+    """A copy with ids aliased, timestamps, timings and token counts zeroed, volatile headers masked and the
+    `drop_headers` (lower-case `fnmatch` patterns, e.g. `MatchConfig.ignored_headers`) left out."""
+    n = Normalizer(drop_headers=tuple(drop_headers))
     copy = cassette.model_copy(deep=True)
     copy.recorded_at = ""
     for connection in copy.connections:

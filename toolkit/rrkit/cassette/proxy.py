@@ -7,10 +7,7 @@ event as it arrives) and captures every exchange, so that the capture can be wri
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
-from collections.abc import Callable
 from pathlib import Path
 
 from ..protocol.ids import IdGenerator
@@ -45,17 +42,12 @@ class RecordingProxy(FakeServer):
         super().__init__(source=self.upstream, host=host, port=port, ids=ids, log_level=log_level)
         self.redactor = redactor
 
-    async def stop(self) -> None:
-        try:
-            await super().stop()
-        finally:
-            await self.upstream.aclose()
-
     # -- the recording --------------------------------------------------------------------------
     def _cassette(self, name: str, redactor: Redactor | None) -> Cassette:
         chosen = redactor or self.redactor
         # A Redactor remembers the secrets it saw: a fresh copy per cassette keeps cassettes independent.
-        fresh = Redactor(chosen.headers, chosen.paths, chosen.marker) if chosen is not None else None
+        fresh = Redactor(chosen.headers, chosen.paths, chosen.marker) if chosen is not None else Redactor()
+        fresh.remember(self.upstream.secrets)
         return cassette_from_capture(self.exchanges, self.connections, name=name, source="proxy", redactor=fresh)
 
     def cassette(self, name: str = "", *, redactor: Redactor | None = None, settle_timeout: float = 5.0) -> Cassette:
@@ -86,29 +78,3 @@ class RecordingProxy(FakeServer):
     @property
     def running(self) -> bool:
         return self._server is not None
-
-    # -- foreground (the CLI) -------------------------------------------------------------------
-    def run(self, on_ready: Callable[[RecordingProxy], None] | None = None) -> None:
-        """Forward in the foreground until SIGINT (Ctrl-C) or SIGTERM, then stop; the recording stays readable."""
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            stop = asyncio.Event()
-            handled: list[signal.Signals] = []
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                try:
-                    loop.add_signal_handler(signum, stop.set)
-                    handled.append(signum)
-                except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no support
-                    pass
-            try:
-                await self.start()
-                if on_ready is not None:
-                    on_ready(self)
-                await stop.wait()
-            finally:
-                await self.stop()
-                for signum in handled:
-                    loop.remove_signal_handler(signum)
-
-        asyncio.run(main())

@@ -88,6 +88,7 @@ class CassetteSource:
         self._lock = threading.Lock()
         self._handshakes = itertools.count()
         self._renames: dict[tuple[int | None, str], str] = {}
+        self._answered: dict[int, int] = {}  # live connection -> the recorded connection its handshake replayed
         self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None]
         self._connections = {c.id: c for c in self.cassette.connections}
         self._index: dict[bytes, list[int]] = {}
@@ -104,6 +105,7 @@ class CassetteSource:
             self._played.clear()
             self._handshakes = itertools.count()
             self._renames.clear()
+            self._answered.clear()
 
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
@@ -194,6 +196,8 @@ class CassetteSource:
             index = next(self._handshakes)
         if index >= len(self.cassette.connections):
             return None
+        if connection_id is not None:
+            self._answered[connection_id] = self.cassette.connections[index].id
         recorded = self.cassette.connections[index].handshake
         if recorded.status is not None and recorded.status != 101:
             return Handshake(refuse=recorded.status, refuse_headers=recorded.response_headers)
@@ -201,6 +205,16 @@ class CassetteSource:
 
     async def connection_closed(self, connection_id: int) -> None:
         """Nothing is held per connection."""
+
+    def recorded_connection(self, connection_id: int) -> int | None:
+        """The recorded connection whose handshake answered the live connection `connection_id`, if one did."""
+        return self._answered.get(connection_id)
+
+    def recorded_id(self, connection_id: int | None, sent_id: str) -> str | None:
+        """The recorded response id behind `sent_id`, an id this replay issued on that connection."""
+        with self._lock:
+            renamed = self._renames.items()
+            return next((old for (conn, old), new in renamed if conn == connection_id and new == sent_id), None)
 
     def unplayed(self) -> list[str]:
         """The recorded exchanges no request has played, described briefly (id, transport, connection, model,

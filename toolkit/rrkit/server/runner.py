@@ -6,7 +6,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Callable
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, Self
 
 import uvicorn
@@ -32,6 +32,15 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.setblocking(False)
     return sock
+
+
+class _ForegroundServer(uvicorn.Server):
+    """uvicorn in the foreground, stopped by SIGINT or SIGTERM alike without raising the signal again once it
+    stopped (uvicorn's default, which makes SIGTERM kill the process): the caller still writes its cassette."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
 
 
 class LoopbackServer:
@@ -120,6 +129,10 @@ class LoopbackServer:
             task.cancel()
         if self._socket is not None:
             self._socket.close()
+        await self._release()
+
+    async def _release(self) -> None:
+        """After the server stopped: release what answering held (a proxy's upstream connections)."""
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -175,18 +188,21 @@ class LoopbackServer:
 
     # -- foreground (the CLI) -----------------------------------------------------------------
     def serve_forever(self, on_ready: Callable[[Self], None] | None = None) -> None:
-        """Run until Ctrl-C (uvicorn handles the signals)."""
+        """Run until Ctrl-C or SIGTERM, then return (uvicorn handles the signals)."""
         self._socket = _bind(self.host, self.port)
-        self._server = uvicorn.Server(self._config())
+        self._server = _ForegroundServer(self._config())
         if on_ready is not None:
             on_ready(self)
 
         async def main() -> None:
             self._new_stopping_event()
             assert self._server is not None
-            await self._server.serve(sockets=[self._socket] if self._socket else None)
-            if self.stopping is not None:
-                self.stopping.set()
+            try:
+                await self._server.serve(sockets=[self._socket] if self._socket else None)
+            finally:
+                if self.stopping is not None:
+                    self.stopping.set()
+                await self._release()
 
         asyncio.run(main())
 
@@ -216,6 +232,12 @@ class FakeServer(LoopbackServer):
     def _new_stopping_event(self) -> None:
         super()._new_stopping_event()
         self.state.stopping = self.stopping
+
+    async def _release(self) -> None:
+        """A source that holds connections (an upstream's, also behind a cassette) closes them."""
+        aclose = getattr(self.state.source, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
     # -- what tests read ----------------------------------------------------------------------
     @property
