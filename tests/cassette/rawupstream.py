@@ -58,7 +58,7 @@ class RawUpstream(LoopbackServer):
                     for reply in self.on_frame(text) if self.on_frame else []:
                         await ws.send_text(reply)
             except WebSocketDisconnect:
-                return
+                self.disconnects += 1
 
         routes = [Route("/v1/responses", http, methods=["POST"]), WebSocketRoute("/v1/responses", websocket)]
         return Starlette(routes=routes)

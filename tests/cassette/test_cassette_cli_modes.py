@@ -144,3 +144,31 @@ def test_bad_match_option_is_a_usage_error_naming_it(tmp_path: Path, option: lis
         timeout=60,
     )
     assert result.returncode == 2 and says in result.stderr, result.stderr
+
+
+def test_sdk_non_streaming_create_through_rrkit_record_replays_from_rrkit_serve(tmp_path: Path) -> None:
+    import openai
+
+    cassette = tmp_path / "sdk.json"
+    with (
+        FakeServer(Script().add(reply(text("Not streamed.")))) as upstream,
+        running("record", "--upstream", upstream.http_url, "--cassette", str(cassette)) as (url, _),
+    ):
+        client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+        assert client.responses.create(model="gpt-test", input="hi").output_text == "Not streamed."
+    (exchange,) = load_cassette(cassette).exchanges
+    assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED
+    with running("serve", "--cassette", str(cassette)) as (url, _):
+        client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+        assert client.responses.create(model="gpt-test", input="hi").output_text == "Not streamed."
+
+
+def test_record_headline_shows_the_upstream_url_without_its_secrets(tmp_path: Path) -> None:
+    secret = "sk-proj-2f9a7c21d4e5b6a8c0d2e4f6"
+    with (
+        FakeServer() as upstream,
+        running("record", "--upstream", f"{upstream.http_url}?api-key={secret}", "--cassette", str(tmp_path / "c.json"))
+        as (_, out),
+    ):
+        pass
+    assert "api-key=[REDACTED]" in out[0] and secret not in out[0] + out[1]

@@ -165,7 +165,7 @@ def test_settings_add_to_the_volatile_defaults_and_accept_one_or_many_regexes() 
     [
         ({"ignroe": ["x"]}, "unknown match setting 'ignroe' (did you mean 'ignore'?)"),
         ({"zzz": 1}, "unknown match setting 'zzz'; valid: on, fields, ignore"),
-        ({"presets": ["codx"]}, "unknown match preset 'codx' (did you mean 'codex'?); presets: codex, openai-sdk"),
+        ({"presets": ["codx"]}, "unknown match preset 'codx' (did you mean 'codex'?); valid: codex, openai-sdk"),
         ({"allow_repeats": "yes"}, "match setting 'allow_repeats' is true or false, got 'yes'"),
         ({"ignore": 3}, "match setting 'ignore' is a string or a list of strings, got 3"),
         ({"normalize": ["x"]}, "match setting 'normalize' maps a path to a regex"),
@@ -195,7 +195,7 @@ def test_cli_strings_split_at_the_first_equals_and_add_to_the_defaults() -> None
         (["input[*].output"], [], "normalize 'input[*].output': expected PATH=REGEX"),
         (["=x"], [], "normalize '=x': expected PATH=REGEX"),
         ([], ["sdk"], "unknown match preset 'sdk'"),
-        ([], ["nope"], "presets: codex, openai-sdk"),
+        ([], ["nope"], "valid: codex, openai-sdk"),
     ],
 )
 def test_cli_strings_that_cannot_be_used_are_clear_errors(

@@ -196,6 +196,27 @@ def test_client_that_gives_up_before_the_upstream_answers_cancels_the_upstream_r
         proxy.settle()
 
 
+def test_websocket_client_that_leaves_while_the_upstream_is_silent_closes_the_upstream_socket() -> None:
+    upstream = RawUpstream(on_frame=lambda frame: [])  # takes the request, answers nothing
+    with through_proxy(upstream) as proxy:
+        with ws_connect(proxy.responses_ws_url) as ws:
+            ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": []}))
+            assert upstream_got(upstream, 1)
+        assert upstream.wait_disconnects(1), "the upstream socket stayed open after the client left"
+        proxy.settle()
+        assert proxy.exchanges[0].outcome is not None
+        assert proxy.exchanges[0].outcome.kind is OutcomeKind.DISCONNECTED
+
+
+def upstream_got(upstream: RawUpstream, frames: int, timeout: float = 10.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(upstream.frames) < frames and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return len(upstream.frames) >= frames
+
+
 def test_unknown_previous_response_id_is_answered_by_the_upstream_not_by_the_proxy() -> None:
     upstream = FakeServer()
     with through_proxy(upstream) as proxy:

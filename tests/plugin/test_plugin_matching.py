@@ -141,7 +141,7 @@ def rrkit_config(rrkit_config):
         (
             'cassette="talk", match_preset="codx"',
             None,
-            "*unknown match preset 'codx' (did you mean 'codex'?); presets:*",
+            "*unknown match preset 'codx' (did you mean 'codex'?); valid: codex, openai-sdk*",
         ),
         ('cassette="talk"', '"match": {"normalize": {"input": "("}}', "*normalize 'input': invalid regex '('*"),
     ],

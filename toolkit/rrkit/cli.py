@@ -266,3 +266,222 @@ def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, r
         click.echo(f"Wrote {len(rows)} cassettes to {record_dir}")
     if not all(row.ok for row in rows):
         raise SystemExit(1)
+
+
+@main.command()
+@click.argument("cassette_path", metavar="CASSETTE", type=click.Path(path_type=Path))
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the timeline as one self-contained HTML page (no script, no external resources).",
+)
+def show(cassette_path: Path, html_path: Path | None) -> None:
+    """Show a cassette as a timeline: its WebSocket connections, then each exchange in order (full or
+    incremental, warmup, request sizes, events compressed, timing, outcome, protocol problems).
+
+    \b
+    Example:
+      rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
+    """
+    from .cassette.store import load_cassette
+    from .tools.show import build_timeline
+    from .tools.show_html import write_html
+    from .tools.show_terminal import print_timeline
+
+    class FileError(click.ClickException):
+        exit_code = 2
+
+    try:
+        timeline = build_timeline(load_cassette(cassette_path), path=str(cassette_path))
+    except CassetteError as error:
+        raise FileError(str(error)) from None
+    print_timeline(timeline)
+    if html_path is not None:
+        try:
+            written = write_html(timeline, html_path)
+        except OSError as error:
+            raise FileError(f"{html_path}: cannot write the HTML page: {error.strerror or error}") from None
+        click.echo(f"rrkit: wrote {written}")
+
+
+@main.command()
+@click.argument("a_path", metavar="A", type=click.Path(path_type=Path))
+@click.argument("b_path", metavar="B", type=click.Path(path_type=Path))
+@click.option(
+    "--strict", is_flag=True, help="Compare ids, timestamps, token counts, per-run headers and timings as recorded."
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="A JSON path left out, as in matching: input[*].output; or rooted as reported: events[*].delta, "
+    "outcome.message, response_headers.retry-after (repeatable).",
+)
+@click.option(
+    "--view",
+    type=click.Choice(["logical", "wire", "both"]),
+    default="both",
+    show_default=True,
+    help="Compare the logical requests, the wire requests, or both (a full request where A sent a delta is an "
+    "incrementality difference).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_diff version 1).")
+def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view: str, as_json: bool) -> None:
+    """Compare two cassettes exchange by exchange: requests (logical and wire), full vs incremental, events,
+    outcomes, statuses, bodies, headers, connections, and the protocol rules each breaks.
+
+    Exit status: 0 no difference, 1 differences, 2 a usage or file error.
+
+    \b
+    Example (a fresh recording against the golden one, tool outputs left out):
+      rrkit demo --record /tmp/now
+      rrkit diff cassettes/tool-loop.ws.json /tmp/now/tool-loop.ws.json --ignore 'input[*].output'
+    """
+    from rich.console import Console
+
+    from .cassette.store import load_cassette
+    from .tools.diff import VIEWS, diff_cassettes
+    from .tools.diff_render import render_report
+
+    class FileError(click.ClickException):
+        exit_code = 2
+
+    try:
+        first, second = load_cassette(a_path), load_cassette(b_path)
+    except CassetteError as error:
+        raise FileError(str(error)) from None
+    chosen = next(name for name in VIEWS if name == view)  # click.Choice checked it; this narrows the type
+    try:
+        report = diff_cassettes(
+            first, second, strict=strict, ignore=ignore, view=chosen, names=(str(a_path), str(b_path))
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        render_report(report, Console(highlight=False))
+    if not report.equal:
+        raise SystemExit(1)
+
+
+class _CassettesThenCommand(click.Command):
+    """`CASSETTE... -- COMMAND ...`: what follows `--` is the client's command line, passed on untouched."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta["rrkit.command"] = args[at + 1 :]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+@main.command(cls=_CassettesThenCommand)
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--against",
+    "against_url",
+    help="Check a server instead: send the recorded requests to this base URL (e.g. http://127.0.0.1:PORT/v1) "
+    "and diff its answers against the recorded ones.",
+)
+@click.option(
+    "--view",
+    type=click.Choice(["logical", "wire", "both"]),
+    default="both",
+    show_default=True,
+    help="What of the requests is compared (both: a full request where a delta was recorded is an "
+    "incrementality regression).",
+)
+@click.option("--strict", is_flag=True, help="Compare ids, times and per-run values as they are.")
+@click.option("--ignore", multiple=True, help="A path left out of the diff, e.g. input[*].output (repeatable).")
+@click.option(
+    "--timeout", default=120.0, show_default=True, help="Seconds the client command may run, per cassette."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (one object per cassette).")
+@_match_options
+@click.pass_context
+def replay(
+    ctx: click.Context,
+    cassettes: tuple[Path, ...],
+    against_url: str | None,
+    view: str,
+    strict: bool,
+    ignore: tuple[str, ...],
+    timeout: float,
+    as_json: bool,
+    match_presets: tuple[str, ...],
+    match_ignore: tuple[str, ...],
+    match_normalize: tuple[str, ...],
+    allow_repeats: bool,
+) -> None:
+    """Check a client against cassettes: serve each one, run the client against it, and diff what the client
+    did against the recording. The client is rrkit's reference client, or the command after `--`, run with
+    RRKIT_HTTP_URL, RRKIT_WS_URL and OPENAI_BASE_URL (and OPENAI_API_KEY, if unset) in its environment.
+    With --against URL, check a server instead: the recorded requests go to it, its answers are diffed.
+
+    Exit status: 0 every run behaved as recorded, 1 a difference, 2 a usage or file error.
+
+    \b
+    Examples:
+      rrkit replay cassettes/
+      rrkit replay cassettes/text.http.json -- python client.py
+      rrkit replay --against http://127.0.0.1:8080/v1 cassettes/tool-loop.ws.json
+    """
+    import asyncio
+
+    from .cassette.store import load_cassette
+    from .tools.replay import run_replays
+
+    command = ctx.meta.get("rrkit.command")
+    if command is not None and not command:
+        raise click.UsageError("nothing after `--`: give the client's command, e.g. -- python client.py")
+    if command and against_url:
+        raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
+    match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    try:
+        paths = _cassette_files(cassettes)
+        loaded = [(path, load_cassette(path)) for path in paths]
+    except CassetteError as error:
+        raise _FileError(str(error)) from None
+    try:
+        results = asyncio.run(
+            run_replays(
+                loaded,
+                command=command,
+                against=against_url,
+                match=match,
+                view=view,
+                strict=strict,
+                ignore=ignore,
+                timeout=timeout,
+                as_json=as_json,
+            )
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if not all(result.ok for result in results):
+        raise SystemExit(1)
+
+
+class _FileError(click.ClickException):
+    """A file that cannot be read as what it should be: exit status 2, like a usage error."""
+
+    exit_code = 2
+
+
+def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
+    """The cassettes named, a folder standing for every `*.json` under it."""
+    files: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(path.rglob("*.json"))
+            if not found:
+                raise CassetteError(f"{path}: no cassettes (*.json) in this folder")
+            files += found
+        elif path.exists():
+            files.append(path)
+        else:
+            raise CassetteError(f"{path}: no such file or folder")
+    return files

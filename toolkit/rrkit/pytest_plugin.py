@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .cassette.format import Cassette
-from .cassette.match import MatchConfig, did_you_mean
+from .cassette.match import MatchConfig, unknown_name
 from .cassette.modes import CassetteSession, RecordMode, parse_record_mode
 from .cassette.record import cassette_from_capture
 from .cassette.redact import Redactor
@@ -115,11 +115,7 @@ class _Options:
 
 
 def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) -> str | None:
-    for key in given:
-        if key not in valid:
-            hint = did_you_mean(str(key), valid) or f"; valid: {', '.join(valid)}"
-            return f"unknown {where} {key!r}{hint}"
-    return None
+    return next((unknown_name(where, str(key), valid) for key in given if key not in valid), None)
 
 
 def _marked_and_config(request: pytest.FixtureRequest, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

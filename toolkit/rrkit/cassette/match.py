@@ -265,8 +265,7 @@ class MatchConfig:
             raise ValueError(f"match settings are a mapping of {', '.join(SETTINGS)}; got {type(settings).__name__}")
         for key in settings:
             if key not in SETTINGS:
-                hint = did_you_mean(str(key), SETTINGS) or f"; valid: {', '.join(SETTINGS)}"
-                raise ValueError(f"unknown match setting {key!r}{hint}")
+                raise ValueError(unknown_name("match setting", str(key), SETTINGS))
         options: dict[str, Any] = {}
         if "on" in settings:
             options["on"] = settings["on"]
@@ -302,14 +301,14 @@ class MatchConfig:
         if not request:
             return {}
         top, fields = self._top, self.fields
-        chosen: Any = {
+        chosen: dict[str, Any] = {
             name: value for name, value in request.items() if name not in top and (fields is None or name in fields)
         }
         for path in self._paths:
             chosen = path.drop(chosen)
         for path, patterns in self._rules:
             chosen = path.rewrite(chosen, functools.partial(_normalized, patterns=patterns))
-        return dict(chosen)
+        return chosen
 
 
 def header_named(name: str, patterns: Sequence[str]) -> bool:
@@ -333,16 +332,16 @@ def _normalize_setting(value: Any) -> tuple[tuple[str, str], ...]:
     )
 
 
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """` (did you mean 'x'?)` for the closest choice, or nothing when none is close."""
-    close = difflib.get_close_matches(word, choices, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def unknown_name(what: str, name: str, valid: Sequence[str], *, list_valid: bool = False) -> str:
+    """`unknown <what> 'x' (did you mean 'y'?)`, followed by the valid names when none is close (or always)."""
+    close = difflib.get_close_matches(name, valid, n=1)
+    message = f"unknown {what} {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return message + (f"; valid: {', '.join(valid)}" if list_valid or not close else "")
 
 
 def preset_named(name: str) -> Preset:
     if name not in PRESETS:
-        valid = ", ".join(sorted(PRESETS))
-        raise ValueError(f"unknown match preset {name!r}{did_you_mean(name, list(PRESETS))}; presets: {valid}")
+        raise ValueError(unknown_name("match preset", name, sorted(PRESETS), list_valid=True))
     return PRESETS[name]
 
 

@@ -12,12 +12,12 @@ from typing import Any
 
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.outcome import OutcomeKind
+from ..protocol.outcome import STATED_KINDS, OutcomeKind
 from ..protocol.request import INPUT_FIELD, input_items, is_warmup
 from ..script.models import Fault, Handshake, Reject
 from ..script.plan import RecordedReply, VerbatimBody
 from ..script.select import NoMatch, RequestView, _item_text
-from .format import Cassette, RecordedExchange
+from .format import Cassette, RecordedConnection, RecordedExchange
 from .match import MatchConfig, canonical, compare, digest, shown
 
 _REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
@@ -89,6 +89,7 @@ class CassetteSource:
         self._handshakes = itertools.count()
         self._renames: dict[tuple[int | None, str], str] = {}
         self._answered: dict[int, int] = {}  # live connection -> the recorded connection its handshake replayed
+        self._recorded_ids: dict[tuple[int | None, str], str] = {}  # (connection, id sent) -> recorded id
         self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None]
         self._connections = {c.id: c for c in self.cassette.connections}
         self._index: dict[bytes, list[int]] = {}
@@ -106,6 +107,7 @@ class CassetteSource:
             self._handshakes = itertools.count()
             self._renames.clear()
             self._answered.clear()
+            self._recorded_ids.clear()
 
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
@@ -115,10 +117,9 @@ class CassetteSource:
         key = digest(self.match.view(incoming))
         with self._lock:
             position = self._take(key)
-            if position is not None:
-                return self._reply(self._exchanges[position], request.connection_id)
-            played = frozenset(self._used)
-        return await asyncio.to_thread(self._no_match, request, frozenset(self._index.get(key, ())), played)
+        if position is None:
+            return await asyncio.to_thread(self._no_match, request, key)
+        return self._reply(self._exchanges[position], request.connection_id)
 
     def _take(self, key: bytes) -> int | None:
         """(Under the lock.) The exchange that answers a request with this key, marked as played."""
@@ -142,6 +143,7 @@ class CassetteSource:
             key = (connection_id, recorded_id)
             if key not in self._renames:
                 self._renames[key] = self.ids.new("response")
+                self._recorded_ids[(connection_id, self._renames[key])] = recorded_id
             return self._renames[key]
 
         return RecordedReply(**{**reply.__dict__, "rename": rename})
@@ -153,10 +155,13 @@ class CassetteSource:
                 self._features = [_features(self.match.view(self._request_of(e))) for e in self._exchanges]
             return self._features
 
-    def _no_match(self, request: RequestView, same: frozenset[int], played: frozenset[int]) -> NoMatch:
+    def _no_match(self, request: RequestView, key: bytes) -> NoMatch:
         """(In a worker thread.) The report on a request nothing answers: the closest exchanges (those that
         match but were played, then unplayed ones by how many fields match, then by the nearest input
         length), with a field diff of the closest."""
+        with self._lock:
+            played = frozenset(self._used)
+        same = frozenset(self._index.get(key, ()))
         incoming = request.logical if self.match.on == "logical" else request.wire
         wanted, size = _features(self.match.view(incoming))
         table = self._feature_table()
@@ -198,10 +203,23 @@ class CassetteSource:
             return None
         if connection_id is not None:
             self._answered[connection_id] = self.cassette.connections[index].id
-        recorded = self.cassette.connections[index].handshake
+        connection = self.cassette.connections[index]
+        recorded = connection.handshake
         if recorded.status is not None and recorded.status != 101:
             return Handshake(refuse=recorded.status, refuse_headers=recorded.response_headers)
-        return Handshake(turn_state=recorded.response_headers.get(TURN_STATE_HEADER))
+        return Handshake(turn_state=recorded.response_headers.get(TURN_STATE_HEADER), **self._closing(connection))
+
+    def _closing(self, connection: RecordedConnection) -> dict[str, Any]:
+        """A connection the server closed between requests (after its last one ended) closes the same way, after
+        as many requests; a close in the middle of a stream is that exchange's own fault."""
+        carried = [e for e in self.cassette.exchanges if e.connection == connection.id]
+        last = carried[-1].outcome if carried else None
+        if connection.closed_by not in ("server", "tcp") or last is None or last.kind not in STATED_KINDS:
+            return {}
+        if connection.closed_by == "tcp":
+            return {"close_after": len(carried), "close": "tcp"}
+        code = connection.close_code if connection.close_code and 1000 <= connection.close_code <= 4999 else 1000
+        return {"close_after": len(carried), "close": "frame", "close_code": code}
 
     async def connection_closed(self, connection_id: int) -> None:
         """Nothing is held per connection."""
@@ -213,8 +231,7 @@ class CassetteSource:
     def recorded_id(self, connection_id: int | None, sent_id: str) -> str | None:
         """The recorded response id behind `sent_id`, an id this replay issued on that connection."""
         with self._lock:
-            renamed = self._renames.items()
-            return next((old for (conn, old), new in renamed if conn == connection_id and new == sent_id), None)
+            return self._recorded_ids.get((connection_id, sent_id))
 
     def unplayed(self) -> list[str]:
         """The recorded exchanges no request has played, described briefly (id, transport, connection, model,

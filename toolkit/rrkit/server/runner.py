@@ -38,6 +38,16 @@ class _ForegroundServer(uvicorn.Server):
     """uvicorn in the foreground, stopped by SIGINT or SIGTERM alike without raising the signal again once it
     stopped (uvicorn's default, which makes SIGTERM kill the process): the caller still writes its cassette."""
 
+    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Started (and its signal handlers in place, so a stop signal from now on is handled): say so."""
+        await super().startup(sockets)
+        if self.on_started is not None and not self.should_exit:
+            self.on_started()
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
@@ -188,11 +198,10 @@ class LoopbackServer:
 
     # -- foreground (the CLI) -----------------------------------------------------------------
     def serve_forever(self, on_ready: Callable[[Self], None] | None = None) -> None:
-        """Run until Ctrl-C or SIGTERM, then return (uvicorn handles the signals)."""
+        """Run until Ctrl-C or SIGTERM, then return (uvicorn handles the signals); `on_ready` is called once the
+        server listens and stop signals are handled."""
         self._socket = _bind(self.host, self.port)
-        self._server = _ForegroundServer(self._config())
-        if on_ready is not None:
-            on_ready(self)
+        self._server = _ForegroundServer(self._config(), on_started=(lambda: on_ready(self)) if on_ready else None)
 
         async def main() -> None:
             self._new_stopping_event()

@@ -1,0 +1,200 @@
+"""`rrkit replay`: cassettes as checks of a client (the reference client, a broken variant of it, any command
+such as an SDK script) and, with `--against`, of a server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import rrkit.client.errors
+import rrkit.client.turn
+from rrkit.cassette import Cassette, load_cassette
+from rrkit.cli import main as cli
+from rrkit.protocol.errors import Classification, ErrorKind
+from rrkit.protocol.incremental import Decision
+from rrkit.script.loader import load_script
+from rrkit.server import FakeServer
+from rrkit.tools.diff import Kind
+from rrkit.tools.replay import ReferenceClient, ReplayResult, first_difference, replay_cassette, session_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "cassettes"
+
+
+def replayed(name: str, client: ReferenceClient | None = None) -> ReplayResult:
+    return asyncio.run(replay_cassette(load_cassette(GOLDEN / name), client or ReferenceClient()))
+
+
+def test_every_golden_cassette_replays_as_recorded_with_the_reference_client() -> None:
+    result = CliRunner().invoke(cli, ["replay", str(GOLDEN)])
+    assert result.exit_code == 0, result.output
+    assert f"{len(list(GOLDEN.glob('*.json')))} of {len(list(GOLDEN.glob('*.json')))} behaved as recorded" in (
+        result.output
+    )
+
+
+def test_session_plan_reads_transport_warmup_turns_and_tool_outputs_from_the_logical_requests() -> None:
+    plan = session_plan(load_cassette(GOLDEN / "tool-loop.ws.json"))
+    assert (plan.transport, plan.warmup, len(plan.turns)) == ("ws", True, 1)
+    assert plan.prompt.model == "gpt-rrkit" and [tool["name"] for tool in plan.prompt.tools] == [
+        "get_weather",
+        "apply_patch",
+    ]
+    assert list(plan.tool_outputs.values()) == ["sunny, 24 degrees"]
+
+
+def test_client_that_never_sends_incremental_requests_is_an_incrementality_regression(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(rrkit.client.turn, "decide", lambda *args: Decision(None, "this client always sends it all"))
+    result = replayed("tool-loop.ws.json")
+    assert not result.ok
+    first = result.report.differences[0]
+    assert first.kind is Kind.INCREMENTALITY and first.a.exchange == 1
+    assert first_difference(result).startswith("incrementality at exchange 1")
+
+
+def test_client_that_retries_context_length_exceeded_sends_a_request_the_recording_never_had(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = rrkit.client.errors.classify_failure
+
+    def retry_everything(code: str | None, message: str | None = None) -> Classification:
+        if code == "context_length_exceeded":
+            return Classification(ErrorKind.RETRYABLE, True, None)
+        return real(code, message)
+
+    monkeypatch.setattr(rrkit.client.errors, "classify_failure", retry_everything)
+    result = replayed("failed-context-length.http.json")
+    assert not result.ok
+    kinds = {difference.kind for difference in result.report.differences}
+    assert Kind.EXCHANGE_EXTRA in kinds, result.report.differences
+    extra = next(d for d in result.report.differences if d.kind is Kind.EXCHANGE_EXTRA)
+    assert extra.b.exchange == 1  # the retry: the second request, which the recording does not have
+
+
+def test_client_that_skips_the_warmup_misses_the_first_recorded_exchange() -> None:
+    result = replayed("text.ws.json", ReferenceClient(warmup=False))
+    assert not result.ok
+    first = result.report.differences[0]
+    assert first.kind is Kind.EXCHANGE_MISSING and first.a.exchange == 0
+
+
+def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from rrkit.cassette import cassette_from_capture
+    from rrkit.client import ModelClient
+    from rrkit.script import Match, Script, function_call, reply, text
+    from rrkit.tools.replay import ServerURLs
+
+    # A tool loop over HTTP whose answers carry a turn state: the second request of the turn sends it back.
+    script = (
+        Script()
+        .add(reply(function_call("get_weather", {"city": "Paris"})).with_turn_state("ts-http-1"))
+        .add(reply(text("Sunny.")).with_turn_state("ts-http-1"), when=Match(last_input_type="function_call_output"))
+    )
+
+    async def record() -> Cassette:
+        async with FakeServer(script) as server:
+            plan = session_plan(load_cassette(GOLDEN / "tool-loop.http.json"))
+            await ReferenceClient(model_client=ModelClient).run(ServerURLs(server.http_url, server.ws_url), plan)
+            await server.settle_async()
+            return cassette_from_capture(server.exchanges, server.connections)
+
+    cassette = asyncio.run(record())
+    assert cassette.exchanges[1].request_headers["x-codex-turn-state"] == "ts-http-1"
+    monkeypatch.setattr(rrkit.client.turn.TurnSession, "_capture_turn_state", lambda self, headers: None)
+    result = asyncio.run(replay_cassette(cassette, ReferenceClient()))
+    assert not result.ok
+    first = result.report.differences[0]
+    assert first.kind is Kind.HEADERS and "x-codex-turn-state" in first.path, result.report.differences
+    assert first.a.exchange == 1
+
+
+SDK_CLIENT = """\
+import os
+import openai
+
+client = openai.OpenAI(base_url=os.environ["OPENAI_BASE_URL"], max_retries=0)
+stream = client.responses.create(
+    model="gpt-rrkit", input=[{"role": "user", "content": "What is the weather in Paris?"}], stream=True
+)
+text = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
+print(text)
+"""
+
+
+def sdk_cassette(tmp_path: Path) -> Path:
+    """A recording of the SDK client above against a fake server (the golden cassettes are the reference
+    client's: their requests carry its own fields)."""
+    import openai
+
+    from rrkit.cassette import cassette_from_capture, save_cassette
+    from rrkit.script import Script, reply, text
+
+    with FakeServer(Script().add(reply(text("Sunny in Paris.", chunks=3)))) as server:
+        client = openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0)
+        user = [{"role": "user", "content": "What is the weather in Paris?"}]
+        list(client.responses.create(model="gpt-rrkit", input=user, stream=True))  # type: ignore[arg-type]
+        server.settle()
+        return save_cassette(cassette_from_capture(server.exchanges, server.connections), tmp_path / "sdk.json")
+
+
+def test_any_command_is_checked_with_the_server_urls_in_its_environment(tmp_path: Path) -> None:
+    client = tmp_path / "client.py"
+    client.write_text(SDK_CLIENT)
+    assert len(SDK_CLIENT.splitlines()) <= 10
+    cassette = sdk_cassette(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 behaved as recorded" in done.stdout
+
+    client.write_text(SDK_CLIENT.replace("What is the weather", "What was the weather"))
+    changed = subprocess.run(
+        [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+
+
+@pytest.mark.parametrize("name", ["tool-loop.ws.json", "tool-loop.http.json"])
+def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded(name: str) -> None:
+    with FakeServer(load_script(ROOT / "fixtures" / "tool-loop.yaml")) as server:
+        result = CliRunner().invoke(cli, ["replay", "--against", server.http_url, str(GOLDEN / name)])
+    assert result.exit_code == 0, result.output
+
+
+def test_against_a_server_scripted_differently_names_the_event() -> None:
+    with FakeServer(load_script(ROOT / "fixtures" / "text.yaml")) as server:
+        cassette = str(GOLDEN / "tool-loop.http.json")
+        result = CliRunner().invoke(cli, ["replay", "--json", "--against", server.http_url, cassette])
+    assert result.exit_code == 1, result.output
+    (report,) = json.loads(result.output)
+    events = [d for d in report["report"]["differences"] if d["kind"] in ("events", "event_field")]
+    assert events and events[0]["a"]["exchange"] == 0 and events[0]["a"]["event"] is not None
+
+
+def test_replay_exit_status_is_2_for_a_missing_or_invalid_cassette_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    result = CliRunner().invoke(cli, ["replay", str(missing)])
+    assert result.exit_code == 2 and str(missing) in result.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    result = CliRunner().invoke(cli, ["replay", str(broken)])
+    assert result.exit_code == 2 and str(broken) in result.output
+    result = CliRunner().invoke(cli, ["replay", str(GOLDEN / "text.http.json"), "--"])
+    assert result.exit_code == 2 and "nothing after `--`" in result.output

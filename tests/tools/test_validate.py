@@ -1,0 +1,231 @@
+"""Protocol validation of cassettes: every golden cassette is clean, and a recording broken in one way is reported
+with that rule, at that exchange and event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette
+from rrkit.protocol.outcome import Outcome, OutcomeKind
+from rrkit.tools.validate import RULES, Finding, validate_cassette
+
+GOLDEN = Path(__file__).resolve().parents[2] / "cassettes"
+GOLDEN_FILES = sorted(GOLDEN.glob("*.json"))
+
+
+def golden(name: str) -> Cassette:
+    return load_cassette(GOLDEN / name)
+
+
+def events_of(exchange: RecordedExchange) -> list[dict[str, Any]]:
+    return [recorded.event for recorded in exchange.events]
+
+
+def set_events(exchange: RecordedExchange, events: list[dict[str, Any]], *, renumber: bool = True) -> None:
+    if renumber:
+        for number, event in enumerate(events):
+            event["sequence_number"] = number
+    exchange.events = [RecordedEvent.of(0.0, event) for event in events]
+
+
+def position(events: list[dict[str, Any]], type_: str) -> int:
+    return next(index for index, event in enumerate(events) if event["type"] == type_)
+
+
+def rules(findings: list[Finding]) -> list[str]:
+    return [finding.rule for finding in findings]
+
+
+@pytest.mark.parametrize("path", GOLDEN_FILES, ids=[path.name for path in GOLDEN_FILES])
+def test_every_golden_cassette_validates_clean(path: Path) -> None:
+    assert [str(finding) for finding in validate_cassette(load_cassette(path))] == []
+
+
+def test_a_delta_before_its_item_is_found_at_the_delta() -> None:
+    cassette = golden("text.http.json")
+    exchange = cassette.exchanges[0]
+    events = events_of(exchange)
+    delta = events.pop(position(events, "response.output_text.delta"))
+    events.insert(position(events, "response.output_item.added"), delta)
+    set_events(exchange, events)
+
+    findings = validate_cassette(cassette)
+
+    first = findings[0]
+    assert (first.exchange, first.connection, first.rule) == (0, None, "item_added_first")
+    assert first.event == position(events, "response.output_text.delta")
+    assert "never added" in first.detail
+
+
+def test_a_completed_stream_without_its_terminal_event_is_found() -> None:
+    cassette = golden("tool-loop.ws.json")
+    exchange = cassette.exchanges[2]
+    events = events_of(exchange)
+    assert events.pop()["type"] == "response.completed"
+    set_events(exchange, events)
+
+    findings = validate_cassette(cassette)
+
+    assert rules(findings) == ["terminal_required"]
+    assert (findings[0].exchange, findings[0].connection, findings[0].event) == (2, 0, len(events) - 1)
+
+
+def test_a_cut_stream_needs_no_terminal_event_but_a_cut_one_still_keeps_the_order_rules() -> None:
+    cassette = golden("drop-mid-stream.ws.json")
+    dropped = cassette.exchanges[1]
+    assert dropped.outcome is not None and dropped.outcome.kind is OutcomeKind.DROPPED
+    assert validate_cassette(cassette) == []
+
+    events = events_of(dropped)
+    events[2]["sequence_number"] = 7
+    set_events(dropped, events, renumber=False)
+    assert [(f.exchange, f.event, f.rule) for f in validate_cassette(cassette)] == [(1, 2, "sequence")]
+
+
+def test_a_non_increasing_sequence_number_is_found_at_its_event() -> None:
+    cassette = golden("tool-loop.http.json")
+    exchange = cassette.exchanges[1]
+    events = events_of(exchange)
+    events[4]["sequence_number"] = 3
+    set_events(exchange, events, renumber=False)
+
+    findings = validate_cassette(cassette)
+
+    assert [(f.exchange, f.event, f.rule) for f in findings] == [(1, 4, "sequence")]
+    assert "expected sequence_number 4, got 3" in findings[0].detail
+
+
+def test_one_missing_event_is_one_sequence_finding_not_one_per_later_event() -> None:
+    cassette = golden("text.http.json")
+    exchange = cassette.exchanges[0]
+    events = events_of(exchange)
+    gap = position(events, "response.output_text.delta") + 1
+    del events[gap]
+    set_events(exchange, events, renumber=False)
+
+    sequence = [f for f in validate_cassette(cassette) if f.rule == "sequence"]
+
+    assert [f.event for f in sequence] == [gap]
+    after = len(events) - gap - 1
+    assert (
+        sequence[0].detail
+        == f"expected sequence_number {gap}, got {gap + 1}, and so on for the {after} events after it"
+    )
+
+
+def test_two_terminal_events_are_found_at_the_second() -> None:
+    cassette = golden("text.http.json")
+    exchange = cassette.exchanges[0]
+    events = events_of(exchange)
+    events.append(dict(events[-1]))
+    set_events(exchange, events)
+
+    findings = validate_cassette(cassette)
+
+    assert [(f.exchange, f.event, f.rule) for f in findings] == [(0, len(events) - 1, "one_terminal")]
+
+
+def test_relayed_sse_comments_are_skipped_and_findings_point_into_the_recorded_events() -> None:
+    cassette = golden("text.http.json")
+    exchange = cassette.exchanges[0]
+    events = events_of(exchange)
+    events[4]["sequence_number"] = 99
+    recorded = [RecordedEvent.of(0.0, event) for event in events]
+    recorded.insert(1, RecordedEvent.of(0.0, {"type": "rrkit.sse_comment", "comment": "ping"}))
+    exchange.events = recorded
+
+    assert [(f.event, f.rule) for f in validate_cassette(cassette)] == [(5, "sequence")]
+
+
+def test_refusals_and_whole_body_answers_have_no_stream_to_check() -> None:
+    for name in ("http-429-retry-after.http.json", "http-500.http.json", "ws-connection-limit.ws.json"):
+        cassette = golden(name)
+        refused = [e for e in cassette.exchanges if e.outcome and e.outcome.kind is OutcomeKind.REFUSED]
+        assert refused and all(not e.events for e in refused)
+        assert validate_cassette(cassette) == []
+
+
+def test_an_outcome_its_terminal_event_contradicts_is_found() -> None:
+    cassette = golden("failed-context-length.http.json")
+    exchange = cassette.exchanges[0]
+    exchange.outcome = Outcome(OutcomeKind.COMPLETED, len(exchange.events))
+
+    findings = validate_cassette(cassette)
+
+    assert [(f.exchange, f.event, f.rule) for f in findings] == [(0, len(exchange.events) - 1, "outcome_stated")]
+    assert "recorded completed, the terminal event states failed" in findings[0].detail
+
+
+def test_a_websocket_delta_that_does_not_rebuild_to_its_logical_request_names_the_field() -> None:
+    cassette = golden("tool-loop.ws.json")
+    delta = cassette.exchanges[2]
+    assert delta.incremental and delta.logical_request is not None
+    delta.logical_request["instructions"] = "Something else."
+
+    findings = validate_cassette(cassette)
+
+    assert rules(findings) == ["rebuilds"]
+    assert (findings[0].exchange, findings[0].connection, findings[0].event) == (2, 0, None)
+    assert findings[0].detail.startswith("instructions: rebuilt ")
+    assert "rebuilt on exchange 1" in findings[0].detail
+
+
+def test_a_delta_whose_logical_input_lost_an_item_names_the_item() -> None:
+    cassette = golden("tool-loop.ws.json")
+    delta = cassette.exchanges[2]
+    assert delta.logical_request is not None
+    removed = delta.logical_request["input"].pop(1)
+
+    findings = validate_cassette(cassette)
+
+    assert rules(findings) == ["rebuilds"]
+    assert findings[0].detail.startswith("input[1]: rebuilt ")
+    assert removed["type"] in findings[0].detail
+    assert "rebuilt 4 items, recorded 3" in findings[0].detail
+
+
+def test_a_delta_naming_a_response_no_earlier_exchange_of_its_connection_completed_is_found() -> None:
+    cassette = golden("tool-loop.ws.json")
+    delta = cassette.exchanges[2]
+    assert delta.wire_request is not None
+    delta.wire_request["previous_response_id"] = "resp_unknown"
+
+    findings = validate_cassette(cassette)
+
+    assert rules(findings) == ["previous_known"]
+    assert "'resp_unknown' is no earlier response on this connection" in findings[0].detail
+
+
+def test_a_delta_naming_a_dropped_response_is_found_unless_the_server_refused_it() -> None:
+    cassette = golden("drop-mid-stream.ws.json")
+    dropped, retry = cassette.exchanges[1], cassette.exchanges[2]
+    retry.connection = dropped.connection
+    assert retry.wire_request is not None and retry.logical_request is not None
+    retry.wire_request["previous_response_id"] = dropped.response_id
+
+    findings = validate_cassette(cassette)
+
+    assert rules(findings) == ["previous_known"]
+    assert "is the response of exchange 1, which ended dropped" in findings[0].detail
+    retry.outcome = Outcome(OutcomeKind.REFUSED, status=400, code="previous_response_not_found")
+    retry.events = []
+    assert validate_cassette(cassette) == []
+
+
+def test_a_finding_reads_as_a_sentence_and_every_rule_has_a_statement() -> None:
+    finding = Finding(0, 2, 5, "sequence", "expected sequence_number 5, got 4")
+    assert str(finding) == (
+        "exchange 2 (connection 0), event 5: breaks 'sequence_number starts at 0 and increases by 1': "
+        "expected sequence_number 5, got 4"
+    )
+    assert finding.to_dict() == {
+        "connection": 0,
+        "exchange": 2,
+        "event": 5,
+        "rule": "sequence",
+        "detail": "expected sequence_number 5, got 4",
+    }
+    assert {"sequence", "one_terminal", "terminal_required", "item_added_first", "rebuilds"} <= set(RULES)

@@ -1,0 +1,467 @@
+"""`rrkit diff`: a semantic diff of two cassettes, exchanges aligned in order, volatile values normalized, each
+difference named by kind, place and both values (the JSON shape is `DiffReport.to_dict`)."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from ..cassette.format import Cassette, RecordedBody, RecordedConnection, RecordedExchange
+from ..cassette.match import JsonPath, shown
+from ..cassette.normalize import VOLATILE_HEADERS
+from ..protocol import events as ev
+from ..protocol.request import INPUT_FIELD, input_items
+from .diff_report import DIFF_FORMAT, VIEWS, CassetteSummary, Difference, DiffReport, Kind, Side, View
+from .diff_values import MISSING, VOLATILE_KEYS, Change, Comparer, Path, align, ignored, pairs_of, path_text
+from .validate import Finding, validate_cassette
+
+__all__ = [
+    "DIFF_FORMAT",
+    "VIEWS",
+    "CassetteSummary",
+    "DiffReport",
+    "Difference",
+    "Kind",
+    "Side",
+    "View",
+    "diff_cassettes",
+]
+
+VOLATILE_HEADER_PATTERNS: tuple[str, ...] = (*sorted(VOLATILE_HEADERS), "sec-websocket-*", "x-stainless-*")
+"""Headers not compared unless strict: per run (host, date, request id, WebSocket keys, length, user agent) or
+per machine and SDK release (the SDKs' `x-stainless-*`)."""
+WIRE_STEERING = ("previous_response_id", INPUT_FIELD)
+"""What a delta and a full request carry differently; the rest of two such wire requests is still compared."""
+
+
+def diff_cassettes(
+    a: Cassette,
+    b: Cassette,
+    *,
+    strict: bool = False,
+    ignore: Sequence[str] = (),
+    view: View = "both",
+    names: tuple[str, str] | None = None,
+) -> DiffReport:
+    """How B differs from A. Raises ValueError for an invalid ignore path or view.
+
+    Unless `strict`, what changes from run to run is not compared: ids (paired by use), timestamps, token counts,
+    `client_metadata`, `prompt_cache_key`, per-run and SDK platform headers, start times and event offsets, SSE
+    keep-alive comments. `ignore` paths are left out: request paths as in matching (`input[*].output`), the
+    rest rooted as reported (`events[*].delta`, `outcome.message`, `response_headers.retry-after`).
+    """
+    if view not in VIEWS:
+        raise ValueError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
+    ignore = (ignore,) if isinstance(ignore, str) else tuple(ignore)
+    paths = tuple(JsonPath.parse(text, "ignore path") for text in ignore)
+    name_a, name_b = names or (a.name or "A", b.name or "B")
+    differ = _Differ(a, b, Comparer(strict=strict, ignore=paths), view)
+    pairs = differ.run()
+    return DiffReport(
+        CassetteSummary(name_a, len(a.exchanges), a.event_count),
+        CassetteSummary(name_b, len(b.exchanges), b.event_count),
+        strict,
+        tuple(ignore),
+        view,
+        pairs,
+        differ.found,
+    )
+
+
+def _signature(exchange: RecordedExchange, comparer: Comparer, view: View) -> tuple[str, bytes, str]:
+    """What exchanges are aligned by: transport, a digest of the compared request, how it ended."""
+    request: Any = exchange.wire_request if view == "wire" else exchange.logical_request
+    if isinstance(request, dict):
+        if not comparer.strict:
+            request = {key: value for key, value in request.items() if key not in VOLATILE_KEYS}
+        for path in comparer.ignore:
+            request = path.drop(request)
+    digest = hashlib.blake2b(comparer.signature(request), digest_size=16).digest()
+    return exchange.transport, digest, exchange.outcome.kind.value if exchange.outcome else ""
+
+
+def _aligned(
+    a: Sequence[tuple[str, bytes, str]], b: Sequence[tuple[str, bytes, str]]
+) -> list[tuple[int | None, int | None]]:
+    """Exchange positions aligned on their signatures; where a stretch differs, aligned again on the request alone
+    (a warmup only one side sent, an exchange that ended otherwise or went over another transport)."""
+    positions: list[tuple[int | None, int | None]] = []
+    for code in align(a, b):
+        tag, i1, i2, j1, j2 = code
+        if tag != "replace":
+            positions += pairs_of([code])
+            continue
+        coarse = align([signature[1] for signature in a[i1:i2]], [signature[1] for signature in b[j1:j2]])
+        positions += [(None if i is None else i + i1, None if j is None else j + j1) for i, j in pairs_of(coarse)]
+    return positions
+
+
+def _describe(exchange: RecordedExchange) -> str:
+    """One line for an exchange only one side has."""
+    parts = [f"{exchange.transport} exchange {exchange.id}"]
+    if exchange.connection is not None:
+        parts[0] += f" on connection {exchange.connection}"
+    if exchange.wire_request is not None:
+        parts.append("incremental" if exchange.incremental else "full")
+    parts.append(f"{len(exchange.events)} events")
+    if exchange.outcome is not None:
+        parts.append(exchange.outcome.kind.value)
+    return ", ".join(parts)
+
+
+def _wire_form(exchange: RecordedExchange) -> str:
+    wire = exchange.wire_request or {}
+    count = len(input_items(dict(wire)))
+    items = f"{count} input item{'' if count == 1 else 's'}"
+    if exchange.incremental:
+        return f"incremental: previous_response_id {wire['previous_response_id']}, {items}"
+    return f"full: {items}"
+
+
+def _header_map(headers: Mapping[str, str], strict: bool) -> dict[str, str]:
+    lowered = {name.lower(): value for name, value in headers.items()}
+    if strict:
+        return lowered
+    return {
+        name: value
+        for name, value in lowered.items()
+        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in VOLATILE_HEADER_PATTERNS)
+    }
+
+
+def _body_value(body: RecordedBody | None) -> Any:
+    if body is None:
+        return None
+    data: dict[str, Any] = {"content_type": body.content_type}
+    for name, value in (("json", body.json_value), ("text", body.text), ("base64", body.base64)):
+        if value is not None:
+            data[name] = value
+    return data
+
+
+class _Stream:
+    """An exchange's events as compared: compact JSON and type, SSE keep-alive comments left out unless strict."""
+
+    __slots__ = ("ats", "indices", "raws", "said", "types")
+
+    def __init__(self, exchange: RecordedExchange, strict: bool) -> None:
+        self.said: list[bytes] = []  # what each event says (`Comparer.signature_of_text`), when aligned on it
+        self.indices: list[int] = []
+        self.raws: list[str] = []
+        self.types: list[str] = []
+        self.ats: list[float] = []
+        for index, recorded in enumerate(exchange.events):
+            raw = recorded.raw
+            kind = _type_of(raw)
+            if kind == ev.SSE_COMMENT and not strict:
+                continue
+            self.indices.append(index)
+            self.raws.append(raw)
+            self.types.append(kind)
+            self.ats.append(recorded.at)
+
+
+_TYPE_HEAD = '{"type":"'
+
+
+def _type_of(raw: str) -> str:
+    # Events are kept as compact JSON, nearly always with `type` first: read it without parsing the event.
+    if raw.startswith(_TYPE_HEAD):
+        end = raw.find('"', len(_TYPE_HEAD))
+        if end > 0 and "\\" not in raw[len(_TYPE_HEAD) : end]:
+            return raw[len(_TYPE_HEAD) : end]
+    return str(orjson.loads(raw).get("type"))
+
+
+class _Differ:
+    def __init__(self, a: Cassette, b: Cassette, comparer: Comparer, view: View) -> None:
+        self.cassettes = (a, b)
+        self.comparer = comparer
+        self.view = view
+        self.found: list[Difference] = []
+        self.connections: tuple[dict[int, int], dict[int, int]] = ({}, {})  # A -> B and B -> A connection ids
+        self.where: tuple[Side, Side] = (Side(), Side())
+
+    # -- the whole ---------------------------------------------------------------------------------------------
+    def run(self) -> list[tuple[int | None, int | None]]:
+        a, b = self.cassettes
+        signatures_a = [_signature(exchange, self.comparer, self.view) for exchange in a.exchanges]
+        signatures_b = [_signature(exchange, self.comparer, self.view) for exchange in b.exchanges]
+        positions = _aligned(signatures_a, signatures_b)
+        findings = (_by_exchange(validate_cassette(a)), _by_exchange(validate_cassette(b)))
+        pairs: list[tuple[int | None, int | None]] = []
+        for i, j in positions:
+            ea = a.exchanges[i] if i is not None else None
+            eb = b.exchanges[j] if j is not None else None
+            pairs.append((ea.id if ea else None, eb.id if eb else None))
+            self.where = (self._side(ea), self._side(eb))
+            if ea is not None and eb is not None:
+                self._exchange(ea, eb)
+            elif ea is not None:
+                self._add(Kind.EXCHANGE_MISSING, (), _describe(ea), MISSING, "B has no exchange here")
+            elif eb is not None:
+                self._add(Kind.EXCHANGE_EXTRA, (), MISSING, _describe(eb), "A has no exchange here")
+            for side, exchange in ((0, ea), (1, eb)):
+                if exchange is not None:
+                    for finding in findings[side].get(exchange.id, []):
+                        self._finding(side, finding)
+        self._unused_connections()
+        return pairs
+
+    @staticmethod
+    def _side(exchange: RecordedExchange | None) -> Side:
+        return Side(exchange.connection, exchange.id) if exchange is not None else Side()
+
+    # -- adding differences ------------------------------------------------------------------------------------
+    def _add(
+        self,
+        kind: Kind,
+        path: Path,
+        a: Any,
+        b: Any,
+        detail: str = "",
+        *,
+        events: tuple[int | None, int | None] | None = None,
+        literal: bool = True,
+    ) -> None:
+        """A difference at `path`; `a`/`b` are values (MISSING where absent), or display strings when `literal`."""
+        if self.comparer.ignore and ignored(path, self.comparer.ignore):
+            return
+        where_a, where_b = self.where
+        value_a = None if a is MISSING else (a if literal and isinstance(a, str) else shown(a))
+        value_b = None if b is MISSING else (b if literal and isinstance(b, str) else shown(b))
+        text_a, text_b = path_text(path, 0), path_text(path, 1)
+        side_a = Side(where_a.connection, where_a.exchange, events[0] if events else None, text_a, value_a)
+        side_b = Side(where_b.connection, where_b.exchange, events[1] if events else None, text_b, value_b)
+        self.found.append(
+            Difference(kind, text_a if a is not MISSING or b is MISSING else text_b, side_a, side_b, detail)
+        )
+
+    def _changes(
+        self, kind: Kind, changes: Iterable[Change], *, events: tuple[int | None, int | None] | None = None
+    ) -> int:
+        count = 0
+        for change in changes:
+            self._add(kind, change.path, change.a, change.b, change.note, events=events, literal=False)
+            count += 1
+        return count
+
+    def _finding(self, side: int, finding: Finding) -> None:
+        path = f"events[{finding.event}]" if finding.event is not None else ""
+        mine = Side(finding.connection, finding.exchange, finding.event, path, finding.statement)
+        other = replace(self.where[1 - side], path=path)
+        a, b = (mine, other) if side == 0 else (other, mine)
+        self.found.append(Difference(Kind.PROTOCOL, path, a, b, finding.detail, finding.rule))
+
+    # -- one exchange pair -------------------------------------------------------------------------------------
+    def _exchange(self, ea: RecordedExchange, eb: RecordedExchange) -> None:
+        compare = self.comparer.changes
+        if ea.transport != eb.transport:
+            self._add(Kind.CONNECTION, ("transport",), ea.transport, eb.transport, "another transport")
+        elif ea.connection is not None and eb.connection is not None:
+            self._connection_pair(ea.connection, eb.connection)
+        self._requests(ea, eb)
+        if self.view != "logical":
+            self._changes(Kind.WIRE, compare(ea.query, eb.query, ("query",)))
+            self._changes(Kind.WIRE, compare(ea.raw_body, eb.raw_body, ("raw_body",)))
+        strict = self.comparer.strict
+        headers = (_header_map(ea.request_headers, strict), _header_map(eb.request_headers, strict))
+        self._changes(Kind.HEADERS, compare(*headers, ("request_headers",)))
+        self._changes(Kind.STATUS, compare(ea.response_status, eb.response_status, ("response_status",)))
+        headers = (_header_map(ea.response_headers, strict), _header_map(eb.response_headers, strict))
+        self._changes(Kind.HEADERS, compare(*headers, ("response_headers",)))
+        stream_a, stream_b = _Stream(ea, strict), _Stream(eb, strict)
+        self._events(stream_a, stream_b)
+        self._changes(
+            Kind.BODY, compare(_body_value(ea.response_body), _body_value(eb.response_body), ("response_body",))
+        )
+        self._changes(Kind.OUTCOME, compare(ea.response_id, eb.response_id, ("response_id",)))
+        self._outcome(ea, eb, same_count=len(stream_a.raws) == len(stream_b.raws))
+        if strict:
+            self._timing(ea, eb, stream_a, stream_b)
+
+    def _requests(self, ea: RecordedExchange, eb: RecordedExchange) -> None:
+        compare = self.comparer.changes
+        content = 0
+        if self.view != "wire":
+            content = self._changes(Kind.CONTENT, compare(ea.logical_request, eb.logical_request))
+            if self.view == "logical":
+                return
+        if ea.incremental != eb.incremental:
+            if ea.incremental:
+                detail = "B sends the full request where A sent a delta (previous_response_id + new input)"
+            else:
+                detail = "B sends a delta (previous_response_id + new input) where A sent the full request"
+            if content:
+                detail += "; their logical requests differ too"
+            self._add(Kind.INCREMENTALITY, ("previous_response_id",), _wire_form(ea), _wire_form(eb), detail)
+            if content == 0:
+                rest = [_without(request, WIRE_STEERING) for request in (ea.wire_request, eb.wire_request)]
+                self._changes(Kind.WIRE, compare(rest[0], rest[1]))
+        elif content == 0:
+            self._changes(Kind.WIRE, compare(ea.wire_request, eb.wire_request))
+
+    def _outcome(self, ea: RecordedExchange, eb: RecordedExchange, *, same_count: bool) -> None:
+        outcome_a = ea.outcome.to_dict() if ea.outcome is not None else None
+        outcome_b = eb.outcome.to_dict() if eb.outcome is not None else None
+        if not same_count and outcome_a is not None and outcome_b is not None:
+            # the events' difference already says it; what the count means (dropped after N) stays compared
+            outcome_a.pop("events_sent")
+            outcome_b.pop("events_sent")
+        self._changes(Kind.OUTCOME, self.comparer.changes(outcome_a, outcome_b, ("outcome",)))
+
+    # -- events ------------------------------------------------------------------------------------------------
+    def _events(self, a: _Stream, b: _Stream) -> None:
+        positions = self._event_positions(a, b)
+        shifted = len(a.types) != len(b.types) or any(i is None or j is None for i, j in positions)
+        same_text = self.comparer.same_text
+        for i, j in positions:
+            if i is not None and j is not None:
+                at = (a.indices[i], b.indices[j])
+                step = ("events", at[0] if at[0] == at[1] else at)
+                if a.types[i] != b.types[j]:
+                    self._add(Kind.EVENTS, step, a.types[i], b.types[j], "an event of another type", events=at)
+                    continue
+                if same_text(a.raws[i], b.raws[j]):
+                    continue
+                # the same but for sequence_number (see below) or a volatile value: only the ids to pair
+                if shifted and a.said and a.said[i] == b.said[j] and self.comparer.same_ids(a.raws[i], b.raws[j]):
+                    continue
+                changes = self.comparer.changes(orjson.loads(a.raws[i]), orjson.loads(b.raws[j]), step)
+                if shifted and not self.comparer.strict:
+                    # with an event missing or extra, every later sequence_number is off by as much: validation
+                    # checks each side's numbering, the diff does not repeat it per event
+                    changes = [change for change in changes if change.path[2:] != ("sequence_number",)]
+                self._changes(Kind.EVENT_FIELD, changes, events=at)
+            elif i is not None:
+                index = a.indices[i]
+                shown_a = _event_shown(a.raws[i])
+                self._add(Kind.EVENTS, ("events", index), shown_a, MISSING, "B does not send it", events=(index, None))
+            elif j is not None:
+                index = b.indices[j]
+                shown_b = _event_shown(b.raws[j])
+                self._add(Kind.EVENTS, ("events", index), MISSING, shown_b, "A does not send it", events=(None, index))
+
+    def _event_positions(self, a: _Stream, b: _Stream) -> list[tuple[int | None, int | None]]:
+        """Events aligned: one to one when both sent the same types; else on what each event says (so the
+        missing one of three deltas is the one missing), stretches that differ aligned again on their types."""
+        if a.types == b.types:
+            return list(zip(range(len(a.types)), range(len(b.types)), strict=True))
+        signature = self.comparer.signature_of_text
+        a.said, b.said = [signature(raw) for raw in a.raws], [signature(raw) for raw in b.raws]
+        positions: list[tuple[int | None, int | None]] = []
+        for code in align(a.said, b.said):
+            tag, i1, i2, j1, j2 = code
+            if tag != "replace":
+                positions += pairs_of([code])
+                continue
+            by_type = align(a.types[i1:i2], b.types[j1:j2])
+            positions += [(None if i is None else i + i1, None if j is None else j + j1) for i, j in pairs_of(by_type)]
+        return positions
+
+    def _timing(self, ea: RecordedExchange, eb: RecordedExchange, a: _Stream, b: _Stream) -> None:
+        if ea.started_at != eb.started_at:
+            self._add(Kind.TIMING, ("started_at",), ea.started_at, eb.started_at, "another start time", literal=False)
+        late = [(i, j) for i, j in self._event_positions(a, b) if i is not None and j is not None]
+        late = [(i, j) for i, j in late if a.ats[i] != b.ats[j]]
+        if late:
+            i, j = late[0]
+            at = (a.indices[i], b.indices[j])
+            step = ("events", at[0] if at[0] == at[1] else at, "at")
+            detail = f"{len(late)} of {min(len(a.ats), len(b.ats))} events at other offsets; the first shown"
+            self._add(Kind.TIMING, step, a.ats[i], b.ats[j], detail, events=at, literal=False)
+
+    # -- connections -------------------------------------------------------------------------------------------
+    def _connection_pair(self, ca: int, cb: int) -> None:
+        a_to_b, b_to_a = self.connections
+        if a_to_b.get(ca, cb) != cb or b_to_a.get(cb, ca) != ca:
+            detail = "the exchanges are spread over connections differently"
+            if ca in a_to_b:
+                detail += f": A's connection {ca} is B's connection {a_to_b[ca]}"
+            elif cb in b_to_a:
+                detail += f": B's connection {cb} is A's connection {b_to_a[cb]}"
+            self._add(Kind.CONNECTION, ("connection",), ca, cb, detail, literal=False)
+            return
+        if ca in a_to_b:
+            return
+        a_to_b[ca], b_to_a[cb] = cb, ca
+        first, second = self.cassettes[0].connection(ca), self.cassettes[1].connection(cb)
+        if first is not None and second is not None:
+            self._compare_connections(first, second)
+
+    def _compare_connections(self, first: RecordedConnection, second: RecordedConnection) -> None:
+        strict = self.comparer.strict
+
+        def view(connection: RecordedConnection) -> dict[str, Any]:
+            handshake = connection.handshake
+            return {
+                "handshake": {
+                    "query": handshake.query,
+                    "request_headers": _header_map(handshake.request_headers, strict),
+                    "status": handshake.status,
+                    "response_headers": _header_map(handshake.response_headers, strict),
+                },
+                "closed_by": connection.closed_by,
+                "close_code": connection.close_code,
+            }
+
+        saved = self.where
+        self.where = (Side(first.id, saved[0].exchange), Side(second.id, saved[1].exchange))
+        self._changes(Kind.CONNECTION, self.comparer.changes(view(first), view(second), ("connection",)))
+        self.where = saved
+
+    def _unused_connections(self) -> None:
+        """Connections no exchange used (a refused upgrade, say), aligned in order by how they went."""
+        left = [
+            [connection for connection in cassette.connections if connection.id not in used]
+            for cassette, used in (
+                (cassette, {exchange.connection for exchange in cassette.exchanges}) for cassette in self.cassettes
+            )
+        ]
+
+        def signature(connection: RecordedConnection) -> tuple[int | None, str | None, int | None]:
+            return connection.handshake.status, connection.closed_by, connection.close_code
+
+        for i, j in pairs_of(align([signature(c) for c in left[0]], [signature(c) for c in left[1]])):
+            first = left[0][i] if i is not None else None
+            second = left[1][j] if j is not None else None
+            self.where = (Side(first.id if first else None), Side(second.id if second else None))
+            if first is not None and second is not None:
+                self._compare_connections(first, second)
+            elif first is not None:
+                self._add(Kind.CONNECTION, ("connection",), _describe_connection(first), MISSING, "B has no such one")
+            elif second is not None:
+                self._add(Kind.CONNECTION, ("connection",), MISSING, _describe_connection(second), "A has no such one")
+
+
+def _describe_connection(connection: RecordedConnection) -> str:
+    text = f"connection {connection.id}: handshake {connection.handshake.status}"
+    if connection.closed_by is not None:
+        text += f", closed by {connection.closed_by}" + (f" ({connection.close_code})" if connection.close_code else "")
+    return text
+
+
+_TELLING_KEYS = ("type", "delta", "text", "arguments", "input", "refusal", "code", "message", "item", "part")
+
+
+def _event_shown(raw: str) -> str:
+    """An event only one side sent, bounded: what it says first (type, delta, text, ...), its bookkeeping last."""
+    event: dict[str, Any] = orjson.loads(raw)
+    telling = {key: event[key] for key in _TELLING_KEYS if key in event}
+    return shown({**telling, **event}, limit=120)
+
+
+def _without(request: Mapping[str, Any] | None, names: Sequence[str]) -> dict[str, Any] | None:
+    return None if request is None else {key: value for key, value in request.items() if key not in names}
+
+
+def _by_exchange(findings: Sequence[Finding]) -> dict[int, list[Finding]]:
+    grouped: dict[int, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.exchange, []).append(finding)
+    return grouped

@@ -1,0 +1,122 @@
+"""What `rrkit diff` reports: each difference's kind, its place on each side and both values, and the report's
+stable JSON shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+import orjson
+
+DIFF_FORMAT = 1  # the `rrkit_diff` field of `DiffReport.to_dict`; bump it on incompatible changes
+View = Literal["logical", "wire", "both"]
+VIEWS: tuple[View, ...] = ("logical", "wire", "both")
+
+
+class Kind(StrEnum):
+    CONTENT = "content"  # the logical request: what the model sees
+    WIRE = "wire"  # the wire request, where the logical requests agree (or with view="wire")
+    INCREMENTALITY = "incrementality"  # a full request where the other side sent a delta, or the reverse
+    EVENTS = "events"  # an event missing, extra or of another type
+    EVENT_FIELD = "event_field"  # a field of an event both sides sent
+    OUTCOME = "outcome"  # how the exchange ended (kind, code, reason, ...), its response id
+    STATUS = "status"  # the HTTP status (or a WebSocket error frame's)
+    BODY = "body"  # a whole (non-streamed) answer
+    HEADERS = "headers"  # request or response headers
+    CONNECTION = "connection"  # transport, which connection, the connection's handshake and close
+    TIMING = "timing"  # start times and event offsets (strict only)
+    EXCHANGE_MISSING = "exchange_missing"  # an exchange of A that B does not have
+    EXCHANGE_EXTRA = "exchange_extra"  # an exchange of B that A does not have
+    PROTOCOL = "protocol"  # a rule of the protocol one side breaks (`validate_cassette`)
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """Where a difference is on one side, and its value there (bounded, `match.shown`; None: not there)."""
+
+    connection: int | None = None
+    exchange: int | None = None
+    event: int | None = None
+    path: str = ""
+    value: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "connection": self.connection,
+            "exchange": self.exchange,
+            "event": self.event,
+            "path": self.path,
+            "value": self.value,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    kind: Kind
+    path: str  # A's path (B's where only B has it), in the syntax of ignore paths: input[2].arguments
+    a: Side
+    b: Side
+    detail: str = ""
+    rule: str | None = None  # for PROTOCOL: the rule broken (validate.RULES)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind.value, "path": self.path, "detail": self.detail}
+        if self.rule is not None:
+            data["rule"] = self.rule
+        data["a"], data["b"] = self.a.to_dict(), self.b.to_dict()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class CassetteSummary:
+    name: str
+    exchanges: int
+    events: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "exchanges": self.exchanges, "events": self.events}
+
+
+@dataclass
+class DiffReport:
+    a: CassetteSummary
+    b: CassetteSummary
+    strict: bool
+    ignore: tuple[str, ...]
+    view: View
+    pairs: list[tuple[int | None, int | None]]  # aligned exchange ids (A, B); None where one side has none
+    differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return not self.differences
+
+    def counts(self) -> dict[str, int]:
+        """Differences per kind, in the order of `Kind`."""
+        found = {kind.value: 0 for kind in Kind}
+        for difference in self.differences:
+            found[difference.kind.value] += 1
+        return {kind: count for kind, count in found.items() if count}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable shape of `rrkit diff --json`:
+
+        `{"rrkit_diff": 1, "a": {name, exchanges, events}, "b": {...}, "options": {strict, ignore, view},
+        "equal": bool, "counts": {kind: n}, "pairs": [[a_id, b_id], ...], "differences": [{kind, path, detail,
+        rule?, "a": {connection, exchange, event, path, value}, "b": {...}}, ...]}`; a value is a bounded
+        one-line rendering (JSON, strings quoted), null where that side has nothing.
+        """
+        return {
+            "rrkit_diff": DIFF_FORMAT,
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "options": {"strict": self.strict, "ignore": list(self.ignore), "view": self.view},
+            "equal": self.equal,
+            "counts": self.counts(),
+            "pairs": [list(pair) for pair in self.pairs],
+            "differences": [difference.to_dict() for difference in self.differences],
+        }
+
+    def to_json(self) -> str:
+        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2).decode()

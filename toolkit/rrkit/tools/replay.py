@@ -1,0 +1,334 @@
+"""`rrkit replay`: a cassette as a check of a client. The cassette is served, the client runs against it, and
+what the client did (as the server captured it) is diffed against the recording."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
+
+from ..cassette.format import Cassette
+from ..cassette.match import MatchConfig
+from ..cassette.record import cassette_from_capture
+from ..cassette.replay import CassetteSource
+from ..client import ModelClient, ModelClientError, Prompt
+from ..client.conversation import Conversation
+from ..demo import demo_options
+from ..protocol.request import Item, input_items, is_warmup
+from ..server.runner import FakeServer
+from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
+from .diff import VIEWS, DiffReport, View, diff_cassettes
+from .diff_render import render_report
+
+Transport = Literal["http", "ws"]
+COMMAND_TIMEOUT = 120.0
+"""Seconds a client command may run before it is stopped (and the replay counts as failed)."""
+_TURN_ROLES = ("user", "developer", "system")
+
+
+@dataclass(frozen=True)
+class SessionPlan:
+    """What the cassette's logical requests say the client did: the transport, a warmup, the prompt, the input
+    that opened each turn and the output it gave each tool call."""
+
+    transport: Transport
+    warmup: bool
+    prompt: Prompt
+    turns: tuple[tuple[Item, ...], ...]
+    tool_outputs: Mapping[str, str]
+    session_id: str | None = None
+
+    def tool_output(self, call: Item) -> str:
+        return self.tool_outputs.get(str(call.get("call_id")), "")
+
+
+def _is_turn_input(item: Item) -> bool:
+    return item.get("type", "message") == "message" and item.get("role") in _TURN_ROLES
+
+
+def session_plan(cassette: Cassette) -> SessionPlan:
+    """Pure: the session a client would replay from this cassette (its longest logical request holds the whole
+    conversation up to the last sampling: turns begin where input follows the model's output)."""
+    sampled = [e for e in cassette.exchanges if e.logical_request and not is_warmup(e.wire_request or {})]
+    if not sampled:
+        raise ValueError(f"cassette {cassette.name!r} has no request to replay (only warmups, or none at all)")
+    first = sampled[0].logical_request or {}
+    longest = max((e.logical_request or {} for e in sampled), key=lambda request: len(input_items(dict(request))))
+    turns: list[list[Item]] = []
+    outputs: dict[str, str] = {}
+    opening = True
+    for item in input_items(dict(longest)):
+        if _is_turn_input(item):
+            if not opening or not turns:
+                turns.append([])
+            turns[-1].append(item)
+            opening = True
+            continue
+        opening = False
+        if str(item.get("type", "")).endswith("_call_output"):
+            output = item.get("output")
+            outputs[str(item.get("call_id"))] = output if isinstance(output, str) else str(output or "")
+    websocket = bool(cassette.connections) or any(e.transport == "ws" for e in cassette.exchanges)
+    warmup = any(e.transport == "ws" and is_warmup(e.wire_request or {}) for e in cassette.exchanges)
+    return SessionPlan(
+        transport="ws" if websocket else "http",
+        warmup=warmup,
+        prompt=_prompt(first),
+        turns=tuple(tuple(turn) for turn in turns),
+        tool_outputs=outputs,
+        session_id=first.get("prompt_cache_key") if isinstance(first.get("prompt_cache_key"), str) else None,
+    )
+
+
+def _prompt(request: Mapping[str, object]) -> Prompt:
+    """The prompt settings of a logical request: what the reference client models, the rest verbatim."""
+    modelled = ("model", "instructions", "input", "tools", "parallel_tool_calls", "prompt_cache_key", "stream")
+    tools = request.get("tools")
+    return Prompt(
+        model=str(request.get("model", "")),
+        instructions=str(request.get("instructions") or ""),
+        tools=tuple(tool for tool in tools if isinstance(tool, dict)) if isinstance(tools, list) else (),
+        parallel_tool_calls=bool(request.get("parallel_tool_calls", False)),
+        overrides={name: value for name, value in request.items() if name not in modelled},
+    )
+
+
+@dataclass(frozen=True)
+class ServerURLs:
+    http_url: str
+    ws_url: str
+
+    def environment(self) -> dict[str, str]:
+        """What a client command is told (README: `rrkit replay`)."""
+        return {
+            "RRKIT_HTTP_URL": self.http_url,
+            "RRKIT_WS_URL": self.ws_url,
+            "OPENAI_BASE_URL": self.http_url,
+            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-rrkit-replay"),
+        }
+
+
+@dataclass
+class ClientRun:
+    """How the client's own run ended, beside what the server saw it do."""
+
+    ok: bool
+    detail: str = ""
+
+
+class ReplayClient(Protocol):
+    """The client under test: run once against the replay server."""
+
+    def describe(self) -> str: ...
+
+    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun: ...
+
+
+@dataclass
+class ReferenceClient:
+    """rrkit's reference client, driven by the session plan (`model_client` lets tests inject variants)."""
+
+    warmup: bool = True
+    model_client: type[ModelClient] = ModelClient
+
+    def describe(self) -> str:
+        return "the reference client"
+
+    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun:
+        async with self.model_client(
+            urls.http_url,
+            supports_websockets=plan.transport == "ws",
+            session_id=plan.session_id,
+            options=demo_options(),
+        ) as client:
+            conversation = Conversation(client, plan.prompt)
+            try:
+                if plan.warmup and self.warmup:
+                    await conversation.warmup()
+                for turn in plan.turns:
+                    await conversation.run_turn(list(turn), plan.tool_output)
+            except ModelClientError as error:
+                return ClientRun(False, f"the turn failed: {error}")
+        return ClientRun(True)
+
+
+@dataclass
+class CommandClient:
+    """Any program: run with the server's URLs in its environment (RRKIT_HTTP_URL, RRKIT_WS_URL, OPENAI_BASE_URL)."""
+
+    argv: Sequence[str]
+    timeout: float = COMMAND_TIMEOUT
+    cwd: Path | None = None
+
+    def describe(self) -> str:
+        return " ".join(self.argv)
+
+    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun:
+        return await asyncio.to_thread(self._run, urls)
+
+    def _run(self, urls: ServerURLs) -> ClientRun:
+        env = {**os.environ, **urls.environment()}
+        try:
+            done = subprocess.run(
+                list(self.argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
+            )
+        except FileNotFoundError:
+            return ClientRun(False, f"no such command: {self.argv[0]!r}")
+        except subprocess.TimeoutExpired:
+            return ClientRun(False, f"the command did not finish within {self.timeout:g} s")
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return ClientRun(
+            done.returncode == 0, f"exit status {done.returncode}" + (": " + " / ".join(tail) if tail else "")
+        )
+
+
+@dataclass
+class ReplayResult:
+    """One cassette replayed: the diff of what the client did against the recording, and how the client ended."""
+
+    name: str
+    path: Path | None
+    report: DiffReport
+    client: ClientRun
+    unplayed: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """The client behaved as recorded: same exchanges, same requests, same outcomes."""
+        return self.report.equal
+
+    def to_dict(self) -> dict[str, object]:
+        """The shape of `rrkit replay --json`: one object per cassette, its diff as `rrkit diff --json` has it."""
+        return {
+            "cassette": str(self.path) if self.path is not None else self.name,
+            "ok": self.ok,
+            "client": {"ok": self.client.ok, "detail": self.client.detail},
+            "unplayed": self.unplayed,
+            "report": self.report.to_dict(),
+        }
+
+
+async def replay_cassette(
+    cassette: Cassette,
+    client: ReplayClient,
+    *,
+    match: MatchConfig | None = None,
+    view: View = "both",
+    strict: bool = False,
+    ignore: Sequence[str] = (),
+    path: Path | None = None,
+    settle_timeout: float = 5.0,
+) -> ReplayResult:
+    """Serve `cassette`, run `client` against it, and diff what the server captured against the recording."""
+    plan = session_plan(cassette)
+    source = CassetteSource(cassette, match or MatchConfig())
+    async with FakeServer(source=source, log_level="critical") as server:
+        run = await client.run(ServerURLs(server.http_url, server.ws_url), plan)
+        try:
+            await server.settle_async(settle_timeout)
+        except TimeoutError as error:
+            run = ClientRun(False, f"{run.detail}; {error}".strip("; "))
+        observed = cassette_from_capture(server.exchanges, server.connections, name=f"{cassette.name} (replayed)")
+    report = diff_cassettes(cassette, observed, strict=strict, ignore=ignore, view=view, names=("recorded", "replay"))
+    return ReplayResult(cassette.name or (path.stem if path else ""), path, report, run, source.unplayed())
+
+
+async def replay_against(
+    base_url: str,
+    cassette: Cassette,
+    *,
+    strict: bool = False,
+    ignore: Sequence[str] = (),
+    path: Path | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+) -> ReplayResult:
+    """Send the cassette's recorded requests to the server at `base_url` and diff its answers against the
+    recorded ones (event types and order, items, outcomes; texts, ids and times are not compared)."""
+    observed = await answers_of(base_url, cassette, idle_timeout=idle_timeout)
+    report = diff_cassettes(
+        cassette, observed, strict=strict, ignore=(*TEXT_PATHS, *ignore), view="both", names=("recorded", base_url)
+    )
+    return ReplayResult(cassette.name or (path.stem if path else ""), path, report, ClientRun(True, base_url))
+
+
+def first_difference(result: ReplayResult) -> str:
+    """The first place the run left the recording: kind, exchange, field (empty when it did not)."""
+    if result.ok:
+        return ""
+    first = result.report.differences[0]
+    where = first.a if first.a.exchange is not None else first.b
+    exchange = f"exchange {where.exchange}" if where.exchange is not None else "connections"
+    event = f", event {where.event}" if where.event is not None else ""
+    return f"{first.kind.value} at {exchange}{event}: {first.path}"
+
+
+async def run_replays(
+    cassettes: Sequence[tuple[Path, Cassette]],
+    *,
+    command: Sequence[str] | None = None,
+    against: str | None = None,
+    match: MatchConfig | None = None,
+    view: str = "both",
+    strict: bool = False,
+    ignore: Sequence[str] = (),
+    timeout: float = COMMAND_TIMEOUT,
+    as_json: bool = False,
+    console: Console | None = None,
+) -> list[ReplayResult]:
+    """`rrkit replay`: each cassette in turn, with a progress display; then each difference report and a summary
+    table (or, `as_json`, one JSON document)."""
+    chosen = next((name for name in VIEWS if name == view), None)
+    if chosen is None:
+        raise ValueError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
+    out = console or Console(highlight=False)
+    progress_console = Console(stderr=True, highlight=False)
+    client: ReplayClient = CommandClient(command, timeout) if command else ReferenceClient()
+    results: list[ReplayResult] = []
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=progress_console, transient=True
+    ) as progress:
+        task = progress.add_task("replaying", total=len(cassettes))
+        for path, cassette in cassettes:
+            progress.update(task, description=f"replaying {path.name}")
+            if against is not None:
+                result = await replay_against(against, cassette, strict=strict, ignore=ignore, path=path)
+            else:
+                result = await replay_cassette(
+                    cassette, client, match=match, view=chosen, strict=strict, ignore=ignore, path=path
+                )
+            results.append(result)
+            progress.advance(task)
+    if as_json:
+        out.print_json(orjson.dumps([result.to_dict() for result in results]).decode())
+        return results
+    for result in results:
+        if not result.ok:
+            out.rule(f"{result.path or result.name}")
+            render_report(result.report, out)
+    out.print(summary_table(results, client.describe() if against is None else f"the server at {against}"))
+    return results
+
+
+def summary_table(results: Sequence[ReplayResult], who: str) -> Table:
+    table = Table(title=f"rrkit replay: {who}", title_justify="left", expand=False)
+    for column in ("cassette", "exchanges", "result", "first difference"):
+        table.add_column(column, overflow="fold")
+    for result in results:
+        verdict = "[green]as recorded[/]" if result.ok else f"[red]{len(result.report.differences)} differences[/]"
+        if not result.client.ok:
+            verdict += f"\n[yellow]{escape(result.client.detail)}[/]"
+        name = str(result.path) if result.path is not None else result.name
+        table.add_row(escape(name), str(result.report.a.exchanges), verdict, escape(first_difference(result)))
+    same = sum(1 for result in results if result.ok)
+    table.caption = f"{same} of {len(results)} behaved as recorded"
+    return table

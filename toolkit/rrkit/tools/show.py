@@ -1,0 +1,439 @@
+"""`rrkit show`: a cassette as a timeline model (connections, then exchanges in order), built without any I/O.
+
+The renderers (`show_terminal` for rich, `show_html` for one self-contained page) only lay out the model's text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import orjson
+
+from ..cassette.format import Cassette, RecordedConnection, RecordedExchange
+from ..protocol import events as ev
+from ..protocol.errors import Classification, classify_failure, classify_http_error
+from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.order import check_order
+from ..protocol.outcome import Outcome, OutcomeKind
+
+
+class Severity(StrEnum):
+    """How an outcome or a connection reads at a glance: the renderers colour by it."""
+
+    OK = "ok"  # completed
+    WARN = "warn"  # stated by the stream but not a success (failed, incomplete, error event), or the client left
+    BAD = "bad"  # cut or refused: dropped, stalled, refused
+    UNKNOWN = "unknown"  # no outcome recorded
+
+
+SEVERITY_OF_KIND: dict[OutcomeKind, Severity] = {
+    OutcomeKind.COMPLETED: Severity.OK,
+    OutcomeKind.FAILED: Severity.WARN,
+    OutcomeKind.INCOMPLETE: Severity.WARN,
+    OutcomeKind.ERRORED: Severity.WARN,
+    OutcomeKind.DISCONNECTED: Severity.WARN,
+    OutcomeKind.ANSWERED: Severity.WARN,
+    OutcomeKind.DROPPED: Severity.BAD,
+    OutcomeKind.STALLED: Severity.BAD,
+    OutcomeKind.REFUSED: Severity.BAD,
+}
+CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
+"""Outcomes of a stream that was cut: its events are checked as a prefix (no terminal event required)."""
+
+CLOSE_CODE_NAMES = {
+    1000: "normal",
+    1001: "going away",
+    1002: "protocol error",
+    1003: "unsupported data",
+    1005: "no status",
+    1006: "abnormal",
+    1007: "invalid data",
+    1008: "policy violation",
+    1009: "message too big",
+    1011: "internal error",
+    1012: "service restart",
+    1013: "try again later",
+}
+EVENT_PREFIX = "response."
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One labelled line of a card: both renderers show exactly these. `pieces`, when given, join to `text` and
+    are each kept on one line when it wraps (`12 x output_text.delta` is never split)."""
+
+    label: str
+    text: str
+    severity: Severity | None = None
+    pieces: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSize:
+    items: int | None  # input items; a string input is one item; None when there is no JSON request
+    bytes: int | None  # compact JSON
+
+    def describe(self) -> str:
+        if self.bytes is None:
+            return "none"
+        items = "?" if self.items is None else str(self.items)
+        return f"{items} item{'' if self.items == 1 else 's'}, {format_bytes(self.bytes)}"
+
+
+@dataclass(frozen=True, slots=True)
+class EventRun:
+    """Consecutive events of one type."""
+
+    type: str
+    count: int
+
+    def describe(self) -> str:
+        name = self.type.removeprefix(EVENT_PREFIX)
+        return name if self.count == 1 else f"{self.count} x {name}"
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeView:
+    kind: str  # an OutcomeKind value, or "unknown"
+    severity: Severity
+    events_sent: int | None = None
+    code: str | None = None
+    reason: str | None = None
+    status: int | None = None
+    message: str | None = None
+    retry: Classification | None = None
+
+    def describe(self) -> str:
+        parts = [self.kind]
+        if self.status is not None:
+            parts.append(f"status {self.status}")
+        if self.code:
+            parts.append(f"code {self.code}")
+        if self.reason:
+            parts.append(f"reason {self.reason}")
+        if self.events_sent is not None:
+            parts.append(f"{self.events_sent} event{'' if self.events_sent == 1 else 's'} sent")
+        if self.retry is not None:
+            delay = f" after {format_seconds(self.retry.delay)}" if self.retry.delay is not None else ""
+            parts.append(f"retryable{delay}" if self.retry.retryable else "not retryable")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionView:
+    id: int
+    status: int | None
+    turn_state: str | None
+    closed_by: str | None
+    close_code: int | None
+    exchanges: tuple[int, ...]
+    severity: Severity
+
+    @property
+    def handshake(self) -> str:
+        if self.status is None:
+            return "not recorded"
+        return "101 accepted" if self.status == 101 else f"{self.status} refused"
+
+    @property
+    def closed(self) -> str:
+        if self.status is not None and self.status != 101:
+            return "never opened"
+        if self.closed_by is None:
+            return "not recorded"
+        if self.close_code is None:
+            return f"by {self.closed_by}, no close frame" if self.closed_by == "tcp" else f"by {self.closed_by}"
+        name = CLOSE_CODE_NAMES.get(self.close_code)
+        return f"by {self.closed_by}, code {self.close_code}" + (f" ({name})" if name else "")
+
+    @property
+    def exchange_list(self) -> str:
+        return ", ".join(f"#{number}" for number in self.exchanges) or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeView:
+    id: int
+    transport: str
+    connection: int | None
+    incremental: bool
+    warmup: bool
+    model: str | None
+    previous_response_id: str | None
+    response_id: str | None
+    wire: RequestSize
+    logical: RequestSize
+    raw_body_bytes: int | None  # a body that was not a JSON object, as received
+    runs: tuple[EventRun, ...]
+    event_count: int  # Responses events, keep-alive comments left out
+    keepalives: int  # SSE comments
+    log: tuple[tuple[float, str], ...]  # (offset, type) of every recorded entry, comments included
+    started_at: float
+    duration: float | None  # offset of the last recorded entry
+    first_event: float | None  # offset of the first Responses event
+    outcome: OutcomeView
+    response_status: int | None
+    body_content_type: str | None
+    body_bytes: int | None
+    turn_state_issued: str | None
+    turn_state_sent: str | None
+    problems: tuple[str, ...]  # order-checker violations
+
+    @property
+    def severity(self) -> Severity:
+        return self.outcome.severity
+
+    @property
+    def title(self) -> str:
+        where = f"{self.transport} conn {self.connection}" if self.connection is not None else self.transport
+        parts = [f"#{self.id}", where, "incremental" if self.incremental else "full"]
+        if self.warmup:
+            parts.append("warmup")
+        return " · ".join(parts)
+
+    def rows(self, *, max_runs: int | None = None, max_problems: int | None = None) -> tuple[Row, ...]:
+        """The card's lines; `max_runs` and `max_problems` shorten a long event sequence and a long list of
+        protocol problems (None keeps them whole)."""
+        request = f"wire {self.wire.describe()} · logical {self.logical.describe()}"
+        if self.model:
+            request += f" · model {self.model}"
+        if self.raw_body_bytes is not None:
+            request += f" · body not a JSON object ({format_bytes(self.raw_body_bytes)})"
+        rows = [Row("request", request)]
+        if self.previous_response_id:
+            rows.append(Row("previous", self.previous_response_id))
+        turn = [f"sent {self.turn_state_sent}"] if self.turn_state_sent else []
+        turn += [f"issued {self.turn_state_issued}"] if self.turn_state_issued else []
+        if turn:
+            rows.append(Row("turn state", ", ".join(turn)))
+        pieces = self.event_pieces(max_runs)
+        rows.append(Row("events", "".join(pieces), pieces=pieces))
+        if self.keepalives:
+            rows.append(Row("keep-alive", f"{self.keepalives} SSE comment{'' if self.keepalives == 1 else 's'}"))
+        if self.body_bytes is not None:
+            status = f", status {self.response_status}" if self.response_status is not None else ""
+            rows.append(Row("body", f"{self.body_content_type}, {format_bytes(self.body_bytes)}{status}"))
+        rows.append(Row("timing", self.describe_timing()))
+        rows.append(Row("outcome", self.outcome.describe(), self.outcome.severity))
+        if self.outcome.message:
+            rows.append(Row("message", self.outcome.message))
+        if self.response_id:
+            rows.append(Row("response", self.response_id))
+        problems = self.problems if max_problems is None else self.problems[:max_problems]
+        rows.extend(Row("problem", problem, Severity.BAD) for problem in problems)
+        if len(problems) < len(self.problems):
+            rows.append(Row("problem", f"... and {len(self.problems) - len(problems)} more", Severity.BAD))
+        return tuple(rows)
+
+    def event_pieces(self, max_runs: int | None = None) -> tuple[str, ...]:
+        """`12: `, `created, `, `in_progress, `, `8 x output_text.delta, `, ..., `completed`."""
+        if not self.runs:
+            return ("none",)
+        shown = self.runs if max_runs is None else self.runs[:max_runs]
+        names = [run.describe() for run in shown]
+        if len(shown) < len(self.runs):
+            names.append(f"... ({len(self.runs) - len(shown)} more runs)")
+        return (f"{self.event_count}: ", *(f"{name}, " for name in names[:-1]), names[-1])
+
+    def describe_timing(self) -> str:
+        parts = [f"started +{format_seconds(self.started_at)}"]
+        if self.first_event is not None:
+            parts.append(f"first event {format_seconds(self.first_event)}")
+        if self.duration is not None:
+            parts.append(f"duration {format_seconds(self.duration)}")
+        return " · ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    name: str
+    path: str | None
+    source: str
+    recorded_at: str
+    connections: tuple[ConnectionView, ...]
+    exchanges: tuple[ExchangeView, ...]
+
+    @property
+    def title(self) -> str:
+        return self.name or self.path or "cassette"
+
+    def summary(self) -> tuple[Row, ...]:
+        outcomes: dict[str, int] = {}
+        for exchange in self.exchanges:
+            outcomes[exchange.outcome.kind] = outcomes.get(exchange.outcome.kind, 0) + 1
+        counts = ", ".join(f"{count} {kind}" for kind, count in outcomes.items()) or "none"
+        events = sum(exchange.event_count for exchange in self.exchanges)
+        problems = sum(len(exchange.problems) for exchange in self.exchanges)
+        websocket = sum(1 for exchange in self.exchanges if exchange.transport == "ws")
+        rows = [Row("file", self.path)] if self.path else []
+        rows += [Row("recorded", " · ".join(part for part in (self.source, self.recorded_at) if part) or "unknown")]
+        rows += [
+            Row(
+                "exchanges",
+                f"{len(self.exchanges)} ({websocket} ws, {len(self.exchanges) - websocket} http) "
+                f"on {len(self.connections)} WebSocket connection{'' if len(self.connections) == 1 else 's'}",
+            ),
+            Row("outcomes", counts, _worst(exchange.severity for exchange in self.exchanges)),
+            Row("events", str(events)),
+            Row("problems", str(problems) if problems else "none", Severity.BAD if problems else None),
+        ]
+        return tuple(rows)
+
+
+def build_timeline(cassette: Cassette, *, path: str | None = None) -> Timeline:
+    """The timeline of a cassette: its connections, then its exchanges in cassette order."""
+    return Timeline(
+        name=cassette.name,
+        path=path,
+        source=cassette.source,
+        recorded_at=cassette.recorded_at,
+        connections=tuple(_connection(connection, cassette) for connection in cassette.connections),
+        exchanges=tuple(_exchange(exchange) for exchange in cassette.exchanges),
+    )
+
+
+def _connection(connection: RecordedConnection, cassette: Cassette) -> ConnectionView:
+    handshake = connection.handshake
+    status = handshake.status
+    if (status is not None and status != 101) or connection.closed_by == "tcp":
+        severity = Severity.BAD
+    elif connection.close_code not in (None, 1000, 1005):
+        severity = Severity.WARN
+    else:
+        severity = Severity.OK
+    return ConnectionView(
+        id=connection.id,
+        status=status,
+        turn_state=_header(handshake.response_headers, TURN_STATE_HEADER),
+        closed_by=connection.closed_by,
+        close_code=connection.close_code,
+        exchanges=tuple(exchange.id for exchange in cassette.exchanges if exchange.connection == connection.id),
+        severity=severity,
+    )
+
+
+def _exchange(exchange: RecordedExchange) -> ExchangeView:
+    entries = [recorded.event for recorded in exchange.events]  # parsed once, for both the runs and the checker
+    stream = [event for event in entries if event.get("type") != ev.SSE_COMMENT]
+    log = tuple((recorded.at, str(event.get("type"))) for recorded, event in zip(exchange.events, entries, strict=True))
+    first = next((at for at, kind in log if kind != ev.SSE_COMMENT), None)
+    wire = exchange.wire_request
+    body = exchange.response_body
+    return ExchangeView(
+        id=exchange.id,
+        transport=exchange.transport,
+        connection=exchange.connection,
+        incremental=exchange.incremental,
+        warmup=wire is not None and wire.get("generate") is False,
+        model=_text((exchange.logical_request or wire or {}).get("model")),
+        previous_response_id=_text((wire or {}).get("previous_response_id")),
+        response_id=exchange.response_id,
+        wire=_size(wire),
+        logical=_size(exchange.logical_request),
+        raw_body_bytes=len(exchange.raw_body.encode()) if exchange.raw_body is not None else None,
+        runs=tuple(compress(str(event.get("type")) for event in stream)),
+        event_count=len(stream),
+        keepalives=len(entries) - len(stream),
+        log=log,
+        started_at=exchange.started_at,
+        duration=exchange.events[-1].at if exchange.events else None,
+        first_event=first,
+        outcome=_outcome(exchange),
+        response_status=exchange.response_status,
+        body_content_type=body.content_type if body is not None else None,
+        body_bytes=len(body.content) if body is not None else None,
+        turn_state_issued=_header(exchange.response_headers, TURN_STATE_HEADER),
+        turn_state_sent=_header(exchange.request_headers, TURN_STATE_HEADER),
+        problems=tuple(_problems(stream, exchange.outcome)),
+    )
+
+
+def compress(types: Iterable[str]) -> list[EventRun]:
+    """Consecutive events of one type as one run: created, in_progress, 12 x output_text.delta, ..."""
+    runs: list[EventRun] = []
+    for kind in types:
+        if runs and runs[-1].type == kind:
+            runs[-1] = EventRun(kind, runs[-1].count + 1)
+        else:
+            runs.append(EventRun(kind, 1))
+    return runs
+
+
+def _problems(stream: Sequence[dict[str, Any]], outcome: Outcome | None) -> list[str]:
+    if not stream:
+        return []  # a refusal or a whole body: no stream to check
+    complete = outcome is None or outcome.kind not in CUT_KINDS
+    return [str(violation) for violation in check_order(stream, complete=complete)]
+
+
+def _outcome(exchange: RecordedExchange) -> OutcomeView:
+    outcome = exchange.outcome
+    if outcome is None:
+        return OutcomeView("unknown", Severity.UNKNOWN)
+    return OutcomeView(
+        kind=outcome.kind.value,
+        severity=SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN),
+        events_sent=outcome.events_sent,
+        code=outcome.code,
+        reason=outcome.reason,
+        status=outcome.status,
+        message=outcome.message or None,
+        retry=_retry(exchange, outcome),
+    )
+
+
+def _retry(exchange: RecordedExchange, outcome: Outcome) -> Classification | None:
+    """What a client should do about a failure or a refusal, by the error catalogue."""
+    if outcome.kind is OutcomeKind.FAILED:
+        return classify_failure(outcome.code, outcome.message)
+    if outcome.kind is OutcomeKind.REFUSED and outcome.status is not None:
+        error = {"code": outcome.code, "message": outcome.message}
+        return classify_http_error(outcome.status, {"error": error}, exchange.response_headers)
+    return None
+
+
+def _size(request: Mapping[str, Any] | None) -> RequestSize:
+    if request is None:
+        return RequestSize(None, None)
+    value = request.get("input")
+    items = len(value) if isinstance(value, list) else 1 if isinstance(value, str) else None
+    return RequestSize(items, len(orjson.dumps(request)))
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    return next((value for key, value in headers.items() if key.lower() == name), None)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _worst(severities: Iterable[Severity]) -> Severity | None:
+    order = (Severity.BAD, Severity.WARN, Severity.UNKNOWN, Severity.OK)
+    seen = set(severities)
+    return next((severity for severity in order if severity in seen), None)
+
+
+def printable(text: str) -> str:
+    """`text` with control and direction-changing characters written as escapes: cassette content is untrusted,
+    and an ESC sequence would drive the terminal (or a bidi override reorder the line) instead of being shown."""
+    return _INVISIBLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f}".rstrip("0").rstrip(".") + " s"
+
+
+def format_bytes(size: int) -> str:
+    if size < 1000:
+        return f"{size} B"
+    if size < 1_000_000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size / 1_000_000:.1f} MB"
