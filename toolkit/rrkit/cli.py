@@ -23,6 +23,12 @@ def main() -> None:
     """rrkit: record/replay protocol testing for the OpenAI Responses streaming protocol."""
 
 
+class _FileError(click.ClickException):
+    """A file that cannot be read as what it should be: exit status 2, like a usage error."""
+
+    exit_code = 2
+
+
 def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, host: str, port: int) -> None:
     """Run a server in the foreground, printing its URLs once it listens, until Ctrl-C."""
 
@@ -132,7 +138,14 @@ def serve(
     allow_repeats: bool,
     log_level: str,
 ) -> None:
-    """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette."""
+    """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette.
+
+    \b
+    Examples:
+      rrkit serve --script fixtures/drop-mid-stream.yaml
+      rrkit serve --cassette codex.json --match-preset codex
+      rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
+    """
     session: CassetteSession | None = None
     if upstream is not None and (cassette_path is None or script_path is not None):
         raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
@@ -202,7 +215,13 @@ def record(
     allow_repeats: bool,
     log_level: str,
 ) -> None:
-    """Forward SSE and WebSocket traffic to an upstream until Ctrl-C, then write it as a cassette."""
+    """Forward SSE and WebSocket traffic to an upstream until Ctrl-C (or SIGTERM), then write it as a cassette.
+
+    \b
+    Example:
+      rrkit record --upstream https://api.openai.com/v1 --cassette session.json
+      OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 python my_client.py   # in another terminal
+    """
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     try:
         source = UpstreamSource(upstream)
@@ -245,7 +264,13 @@ def record(
     help="Also write each run's recording to DIR/<fixture>.<transport>.json (the golden cassettes: cassettes/).",
 )
 def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None) -> None:
-    """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected."""
+    """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected.
+
+    \b
+    Examples:
+      rrkit demo
+      rrkit demo --transport ws --record /tmp/recordings
+    """
     import asyncio
 
     from .demo import TRANSPORTS, find_fixtures, format_table, run_demo, summary
@@ -289,19 +314,16 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
     from .tools.show_html import write_html
     from .tools.show_terminal import print_timeline
 
-    class FileError(click.ClickException):
-        exit_code = 2
-
     try:
         timeline = build_timeline(load_cassette(cassette_path), path=str(cassette_path))
     except CassetteError as error:
-        raise FileError(str(error)) from None
+        raise _FileError(str(error)) from None
     print_timeline(timeline)
     if html_path is not None:
         try:
             written = write_html(timeline, html_path)
         except OSError as error:
-            raise FileError(f"{html_path}: cannot write the HTML page: {error.strerror or error}") from None
+            raise _FileError(f"{html_path}: cannot write the HTML page: {error.strerror or error}") from None
         click.echo(f"rrkit: wrote {written}")
 
 
@@ -345,13 +367,10 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
     from .tools.diff import VIEWS, diff_cassettes
     from .tools.diff_render import render_report
 
-    class FileError(click.ClickException):
-        exit_code = 2
-
     try:
         first, second = load_cassette(a_path), load_cassette(b_path)
     except CassetteError as error:
-        raise FileError(str(error)) from None
+        raise _FileError(str(error)) from None
     chosen = next(name for name in VIEWS if name == view)  # click.Choice checked it; this narrows the type
     try:
         report = diff_cassettes(
@@ -463,12 +482,6 @@ def replay(
         raise click.UsageError(str(error)) from None
     if not all(result.ok for result in results):
         raise SystemExit(1)
-
-
-class _FileError(click.ClickException):
-    """A file that cannot be read as what it should be: exit status 2, like a usage error."""
-
-    exit_code = 2
 
 
 def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
