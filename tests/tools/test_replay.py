@@ -152,22 +152,16 @@ def test_any_command_is_checked_with_the_server_urls_in_its_environment(tmp_path
     client.write_text(SDK_CLIENT)
     assert len(SDK_CLIENT.splitlines()) <= 10
     cassette = sdk_cassette(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+
+    def replay_with_client() -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    done = replay_with_client()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 1 behaved as recorded" in done.stdout
-
     client.write_text(SDK_CLIENT.replace("What is the weather", "What was the weather"))
-    changed = subprocess.run(
-        [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    changed = replay_with_client()
     assert changed.returncode == 1, changed.stdout + changed.stderr
 
 

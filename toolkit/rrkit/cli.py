@@ -327,28 +327,40 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
         click.echo(f"rrkit: wrote {written}")
 
 
+def _diff_options(command: Callable[..., None]) -> Callable[..., None]:
+    """How cassettes are compared, the same for `rrkit diff` and `rrkit replay` (README: `rrkit diff`)."""
+    options = [
+        click.option(
+            "--strict",
+            is_flag=True,
+            help="Compare ids, timestamps, token counts, per-run headers and timings as recorded.",
+        ),
+        click.option(
+            "--ignore",
+            "ignore",
+            multiple=True,
+            metavar="PATH",
+            help="A JSON path left out, as in matching: input[*].output; or rooted as reported: events[*].delta, "
+            "outcome.message, response_headers.retry-after (repeatable).",
+        ),
+        click.option(
+            "--view",
+            type=click.Choice(["logical", "wire", "both"]),
+            default="both",
+            show_default=True,
+            help="Compare the logical requests, the wire requests, or both (a full request where a delta was "
+            "recorded is an incrementality difference).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @main.command()
 @click.argument("a_path", metavar="A", type=click.Path(path_type=Path))
 @click.argument("b_path", metavar="B", type=click.Path(path_type=Path))
-@click.option(
-    "--strict", is_flag=True, help="Compare ids, timestamps, token counts, per-run headers and timings as recorded."
-)
-@click.option(
-    "--ignore",
-    "ignore",
-    multiple=True,
-    metavar="PATH",
-    help="A JSON path left out, as in matching: input[*].output; or rooted as reported: events[*].delta, "
-    "outcome.message, response_headers.retry-after (repeatable).",
-)
-@click.option(
-    "--view",
-    type=click.Choice(["logical", "wire", "both"]),
-    default="both",
-    show_default=True,
-    help="Compare the logical requests, the wire requests, or both (a full request where A sent a delta is an "
-    "incrementality difference).",
-)
+@_diff_options
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_diff version 1).")
 def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view: str, as_json: bool) -> None:
     """Compare two cassettes exchange by exchange: requests (logical and wire), full vs incremental, events,
@@ -405,16 +417,7 @@ class _CassettesThenCommand(click.Command):
     help="Check a server instead: send the recorded requests to this base URL (e.g. http://127.0.0.1:PORT/v1) "
     "and diff its answers against the recorded ones.",
 )
-@click.option(
-    "--view",
-    type=click.Choice(["logical", "wire", "both"]),
-    default="both",
-    show_default=True,
-    help="What of the requests is compared (both: a full request where a delta was recorded is an "
-    "incrementality regression).",
-)
-@click.option("--strict", is_flag=True, help="Compare ids, times and per-run values as they are.")
-@click.option("--ignore", multiple=True, help="A path left out of the diff, e.g. input[*].output (repeatable).")
+@_diff_options
 @click.option(
     "--timeout", default=120.0, show_default=True, help="Seconds the client command may run, per cassette."
 )
