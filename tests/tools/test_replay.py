@@ -165,11 +165,23 @@ def test_any_command_is_checked_with_the_server_urls_in_its_environment(tmp_path
     assert changed.returncode == 1, changed.stdout + changed.stderr
 
 
-@pytest.mark.parametrize("name", ["tool-loop.ws.json", "tool-loop.http.json"])
-def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded(name: str) -> None:
+def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded() -> None:
     with FakeServer(load_script(ROOT / "fixtures" / "tool-loop.yaml")) as server:
-        result = CliRunner().invoke(cli, ["replay", "--against", server.http_url, str(GOLDEN / name)])
+        result = CliRunner().invoke(cli, ["replay", "--against", server.http_url, str(GOLDEN / "tool-loop.ws.json")])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda path: path.name)
+def test_every_golden_cassette_against_its_fixture_server_answers_as_recorded(path: Path) -> None:
+    from rrkit.tools.replay import replay_against
+
+    async def check() -> ReplayResult:
+        fixture = ROOT / "fixtures" / f"{path.name.split('.')[0]}.yaml"
+        async with FakeServer(load_script(fixture), log_level="critical") as server:
+            return await replay_against(server.http_url, load_cassette(path), idle_timeout=10)
+
+    result = asyncio.run(check())
+    assert result.ok, [difference.to_dict() for difference in result.report.differences]
 
 
 def test_against_a_server_scripted_differently_names_the_event() -> None:

@@ -35,8 +35,14 @@ TEXT_PATHS = (
     "events[*].item.content[*].text",
     "events[*].response.output[*].content[*].text",
     "response_body.json.output[*].content[*].text",
+    "events[*].message",
+    "events[*].error.message",
+    "events[*].response.error.message",
+    "response_body.json.error.message",
+    "outcome.message",
 )
-"""What a live server words its own way: text is not compared (its structure is), nor are ids and times."""
+"""What a live server words its own way: texts and error messages are not compared (their structure and the
+error codes are), nor are ids and times."""
 _NOT_SENT = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding", "upgrade"})
 _NOT_KEPT = frozenset({"transfer-encoding", "connection", "keep-alive", "date", "server", "upgrade"})
 """Response headers of the connection itself, which a server's capture never records."""
