@@ -119,50 +119,38 @@ def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
 
 
 SDK_CLIENT = """\
-import os
-import openai
-
-client = openai.OpenAI(base_url=os.environ["OPENAI_BASE_URL"], max_retries=0)
-stream = client.responses.create(
-    model="gpt-rrkit", input=[{"role": "user", "content": "What is the weather in Paris?"}], stream=True
-)
-text = "".join(event.delta for event in stream if event.type == "response.output_text.delta")
-print(text)
+import openai  # the official SDK reads the server's URL from OPENAI_BASE_URL (and the key from OPENAI_API_KEY)
+client = openai.OpenAI(max_retries=0, default_headers={"originator": "rrkit", "session-id": "rrkit-demo"})
+city = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+tools = [{"type": "function", "name": "get_weather", "description": "Current weather in a city.", "parameters": city},
+         {"type": "custom", "name": "apply_patch", "description": "Apply a patch to the workspace."}]
+user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What is the weather in Paris?"}]}
+ask = dict(model="gpt-rrkit", instructions="You are the rrkit demo client. Use the tools when they help.", input=[user])
+stream = client.responses.create(**ask, tools=tools, tool_choice="auto", parallel_tool_calls=False, reasoning=None,
+                                 store=False, stream=True, include=[], prompt_cache_key="rrkit-demo")
+print("".join(event.delta for event in stream if event.type == "response.output_text.delta"))
 """
+"""The request the reference client sent when it recorded cassettes/text.http.json, made with the SDK."""
 
 
-def sdk_cassette(tmp_path: Path) -> Path:
-    """A recording of the SDK client above against a fake server (the golden cassettes are the reference
-    client's: their requests carry its own fields)."""
-    import openai
-
-    from rrkit.cassette import cassette_from_capture, save_cassette
-    from rrkit.script import Script, reply, text
-
-    with FakeServer(Script().add(reply(text("Sunny in Paris.", chunks=3)))) as server:
-        client = openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0)
-        user = [{"role": "user", "content": "What is the weather in Paris?"}]
-        list(client.responses.create(model="gpt-rrkit", input=user, stream=True))  # type: ignore[arg-type]
-        server.settle()
-        return save_cassette(cassette_from_capture(server.exchanges, server.connections), tmp_path / "sdk.json")
-
-
-def test_any_command_is_checked_with_the_server_urls_in_its_environment(tmp_path: Path) -> None:
+def test_ten_line_sdk_client_replays_the_golden_cassette_from_openai_base_url_alone(tmp_path: Path) -> None:
     client = tmp_path / "client.py"
     client.write_text(SDK_CLIENT)
     assert len(SDK_CLIENT.splitlines()) <= 10
-    cassette = sdk_cassette(tmp_path)
 
-    def replay_with_client() -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "rrkit", "replay", str(cassette), "--", sys.executable, str(client)]
-        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    def replay_with_client(*options: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "rrkit", "replay", *options, str(GOLDEN / "text.http.json"), "--"]
+        return subprocess.run([*command, sys.executable, str(client)], capture_output=True, text=True, timeout=120)
 
     done = replay_with_client()
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 of 1 behaved as recorded" in done.stdout
     client.write_text(SDK_CLIENT.replace("What is the weather", "What was the weather"))
-    changed = replay_with_client()
+    changed = replay_with_client("--json")
     assert changed.returncode == 1, changed.stdout + changed.stderr
+    (result,) = json.loads(changed.stdout)
+    first = result["report"]["differences"][0]
+    assert (first["kind"], first["a"]["exchange"], first["path"].split("[")[0]) == ("content", 0, "input")
 
 
 def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded() -> None:

@@ -32,9 +32,17 @@ __all__ = [
     "diff_cassettes",
 ]
 
-VOLATILE_HEADER_PATTERNS: tuple[str, ...] = (*sorted(VOLATILE_HEADERS), "sec-websocket-*", "x-stainless-*")
-"""Headers not compared unless strict: per run (host, date, request id, WebSocket keys, length, user agent) or
-per machine and SDK release (the SDKs' `x-stainless-*`)."""
+NEGOTIATION_HEADERS = ("accept", "accept-encoding", "connection", "keep-alive", "te")
+"""What an HTTP library negotiates for itself (how the body may be encoded, whether the connection stays
+open): the client's library, not the client's protocol behaviour."""
+VOLATILE_HEADER_PATTERNS: tuple[str, ...] = (
+    *sorted(VOLATILE_HEADERS),
+    *NEGOTIATION_HEADERS,
+    "sec-websocket-*",
+    "x-stainless-*",
+)
+"""Headers not compared unless strict: per run (host, date, request id, WebSocket keys, length, user agent),
+negotiated by the HTTP library (`NEGOTIATION_HEADERS`), or per machine and SDK release (`x-stainless-*`)."""
 WIRE_STEERING = ("previous_response_id", INPUT_FIELD)
 """What a delta and a full request carry differently; the rest of two such wire requests is still compared."""
 
