@@ -7,19 +7,23 @@ the wire request and the logical request the client logged equal what the server
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RecordingSleep, RetryPolicy, Trace
 from rrkit.client.check import view_mismatches
-from rrkit.protocol import Item
-from rrkit.script import Script
+from rrkit.protocol import Item, ResponseEvents
+from rrkit.script import Reply, Script
+from rrkit.script.models import TimedEvent
 from rrkit.server import Exchange, FakeServer
 
 BUDGET = 2
-"""Retries per stream in these tests: a stream gets BUDGET + 1 attempts per transport."""
+"""Stream retries in these tests: a stream gets BUDGET + 1 attempts per transport."""
+REQUEST_BUDGET = 1
+"""Request-level retries of an HTTP 5xx in these tests, inside each stream attempt."""
 BASE_DELAY = 0.25
 IDLE = 0.3
 """Seconds without an event before a stream counts as stalled (the only real waiting in the suite)."""
@@ -37,6 +41,12 @@ TRANSPORTS = ("http", "ws")
 def backoff(retry: int) -> float:
     """The delay before retry `retry` when the server names none (the tests' RNG makes jitter zero)."""
     return RetryPolicy(max_retries=BUDGET, base_delay=BASE_DELAY).backoff(retry, lambda: 0.5)
+
+
+def turn_ids() -> Callable[[], str]:
+    """Repeatable turn ids: turn-1, turn-2, ..."""
+    counter = itertools.count(1)
+    return lambda: f"turn-{next(counter)}"
 
 
 def assert_views_agree(trace: Trace, exchanges: Sequence[Exchange]) -> None:
@@ -66,16 +76,22 @@ class Harness:
 
 @asynccontextmanager
 async def served(
-    script: Script, *, transport: str = "ws", budget: int = BUDGET, idle: float = IDLE, **client_options: Any
+    script: Script,
+    *,
+    transport: str = "ws",
+    budget: int = BUDGET,
+    request_budget: int = REQUEST_BUDGET,
+    idle: float = IDLE,
+    options: ClientOptions | None = None,
+    **client_options: Any,
 ) -> AsyncIterator[Harness]:
     sleep = RecordingSleep()
-    options = ClientOptions(
-        retry=RetryPolicy(max_retries=budget, base_delay=BASE_DELAY),
+    options = options or ClientOptions(
+        retry=RetryPolicy(max_retries=budget, request_max_retries=request_budget, base_delay=BASE_DELAY),
         idle_timeout=idle,
         warmup_timeout=5.0,
-        sleep=sleep,
-        rng=lambda: 0.5,
     )
+    options.sleep, options.rng, options.new_id = sleep, lambda: 0.5, turn_ids()
     async with FakeServer(script) as server:
         async with ModelClient(
             server.http_url, supports_websockets=transport == "ws", options=options, **client_options
@@ -90,3 +106,17 @@ def wire_inputs(exchanges: Sequence[Exchange]) -> list[list[Item]]:
 
 def item_types(items: Sequence[Item]) -> list[str]:
     return [str(item.get("type", "message")) for item in items]
+
+
+def verbatim(*events: dict[str, Any]) -> Reply:
+    """A reply of exactly these events, in order."""
+    return Reply(events=[TimedEvent(event=event) for event in events])
+
+
+def text_reply_with(extra: dict[str, Any], *, at: int = 2, text: str = "Done.") -> Reply:
+    """A whole text reply (created ... completed) with `extra` sent as event number `at`."""
+    builder = ResponseEvents({"model": PROMPT.model})
+    builder.start()
+    builder.message(text)
+    builder.completed()
+    return verbatim(*builder.events[:at], extra, *builder.events[at:])

@@ -19,7 +19,7 @@ from rrkit.client import (
     map_event,
 )
 from rrkit.client.events import DELTA_CLASSES
-from rrkit.protocol import ResponseEvents, events
+from rrkit.protocol import RECONNECT_CODES, ResponseEvents, events
 
 
 def test_every_protocol_delta_type_maps_to_a_client_delta() -> None:
@@ -56,6 +56,16 @@ def test_terminal_failures_raise_typed_errors() -> None:
     assert incomplete.value.reason == "max_output_tokens"
     with pytest.raises(RetryableStreamError):
         map_event(builder.failed(None, "boom")[0])
+
+
+@pytest.mark.parametrize("code", ["server_error", "context_length_exceeded", None])
+def test_a_flat_error_event_maps_to_nothing_whatever_its_code(code: str | None) -> None:
+    assert map_event(ResponseEvents({"model": "gpt-test"}).error("bad", code=code)[0]) is None
+
+
+@pytest.mark.parametrize("code", sorted(RECONNECT_CODES))
+def test_a_statusless_error_frame_with_a_reconnect_code_raises_a_retryable_error(code: str) -> None:
     with pytest.raises(ModelClientError) as errored:
-        map_event(builder.error("bad", code="server_error")[0])
+        map_event({"type": "error", "error": {"type": "invalid_request_error", "code": code, "message": "again"}})
+    assert errored.value.retryable and errored.value.code == code
     assert errored.value.outcome_kind.value == "errored"

@@ -1,11 +1,13 @@
-"""Termination checks and retries (PROTOCOL.md section 7): each failure ends as the table says."""
+"""Termination checks and retries (PROTOCOL.md section 7): each failure ends as Codex 0.169 ends it."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
 import pytest
-from client_support import BUDGET, TRANSPORTS, backoff, item_types, served, wire_inputs
+from client_support import BUDGET, REQUEST_BUDGET, TRANSPORTS, backoff, item_types, served, text_reply_with, wire_inputs
 
 from rrkit.client import (
     ConnectionLimitReached,
@@ -14,19 +16,26 @@ from rrkit.client import (
     InvalidRequest,
     ModelClientError,
     PolicyRefusal,
+    PreviousResponseNotFound,
     QuotaExceeded,
     RateLimited,
     ResponseIncomplete,
     RetryableStreamError,
+    RetryLimitReached,
     ServerOverloaded,
     StreamDropped,
     Unauthorized,
     UsageLimitReached,
     UsageNotIncluded,
 )
-from rrkit.protocol import FAILURE_CODES, WEBSOCKET_CONNECTION_LIMIT, OutcomeKind, ResponseEvents, parse_retry_delay
-from rrkit.script import Reply, Script, error_event, failed, incomplete, reject, reply, text
-from rrkit.script.models import TimedEvent
+from rrkit.protocol import (
+    FAILURE_CODES,
+    PREVIOUS_RESPONSE_NOT_FOUND,
+    RECONNECT_CODES,
+    WEBSOCKET_CONNECTION_LIMIT,
+    OutcomeKind,
+)
+from rrkit.script import Match, Script, error_event, failed, incomplete, load_script, reject, reply, text
 
 NOT_RETRIED: dict[str, type[ModelClientError]] = {
     "context_length_exceeded": ContextWindowExceeded,
@@ -36,45 +45,66 @@ NOT_RETRIED: dict[str, type[ModelClientError]] = {
     "cyber_policy": PolicyRefusal,
     "bio_policy": PolicyRefusal,  # any other *_policy code
     "server_is_overloaded": ServerOverloaded,
-    "slow_down": ServerOverloaded,
 }
+RETRIED_WITH_BACKOFF = ("slow_down", "server_error", None)
 
 
-def test_every_failure_code_of_the_table_is_covered() -> None:
-    assert set(FAILURE_CODES) <= {*NOT_RETRIED, "rate_limit_exceeded"}
+def test_every_failure_code_of_the_catalogue_is_covered() -> None:
+    assert set(FAILURE_CODES) <= {*NOT_RETRIED, *RETRIED_WITH_BACKOFF, "rate_limit_exceeded"}
 
 
+# -- response.failed ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("code", sorted(NOT_RETRIED))
-async def test_response_failed_with_a_non_retryable_code_raises_its_typed_error_after_one_attempt(
-    code: str, transport: str
-) -> None:
+async def test_non_retried_failure_codes_fail_the_turn_after_one_attempt(code: str, transport: str) -> None:
     async with served(Script().queue(failed(code), reply("never sent")), transport=transport) as h:
         with pytest.raises(NOT_RETRIED[code]) as caught:
             await h.conversation().run_turn("Hello.")
         assert caught.value.code == code
         assert caught.value.outcome_kind is OutcomeKind.FAILED
+        if code == "server_is_overloaded":
+            assert str(caught.value).startswith("Selected model is at capacity")
         assert len(h.exchanges) == 1
         assert h.sleep.delays == []
         assert h.trace.fallbacks == []
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_response_failed_rate_limited_is_retried_after_the_delay_in_its_message(transport: str) -> None:
-    message = FAILURE_CODES["rate_limit_exceeded"].message
-    async with served(Script().queue(failed("rate_limit_exceeded"), reply("Done.")), transport=transport) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
+@pytest.mark.parametrize(
+    ("message", "delay"),
+    [("Please try again in 2s.", 2.0), ("Please try again in 28ms.", 0.028), ("Try again in 1.5 seconds.", 1.5)],
+    ids=["s", "ms", "seconds"],
+)
+async def test_rate_limit_exceeded_waits_the_delay_named_in_its_message(
+    message: str, delay: float, transport: str
+) -> None:
+    script = Script().queue(failed("rate_limit_exceeded", message), reply("Done."))
+    async with served(script, transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert len(h.exchanges) == 2
-        assert h.sleep.delays == [parse_retry_delay(message)] == [1.5]
+        assert h.sleep.delays == [pytest.approx(delay)]
         assert h.trace.entries[0].error_type == RateLimited.__name__
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("code", [None, "server_error"], ids=["no-code", "unknown-code"])
-async def test_response_failed_with_another_code_is_a_generic_stream_error_retried_with_backoff(
-    code: str | None, transport: str
-) -> None:
+async def test_rate_limit_exceeded_naming_a_delay_in_another_unit_gets_backoff(transport: str) -> None:
+    script = Script().queue(failed("rate_limit_exceeded", "Please try again in 2 minutes."), reply("Done."))
+    async with served(script, transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert h.sleep.delays == [backoff(1)]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_named_delay_is_read_only_for_rate_limit_exceeded(transport: str) -> None:
+    script = Script().queue(failed("server_error", "Please try again in 2s."), reply("Done."))
+    async with served(script, transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert h.sleep.delays == [backoff(1)]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("code", RETRIED_WITH_BACKOFF, ids=["slow-down", "unknown-code", "no-code"])
+async def test_slow_down_and_other_failure_codes_are_retried_with_backoff(code: str | None, transport: str) -> None:
     async with served(Script().queue(failed(code), failed(code), reply("Done.")), transport=transport) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
@@ -97,29 +127,215 @@ async def test_a_generic_stream_error_raises_once_the_retry_budget_is_spent_over
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_response_incomplete_is_a_stream_error_and_is_retried(transport: str) -> None:
-    async with served(Script().queue(incomplete("max_output_tokens"), reply("Done.")), transport=transport) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
-        assert [entry.outcome.kind for entry in h.trace.entries if entry.outcome] == [
-            OutcomeKind.INCOMPLETE,
-            OutcomeKind.COMPLETED,
-        ]
-        assert h.trace.entries[0].error_type == ResponseIncomplete.__name__
-        assert h.trace.entries[0].outcome is not None and h.trace.entries[0].outcome.reason == "max_output_tokens"
+async def test_response_incomplete_is_not_retried(transport: str) -> None:
+    async with served(Script().queue(incomplete("max_output_tokens"), reply("never sent")), transport=transport) as h:
+        with pytest.raises(ResponseIncomplete) as caught:
+            await h.conversation().run_turn("Hello.")
+        assert str(caught.value).startswith("Incomplete response returned, reason: max_output_tokens")
+        assert caught.value.outcome().kind is OutcomeKind.INCOMPLETE
+        assert caught.value.reason == "max_output_tokens"
+        assert len(h.exchanges) == 1
+        assert h.sleep.delays == []
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+async def test_a_fail_step_without_a_message_sends_the_catalogues_message(suffix: str, tmp_path: Path) -> None:
+    steps = [{"fail": {"code": "rate_limit_exceeded"}}, {"output": [{"text": "Done."}]}]
+    path = tmp_path / f"script{suffix}"
+    path.write_text(json.dumps({"responses": steps}))  # JSON is YAML too
+    async with served(load_script(path), transport="http") as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        failure = h.exchanges[0].events[-1].event
+        assert failure["response"]["error"]["message"] == FAILURE_CODES["rate_limit_exceeded"].message
+        assert h.sleep.delays == [1.5]  # the delay the catalogue's message names
+
+
+# -- the flat error event and error frames without status --------------------------------------------------
+@pytest.mark.parametrize("code", ["context_length_exceeded", "server_error", None])
+async def test_a_flat_error_event_is_ignored_whatever_its_code(code: str | None) -> None:
+    flat = {"type": "error", "message": "Something broke.", "code": code, "param": None}
+    async with served(Script().queue(text_reply_with(flat)), transport="http") as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert len(h.exchanges) == 1
+        assert h.sleep.delays == []
+
+
+@pytest.mark.parametrize("code", ["context_length_exceeded", "server_is_overloaded", None])
+async def test_an_error_frame_without_status_is_ignored_whatever_its_code(code: str | None) -> None:
+    no_status = {"type": "error", "error": {"type": "server_error", "code": code, "message": "no status"}}
+    async with served(Script().queue(text_reply_with(no_status))) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert len(h.exchanges) == 1
+        assert h.sleep.delays == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_flat_error_event_then_the_end_of_the_stream_is_an_ordinary_retryable_drop(transport: str) -> None:
+    script = Script().queue(error_event("Something broke.", "context_length_exceeded"), reply("Done."))
+    async with served(script, transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        # over HTTP the stream then ends; over a socket that stays open, the idle timeout ends it
+        ended = StreamDropped if transport == "http" else IdleTimeout
+        assert h.trace.entries[0].error_type == ended.__name__
+        first = h.trace.entries[0].outcome  # the response did end with the error event, as the server saw
+        assert first is not None and first.kind is OutcomeKind.ERRORED and first.code == "context_length_exceeded"
+        assert h.exchanges[0].outcome is not None and h.exchanges[0].outcome.kind is OutcomeKind.ERRORED
+        assert h.sleep.delays == [backoff(1)]
+
+
+@pytest.mark.parametrize("code", sorted(RECONNECT_CODES))
+async def test_a_statusless_frame_asking_for_a_new_socket_gets_one_and_the_full_request(code: str) -> None:
+    frame = {"type": "error", "error": {"type": "invalid_request_error", "code": code, "message": "again"}}
+    second = Match(incremental=True)
+    script = Script().queue(reply("One.")).add(text_reply_with(frame), when=second).add(reply("Two."))
+    async with served(script) as h:
+        conversation = h.conversation()
+        await conversation.run_turn("First?")
+        assert (await conversation.run_turn("Second?")).text == "Two."
+        assert [exchange.connection_id for exchange in h.exchanges] == [0, 0, 1]
+        assert [exchange.incremental for exchange in h.exchanges] == [False, True, False]
+        assert h.sleep.delays == [backoff(1)]
+        assert h.trace.fallbacks == []
+
+
+# -- errors before the stream ------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_429_without_retry_after_is_not_retried(transport: str) -> None:
+    script = Script().queue(reject(429, "rate_limit_exceeded", "Please try again in 1s."), reply("never sent"))
+    async with served(script, transport=transport) as h:
+        with pytest.raises(RetryLimitReached) as caught:
+            await h.conversation().run_turn("Hello.")
+        assert str(caught.value).startswith("exceeded retry limit, last status: 429")
+        assert len(h.exchanges) == 1
+        assert h.sleep.delays == []
+        assert h.trace.fallbacks == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("status", [429, 503])
+async def test_429_or_503_with_retry_after_is_retried_after_exactly_its_seconds(status: int, transport: str) -> None:
+    script = Script().queue(reject(status, None, "Slow down.", retry_after=7), reply("Done."))
+    async with served(script, transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert len(h.exchanges) == 2
+        assert h.sleep.delays == [7.0]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_retry_after_ms_is_ignored(transport: str) -> None:
+    only_ms = {"retry-after-ms": "350"}
+    script = Script().queue(reject(503, headers=only_ms), reply("Done."), reject(429, headers=only_ms))
+    async with served(script, transport=transport) as h:
+        conversation = h.conversation()
+        assert (await conversation.run_turn("Hello.")).text == "Done."
+        assert h.sleep.delays == [backoff(1)]  # a 503 with it gets ordinary backoff
+        with pytest.raises(RetryLimitReached):  # a 429 with it is a plain 429
+            await conversation.run_turn("Again.")
         assert h.sleep.delays == [backoff(1)]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_flat_error_event_is_a_stream_error_and_is_retried(transport: str) -> None:
-    async with served(Script().queue(error_event("Something broke."), reply("Done.")), transport=transport) as h:
+@pytest.mark.parametrize("status", [401, 403, 404])
+async def test_401_403_and_404_are_retried_with_backoff(status: int, transport: str) -> None:
+    async with served(Script().queue(reject(status), reject(status), reply("Done.")), transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert [exchange.response_status for exchange in h.exchanges][:2] == [status, status]
+        assert h.sleep.delays == [backoff(1), backoff(2)]
+        if status == 401:
+            assert h.trace.entries[0].error_type == Unauthorized.__name__
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+async def test_http_5xx_is_retried_first_at_the_request_level_then_by_the_stream_budget(status: int) -> None:
+    async with served(Script(default=reject(status)), transport="http") as h:
+        with pytest.raises(RetryableStreamError) as caught:
+            await h.conversation().run_turn("Hello.")
+        assert caught.value.status == status
+        per_stream = REQUEST_BUDGET + 1
+        assert len(h.exchanges) == (BUDGET + 1) * per_stream
+        levels = [entry.retry_level for entry in h.trace.entries]
+        assert levels == (["request"] * REQUEST_BUDGET + ["stream"]) * BUDGET + ["request"] * REQUEST_BUDGET + [None]
+        # the request level restarts its backoff inside every stream attempt
+        assert h.sleep.delays == [backoff(1), backoff(1), backoff(1), backoff(2), backoff(1)]
+
+
+@pytest.mark.parametrize("status", [500, 503])
+async def test_a_5xx_error_frame_is_retried_by_the_stream_budget_only(status: int) -> None:
+    async with served(Script().queue(reject(status), reject(status), reply("Done."))) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert [entry.retry_level for entry in h.trace.entries] == ["stream", "stream", None]
+        assert h.sleep.delays == [backoff(1), backoff(2)]
+        refused = h.trace.entries[0].outcome
+        assert refused is not None and refused.kind is OutcomeKind.REFUSED and refused.status == status
+
+
+NOT_RETRIED_STATUSES: list[tuple[int, str | None, str | None, type[ModelClientError]]] = [
+    (400, None, None, InvalidRequest),
+    (400, "context_length_exceeded", None, ContextWindowExceeded),
+    (429, None, "usage_limit_reached", UsageLimitReached),
+    (429, "usage_not_included", None, UsageNotIncluded),
+    (429, "insufficient_quota", None, QuotaExceeded),
+    (503, "server_is_overloaded", None, ServerOverloaded),  # over HTTP after the request-level retries
+]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize(("status", "code", "type_", "error"), NOT_RETRIED_STATUSES)
+async def test_400_server_is_overloaded_and_usage_errors_before_the_stream_are_not_retried(
+    status: int, code: str | None, type_: str | None, error: type[ModelClientError], transport: str
+) -> None:
+    script = Script(default=reject(status, code, type=type_, retry_after=1))
+    async with served(script, transport=transport) as h:
+        with pytest.raises(error) as caught:
+            await h.conversation().run_turn("Hello.")
+        assert caught.value.status == status and caught.value.outcome_kind is OutcomeKind.REFUSED
+        request_retries = REQUEST_BUDGET if status >= 500 and transport == "http" else 0
+        assert len(h.exchanges) == 1 + request_retries
+        assert h.sleep.delays == [1.0] * request_retries  # a request-level retry waits Retry-After when given
+
+
+async def test_http_503_server_is_overloaded_spends_the_request_level_retries_then_fails_the_turn() -> None:
+    async with served(Script(default=reject(503, "server_is_overloaded")), transport="http") as h:
+        with pytest.raises(ServerOverloaded):
+            await h.conversation().run_turn("Hello.")
+        assert len(h.exchanges) == REQUEST_BUDGET + 1
+        assert h.sleep.delays == [backoff(n) for n in range(1, REQUEST_BUDGET + 1)]
+        assert [entry.retry_level for entry in h.trace.entries] == ["request"] * REQUEST_BUDGET + [None]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_slow_down_as_http_503_is_retried_with_backoff(transport: str) -> None:
+    async with served(Script().queue(reject(503, "slow_down"), reply("Done.")), transport=transport) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert h.sleep.delays == [backoff(1)]
+
+
+async def test_websocket_connection_limit_reached_reconnects_and_retries() -> None:
+    script = Script().queue(reject(400, WEBSOCKET_CONNECTION_LIMIT, "Too many connections."), reply("Done."))
+    async with served(script) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
-        first = h.trace.entries[0].outcome
-        assert first is not None and first.kind is OutcomeKind.ERRORED
-        assert len(h.exchanges) == 2
+        assert h.trace.entries[0].error_type == ConnectionLimitReached.__name__
+        assert [exchange.connection_id for exchange in h.exchanges] == [0, 1]
+        assert not h.exchanges[1].incremental
+        assert h.sleep.delays == [backoff(1)]
+        assert h.trace.fallbacks == []
 
 
+async def test_previous_response_not_found_opens_a_new_socket_and_resends_in_full_after_backoff() -> None:
+    unknown = reject(400, PREVIOUS_RESPONSE_NOT_FOUND, "Previous response not found.")
+    script = Script().queue(reply("One.")).add(unknown, when=Match(incremental=True)).add(reply("Two."))
+    async with served(script) as h:
+        conversation = h.conversation()
+        await conversation.run_turn("First?")
+        assert (await conversation.run_turn("Second?")).text == "Two."
+        assert h.trace.entries[1].error_type == PreviousResponseNotFound.__name__
+        assert [exchange.connection_id for exchange in h.exchanges] == [0, 0, 1]
+        assert [exchange.incremental for exchange in h.exchanges] == [False, True, False]
+        assert h.sleep.delays == [backoff(1)]
+
+
+# -- drops, stalls, cancellation ---------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_mid_stream_drop_is_retried_with_done_items_kept_and_deltas_gone(transport: str) -> None:
     # created, in_progress, the first message complete (7 events), the second added + its first delta: cut
@@ -152,85 +368,6 @@ async def test_a_stall_past_the_idle_timeout_is_retried(transport: str) -> None:
         assert stalled is not None and stalled.kind is OutcomeKind.STALLED and stalled.events_sent == 3
         assert len(h.exchanges) == 2
         assert h.sleep.delays == [backoff(1)]
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize("status", [500, 502, 503])
-async def test_a_5xx_before_the_stream_is_retried_with_backoff(status: int, transport: str) -> None:
-    async with served(Script().queue(reject(status), reject(status), reply("Done.")), transport=transport) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
-        assert [exchange.response_status for exchange in h.exchanges][:2] == [status, status]
-        assert h.sleep.delays == [backoff(1), backoff(2)]
-        refused = h.trace.entries[0].outcome
-        assert refused is not None and refused.kind is OutcomeKind.REFUSED and refused.status == status
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize(
-    ("headers", "delay"), [({"retry-after": "7"}, 7.0), ({"retry-after-ms": "350"}, 0.35)], ids=["seconds", "ms"]
-)
-async def test_a_429_is_retried_after_the_servers_retry_after(
-    headers: dict[str, str], delay: float, transport: str
-) -> None:
-    script = Script().queue(reject(429, "rate_limit_exceeded", "Slow down.", headers=headers), reply("Done."))
-    async with served(script, transport=transport) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
-        assert len(h.exchanges) == 2
-        assert h.sleep.delays == [delay]
-        assert h.trace.entries[0].error_type == RateLimited.__name__
-
-
-NOT_RETRIED_STATUSES: list[tuple[int, str | None, str | None, type[ModelClientError]]] = [
-    (400, None, None, InvalidRequest),
-    (400, "context_length_exceeded", None, ContextWindowExceeded),
-    (401, None, None, Unauthorized),
-    (429, None, "usage_limit_reached", UsageLimitReached),
-    (429, "usage_not_included", None, UsageNotIncluded),
-    (429, "insufficient_quota", None, QuotaExceeded),
-    (503, "server_is_overloaded", None, ServerOverloaded),
-]
-
-
-@pytest.mark.parametrize("transport", TRANSPORTS)
-@pytest.mark.parametrize(("status", "code", "type_", "error"), NOT_RETRIED_STATUSES)
-async def test_a_non_retryable_status_or_error_frame_raises_its_typed_error_at_once(
-    status: int, code: str | None, type_: str | None, error: type[ModelClientError], transport: str
-) -> None:
-    script = Script().queue(reject(status, code, type=type_), reply("never sent"))
-    async with served(script, transport=transport) as h:
-        with pytest.raises(error) as caught:
-            await h.conversation().run_turn("Hello.")
-        assert caught.value.status == status and caught.value.outcome_kind is OutcomeKind.REFUSED
-        assert len(h.exchanges) == 1
-        assert h.sleep.delays == []
-
-
-async def test_websocket_connection_limit_reached_reconnects_and_retries() -> None:
-    script = Script().queue(reject(400, WEBSOCKET_CONNECTION_LIMIT, "Too many connections."), reply("Done."))
-    async with served(script) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
-        assert h.trace.entries[0].error_type == ConnectionLimitReached.__name__
-        assert [exchange.connection_id for exchange in h.exchanges] == [0, 1]
-        assert not h.exchanges[1].incremental
-        assert h.sleep.delays == [backoff(1)]
-        assert h.trace.fallbacks == []
-
-
-async def test_an_error_frame_without_status_is_ignored_as_codex_does() -> None:
-    builder = ResponseEvents({"model": "gpt-test"})
-    builder.start()
-    builder.message("Done.")
-    builder.completed()
-    no_status = {"type": "error", "error": {"type": "server_error", "code": None, "message": "no status"}}
-    events = [*builder.events[:2], no_status, *builder.events[2:]]
-    verbatim = Reply(events=[TimedEvent(event=event) for event in events])
-    async with served(Script().queue(verbatim)) as h:
-        result = await h.conversation().run_turn("Hello.")
-        assert result.text == "Done."
-        assert len(h.exchanges) == 1
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

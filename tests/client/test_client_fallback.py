@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
-import pytest
-from client_support import BUDGET, backoff, served
+import logging
 
-from rrkit.client import HandshakeRefused, RetryableStreamError, UpgradeRequired
+import pytest
+from client_support import BUDGET, REQUEST_BUDGET, backoff, served
+
+from rrkit.client import (
+    ClientOptions,
+    ConnectFailed,
+    HandshakeRefused,
+    RetryableStreamError,
+    RetryPolicy,
+    UpgradeRequired,
+)
 from rrkit.protocol import OutcomeKind
-from rrkit.script import Match, Script, failed, refuse_upgrade, reject, reply
+from rrkit.script import Match, Script, accept_upgrade, failed, refuse_upgrade, reject, reply
 
 WS_ONLY = Match(transport="ws")
 
 
-async def test_426_falls_back_to_http_at_once_and_later_turns_stay_on_http() -> None:
+async def test_426_falls_back_to_http_at_once_without_spending_the_budget_and_later_turns_stay_on_http() -> None:
     script = Script().add_handshake(refuse_upgrade(426)).queue(reply("One."), reply("Two."))
     async with served(script) as h:
         conversation = h.conversation()
@@ -28,10 +37,13 @@ async def test_426_falls_back_to_http_at_once_and_later_turns_stay_on_http() -> 
         assert h.sleep.delays == []  # no retry budget spent, no waiting
 
 
-async def test_an_exhausted_websocket_budget_falls_back_after_budget_plus_one_attempts_and_stays() -> None:
+async def test_a_spent_websocket_budget_falls_back_to_http_at_once_with_a_warning_and_stays(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     script = Script().add(reply("Done over HTTP."), when=Match(transport="http"), repeat=True)
     script.add(failed("server_error"), when=WS_ONLY, repeat=True)
     async with served(script) as h:
+        caplog.set_level(logging.WARNING, logger="rrkit.client")
         conversation = h.conversation()
         assert (await conversation.run_turn("First?")).text == "Done over HTTP."
         assert (await conversation.run_turn("Second?")).text == "Done over HTTP."
@@ -42,6 +54,7 @@ async def test_an_exhausted_websocket_budget_falls_back_after_budget_plus_one_at
         assert h.sleep.delays == [backoff(n) for n in range(1, BUDGET + 1)]  # no wait before the HTTP replay
         assert len(h.trace.fallbacks) == 1
         assert "budget" in h.trace.fallbacks[0].reason
+        assert any("falling back to HTTP" in record.getMessage() for record in caplog.records)
         # the replay is the same logical request, over HTTP, in full
         assert h.trace.entries[BUDGET + 1].logical == h.trace.entries[0].logical
 
@@ -60,13 +73,66 @@ async def test_refused_upgrades_other_than_426_are_retried_then_fall_back() -> N
         assert h.client.websockets_disabled
 
 
-async def test_after_fallback_the_http_budget_is_fresh_and_its_exhaustion_fails_the_turn() -> None:
-    script = Script(default=reject(500))
+@pytest.mark.parametrize(
+    ("headers", "delay"), [({"retry-after": "3"}, 3.0), ({"retry-after-ms": "3000"}, backoff(1))], ids=["s", "ms"]
+)
+async def test_a_503_upgrade_refusal_is_retried_after_its_retry_after_seconds_ignoring_retry_after_ms(
+    headers: dict[str, str], delay: float
+) -> None:
+    script = Script().add_handshake(refuse_upgrade(503, headers=headers)).queue(reply("Done."))
     async with served(script) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert [connection.status for connection in h.server.connections] == [503, 101]
+        assert h.sleep.delays == [delay]
+
+
+async def test_after_fallback_the_http_leg_has_a_full_budget_of_its_own_and_its_exhaustion_fails_the_turn() -> None:
+    script = Script(default=failed("server_error"))
+    async with served(script) as h:
+        with pytest.raises(RetryableStreamError):
+            await h.conversation().run_turn("Hello.")
+        assert [exchange.transport for exchange in h.exchanges] == ["ws"] * (BUDGET + 1) + ["http"] * (BUDGET + 1)
+        assert h.sleep.delays == [backoff(n) for n in range(1, BUDGET + 1)] * 2
+
+
+async def test_after_fallback_an_http_5xx_gets_both_budgets_of_its_own() -> None:
+    async with served(Script(default=reject(500))) as h:
         with pytest.raises(RetryableStreamError) as caught:
             await h.conversation().run_turn("Hello.")
         assert caught.value.status == 500
-        assert [exchange.transport for exchange in h.exchanges] == ["ws"] * (BUDGET + 1) + ["http"] * (BUDGET + 1)
+        http = (BUDGET + 1) * (REQUEST_BUDGET + 1)
+        assert [exchange.transport for exchange in h.exchanges] == ["ws"] * (BUDGET + 1) + ["http"] * http
+
+
+def test_the_budgets_default_to_5_stream_retries_and_4_request_retries_and_websockets_connect_within_15s() -> None:
+    policy, options = RetryPolicy(), ClientOptions()
+    assert (policy.max_retries, policy.request_max_retries) == (5, 4)
+    assert options.websocket_connect_timeout == 15.0
+
+
+async def test_the_default_stream_budget_gives_six_attempts_with_backoff_of_200ms_doubling() -> None:
+    async with served(Script(default=failed("server_error")), transport="http", options=ClientOptions()) as h:
+        with pytest.raises(RetryableStreamError):
+            await h.conversation().run_turn("Hello.")
+        assert len(h.exchanges) == 6
+        assert h.sleep.delays == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2])
+
+
+@pytest.mark.parametrize(("rng", "factor"), [(0.0, 0.9), (0.999999, 1.1)])
+def test_backoff_is_200ms_times_2_to_the_n_minus_1_with_10_percent_jitter(rng: float, factor: float) -> None:
+    assert [RetryPolicy().backoff(n, lambda: rng) for n in (1, 2, 3)] == pytest.approx(
+        [0.2 * factor, 0.4 * factor, 0.8 * factor], rel=1e-5
+    )
+
+
+async def test_a_websocket_handshake_slower_than_the_connect_timeout_is_retried() -> None:
+    script = Script().add_handshake(accept_upgrade(delay=2.0)).queue(reply("Done."))
+    options = ClientOptions(retry=RetryPolicy(max_retries=BUDGET, base_delay=0.25), websocket_connect_timeout=0.3)
+    async with served(script, options=options) as h:
+        assert (await h.conversation().run_turn("Hello.")).text == "Done."
+        assert h.trace.entries[0].error_type == ConnectFailed.__name__
+        assert [entry.transport for entry in h.trace.entries] == ["ws", "ws"]
+        assert h.sleep.delays == [backoff(1)]
 
 
 async def test_a_failed_warmup_never_fails_the_users_turn() -> None:

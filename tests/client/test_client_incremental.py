@@ -7,10 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from client_support import PROMPT, WEATHER_TOOL, served, wire_inputs
+from client_support import PROMPT, WEATHER_TOOL, served, verbatim, wire_inputs
 
 from rrkit.client import Prompt, user_message
-from rrkit.protocol import COMPARED_FIELDS, IGNORED_FIELDS, Item, changed_properties
+from rrkit.protocol import COMPARED_FIELDS, IGNORED_FIELDS, Item, ResponseEvents, changed_properties
 from rrkit.script import Script, function_call, reply, text
 
 TOOL_OUTPUT = "sunny, 21C"
@@ -42,7 +42,7 @@ def first_done_items(h: Any) -> list[Item]:
     return [sent.event["item"] for sent in h.exchanges[0].events if sent.event["type"] == "response.output_item.done"]
 
 
-async def test_after_a_warmup_the_first_request_references_the_warmup_with_the_remaining_delta() -> None:
+async def test_the_first_request_after_a_prewarm_continues_from_it_with_the_remaining_delta() -> None:
     context = user_message("You are in a test.")
     async with served(Script().queue(reply("Hello."))) as h:
         conversation = h.conversation(PROMPT.extended(context))
@@ -73,6 +73,32 @@ async def test_after_a_warmup_with_the_whole_prompt_the_first_request_carries_an
         assert h.trace.entries[1].logical["input"] == [user_message("Say hello.")]
         assert real.logical_request is not None
         assert real.logical_request["input"] == [user_message("Say hello.")]
+
+
+async def test_the_baseline_id_is_the_one_in_response_completed_only() -> None:
+    builder = ResponseEvents({"model": PROMPT.model}, response_id="resp_created_only")
+    builder.start()
+    builder.message("One.")
+    builder.completed()
+    events = [*builder.events[:-1], {**builder.events[-1], "response": {**builder.events[-1]["response"], "id": ""}}]
+    async with served(Script().queue(verbatim(*events), reply("Two."))) as h:
+        conversation = h.conversation()
+        await conversation.run_turn("First?")
+        await conversation.run_turn("Second?")
+        second = h.trace.entries[1]
+        assert not second.incremental and second.decision == "the previous response has no id"
+        assert "previous_response_id" not in (h.exchanges[1].wire_request or {})
+
+
+async def test_no_warmup_is_sent_when_the_sessions_socket_already_holds_a_last_request() -> None:
+    async with served(Script().queue(reply("One."), reply("Two."))) as h:
+        conversation = h.conversation()
+        assert await conversation.warmup() is not None
+        await conversation.run_turn("First?")
+        assert await conversation.warmup() is None
+        await conversation.run_turn("Second?")
+        assert [exchange.warmup for exchange in h.exchanges] == [True, False, False]
+        assert [exchange.incremental for exchange in h.exchanges] == [False, True, True]
 
 
 CHANGES: dict[str, Callable[[Prompt], Prompt]] = {

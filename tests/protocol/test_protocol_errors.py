@@ -9,17 +9,22 @@ import pytest
 from rrkit.protocol import (
     FAILURE_CODES,
     PREVIOUS_RESPONSE_NOT_FOUND,
+    RECONNECT_CODES,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
     Classification,
     ErrorKind,
     classify_failure,
     classify_http_error,
+    classify_statusless_error,
     error_body,
     error_frame,
+    failure_message,
     parse_retry_delay,
     retry_after,
 )
+from rrkit.protocol.errors import GENERIC_FAILURE_MESSAGE, INCOMPLETE
+from rrkit.protocol.events import ResponseEvents
 
 # PROTOCOL.md section 7, `response.failed` codes: code -> (kind, retry?).
 FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
@@ -29,7 +34,7 @@ FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
     "invalid_prompt": (ErrorKind.INVALID_REQUEST, False),
     "cyber_policy": (ErrorKind.POLICY, False),
     "server_is_overloaded": (ErrorKind.OVERLOADED, False),
-    "slow_down": (ErrorKind.OVERLOADED, False),
+    "slow_down": (ErrorKind.RETRYABLE, True),
     "rate_limit_exceeded": (ErrorKind.RATE_LIMITED, True),
 }
 
@@ -74,8 +79,35 @@ def test_errors_unknown_or_missing_code_is_retryable_stream_error(code: str | No
     assert classify_failure(code) == Classification(ErrorKind.RETRYABLE, True)
 
 
-def test_errors_unknown_code_keeps_delay_named_in_message() -> None:
-    assert classify_failure("server_error", "Please try again in 2s") == Classification(ErrorKind.RETRYABLE, True, 2.0)
+@pytest.mark.parametrize("code", ["server_error", "slow_down", None])
+def test_errors_a_named_delay_is_read_only_for_rate_limit_exceeded(code: str | None) -> None:
+    assert classify_failure(code, "Please try again in 2s") == Classification(ErrorKind.RETRYABLE, True)
+
+
+def test_errors_failure_message_is_the_catalogues_else_the_generic_one() -> None:
+    assert failure_message("rate_limit_exceeded") == FAILURE_CODES["rate_limit_exceeded"].message
+    assert failure_message("brand_new_code") == failure_message(None) == GENERIC_FAILURE_MESSAGE
+
+
+def test_errors_response_failed_without_a_message_carries_the_catalogues() -> None:
+    (event,) = ResponseEvents({"model": "m"}).failed("rate_limit_exceeded")
+    assert event["response"]["error"]["message"] == FAILURE_CODES["rate_limit_exceeded"].message
+
+
+def test_errors_incomplete_is_never_retried() -> None:
+    assert not INCOMPLETE.retryable
+
+
+@pytest.mark.parametrize("code", ["context_length_exceeded", "server_is_overloaded", "rate_limit_exceeded", None])
+def test_errors_a_statusless_error_is_ignored_whatever_its_code(code: str | None) -> None:
+    assert classify_statusless_error({"type": "error", "code": code, "message": "m"}) is None
+    assert classify_statusless_error({"type": "error", "error": {"code": code, "message": "m"}}) is None
+
+
+@pytest.mark.parametrize("code", sorted(RECONNECT_CODES))
+def test_errors_a_statusless_frame_with_a_reconnect_code_is_retried(code: str) -> None:
+    classification = classify_statusless_error({"type": "error", "error": {"code": code, "message": "m"}})
+    assert classification is not None and classification.retryable and classification.delay is None
 
 
 # -- retry delays ------------------------------------------------------------------------------
@@ -89,21 +121,29 @@ def test_errors_unknown_code_keeps_delay_named_in_message() -> None:
         ("try again in 35 seconds", 35.0),
         ("Try again in 1 second", 1.0),
         ("try again in 10 secs", 10.0),
-        ("try again in 250 milliseconds", 0.25),
-        ("Please try again in 2 minutes.", 120.0),
-        ("try again in 1 min", 60.0),
-        ("try again in 3m", 180.0),
         ("TRY AGAIN IN 4S", 4.0),
         ("try again in7s", 7.0),
     ],
 )
-def test_errors_parse_retry_delay_reads_seconds_ms_and_minutes(message: str, seconds: float) -> None:
+def test_errors_parse_retry_delay_reads_s_ms_and_seconds_only(message: str, seconds: float) -> None:
     assert parse_retry_delay(message) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize(
     "message",
-    [None, "", "Rate limit reached.", "try again later", "try again in a moment", "try again in 5 hours", "in 5s"],
+    [
+        None,
+        "",
+        "Rate limit reached.",
+        "try again later",
+        "try again in a moment",
+        "try again in 5 hours",
+        "in 5s",
+        "Please try again in 2 minutes.",
+        "try again in 1 min",
+        "try again in 3m",
+        "try again in 250 milliseconds",
+    ],
 )
 def test_errors_parse_retry_delay_is_none_without_a_delay(message: str | None) -> None:
     assert parse_retry_delay(message) is None
@@ -112,16 +152,14 @@ def test_errors_parse_retry_delay_is_none_without_a_delay(message: str | None) -
 @pytest.mark.parametrize(
     ("headers", "seconds"),
     [
-        ({"retry-after-ms": "1500"}, 1.5),
-        ({"Retry-After-Ms": "28"}, 0.028),
         ({"retry-after": "2"}, 2.0),
         ({"Retry-After": "0.5"}, 0.5),
-        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 9.0),
         ({"retry-after-ms": "soon", "retry-after": "3"}, 3.0),
         ({"retry-after": "-4"}, 0.0),
     ],
 )
-def test_errors_retry_after_reads_ms_header_first_then_seconds(headers: dict[str, str], seconds: float) -> None:
+def test_errors_retry_after_reads_the_seconds_header_only(headers: dict[str, str], seconds: float) -> None:
     assert retry_after(headers) == pytest.approx(seconds)
 
 
@@ -132,7 +170,8 @@ def test_errors_retry_after_reads_ms_header_first_then_seconds(headers: dict[str
         {"x-request-id": "req_1"},
         {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"},
         {"retry-after": "inf"},
-        {"retry-after-ms": "nan"},
+        {"retry-after": "nan"},
+        {"retry-after-ms": "1500"},
     ],
 )
 def test_errors_retry_after_is_none_without_a_usable_number(headers: dict[str, str]) -> None:
@@ -151,7 +190,11 @@ def body(code: str | None = None, type_: str = "invalid_request_error", message:
     [
         (400, body(), {}, Classification(ErrorKind.INVALID_REQUEST, False)),
         (400, body("context_length_exceeded"), {}, Classification(ErrorKind.CONTEXT_WINDOW, False)),
-        (401, body(type_="invalid_request_error"), {}, Classification(ErrorKind.AUTH, False)),
+        (401, body(type_="invalid_request_error"), {}, Classification(ErrorKind.AUTH, True)),
+        (403, body(type_="permission_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (404, body(type_="not_found_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (409, body(), {}, Classification(ErrorKind.INVALID_REQUEST, False)),
+        (400, body(PREVIOUS_RESPONSE_NOT_FOUND), {}, Classification(ErrorKind.PREVIOUS_RESPONSE, True)),
         (429, body(type_="usage_limit_reached"), {"retry-after": "60"}, Classification(ErrorKind.USAGE_LIMIT, False)),
         (429, body(type_="usage_not_included"), {}, Classification(ErrorKind.USAGE_NOT_INCLUDED, False)),
         (429, body("insufficient_quota", "insufficient_quota"), {}, Classification(ErrorKind.QUOTA, False)),
@@ -165,20 +208,25 @@ def body(code: str | None = None, type_: str = "invalid_request_error", message:
             429,
             body("rate_limit_exceeded", message="Please try again in 20s."),
             {},
-            Classification(ErrorKind.RATE_LIMITED, True, 20.0),
+            Classification(ErrorKind.RETRY_LIMIT, False),
         ),
-        (429, None, {"retry-after-ms": "1500"}, Classification(ErrorKind.RATE_LIMITED, True, 1.5)),
-        (429, None, {}, Classification(ErrorKind.RATE_LIMITED, True)),
+        (429, None, {"retry-after-ms": "1500"}, Classification(ErrorKind.RETRY_LIMIT, False)),
+        (429, None, {}, Classification(ErrorKind.RETRY_LIMIT, False)),
         (500, body(type_="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
-        (502, None, {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True, 3.0)),
-        (503, body(type_="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (502, None, {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True)),
+        (503, body(type_="server_error"), {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True, 3.0)),
+        (503, body(type_="server_error"), {"retry-after-ms": "3000"}, Classification(ErrorKind.RETRYABLE, True)),
         (503, body("server_is_overloaded", "server_error"), {}, Classification(ErrorKind.OVERLOADED, False)),
-        (503, body("slow_down", "server_error"), {}, Classification(ErrorKind.OVERLOADED, False)),
+        (503, body("slow_down", "server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
     ],
     ids=[
         "400",
         "400-context-length",
         "401",
+        "403",
+        "404",
+        "409",
+        "400-previous-response-not-found",
         "429-usage-limit-reached",
         "429-usage-not-included",
         "429-insufficient-quota",
@@ -188,7 +236,8 @@ def body(code: str | None = None, type_: str = "invalid_request_error", message:
         "429-no-delay",
         "500",
         "502-retry-after",
-        "503",
+        "503-retry-after",
+        "503-retry-after-ms",
         "503-server-is-overloaded",
         "503-slow-down",
     ],
@@ -214,7 +263,7 @@ def test_errors_usage_limit_reached_is_not_retried_whatever_delay_is_offered() -
 def test_errors_classify_http_error_tolerates_odd_bodies() -> None:
     assert classify_http_error(400, {"error": "plain string"}, {}) == Classification(ErrorKind.INVALID_REQUEST, False)
     assert classify_http_error(500, {}, {}) == Classification(ErrorKind.RETRYABLE, True)
-    assert classify_http_error(429, {"error": None}, {}) == Classification(ErrorKind.RATE_LIMITED, True)
+    assert classify_http_error(429, {"error": None}, {}) == Classification(ErrorKind.RETRY_LIMIT, False)
 
 
 # -- error shapes ------------------------------------------------------------------------------

@@ -501,3 +501,73 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
         else:
             raise CassetteError(f"{path}: no such file or folder")
     return files
+
+
+@main.command("compare-codex")
+@click.option(
+    "--fixtures",
+    "fixtures_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Directory of scripts; default: ./fixtures, else the fixtures folder of rrkit's repository.",
+)
+@click.option(
+    "--codex",
+    "codex_path",
+    metavar="PATH",
+    help="The Codex CLI to run; default: $RRKIT_CODEX_BIN, .ci/node's codex, then `codex` on PATH.",
+)
+@click.option(
+    "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
+)
+@click.option("--script", "only", multiple=True, metavar="NAME", help="Only the script with this file stem.")
+@click.option(
+    "--idle-timeout", type=float, default=1.0, show_default=True, help="Both clients' stream idle timeout (seconds)."
+)
+@click.option("-v", "--verbose", is_flag=True, help="Also print every attempt of the runs that differ.")
+def compare_codex(
+    fixtures_dir: Path | None,
+    codex_path: str | None,
+    transports: tuple[str, ...],
+    only: tuple[str, ...],
+    idle_timeout: float,
+    verbose: bool,
+) -> None:
+    """Run every script through the real Codex CLI and the reference client; print where they differ.
+
+    Each script runs over each transport on a fresh fake server, once by `codex exec` and once by the
+    reference client, both configured alike (request_max_retries 4, stream_max_retries 5). What the
+    server saw is compared: attempts, transports, full / incremental / warmup, the wait before each
+    retry (none, backoff, named delay, idle timeout) and the outcome.
+
+    Exit status: 0 they agree, 1 they differ, 2 Codex not found or a bad script.
+
+    \b
+    Examples:
+      rrkit compare-codex
+      rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
+    """
+    from .demo import find_fixtures, fixture_paths
+    from .differential.codex import CodexNotFound, find_codex
+    from .differential.fixtures import TRANSPORTS, compare_scripts, format_comparisons, summary
+    from .differential.settings import Budgets
+
+    try:
+        codex = find_codex(codex_path)
+    except CodexNotFound as error:
+        raise _FileError(str(error)) from None
+    directory = find_fixtures(fixtures_dir)
+    if not directory.is_dir():
+        raise _FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    paths = [path for path in fixture_paths(directory) if not only or path.stem in only]
+    if not paths:
+        raise _FileError(f"no scripts to run in {directory}" + (f" named {', '.join(only)}" if only else ""))
+    click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
+    budgets = Budgets(idle_timeout=idle_timeout)
+    try:
+        results = compare_scripts(paths, codex, transports=transports or TRANSPORTS, budgets=budgets)
+    except ScriptError as error:
+        raise _FileError(str(error)) from None
+    click.echo(format_comparisons(results, verbose=verbose))
+    click.echo(summary(results))
+    if not all(result.agree for result in results):
+        raise SystemExit(1)

@@ -66,6 +66,7 @@ def demo_options() -> ClientOptions:
         retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05),
         idle_timeout=0.75,
         connect_timeout=2.0,
+        websocket_connect_timeout=2.0,
         warmup_timeout=1.0,
         sleep=RecordingSleep(cap=0.02),
     )

@@ -13,11 +13,13 @@ from .errors import (
     ModelClientError,
     NonRetryableError,
     PolicyRefusal,
+    PreviousResponseNotFound,
     QuotaExceeded,
     RateLimited,
     ResponseIncomplete,
     RetryableError,
     RetryableStreamError,
+    RetryLimitReached,
     ServerOverloaded,
     StreamDropped,
     Unauthorized,
@@ -40,7 +42,7 @@ from .events import (
     map_event,
 )
 from .prompt import Prompt, compile_lite, compile_prompt, compile_request, user_message
-from .retry import ClientOptions, RecordingSleep, RetryPolicy
+from .retry import ClientOptions, RecordingSleep, RetryBudget, RetryPolicy
 from .trace import Fallback, ReceivedEvent, Trace, TraceEntry
 from .turn import SampleResult, TurnSession
 from .ws_transport import WebSocketSession
@@ -64,6 +66,7 @@ __all__ = [
     "OutputItemAdded",
     "OutputItemDone",
     "PolicyRefusal",
+    "PreviousResponseNotFound",
     "Prompt",
     "QuotaExceeded",
     "RateLimited",
@@ -74,6 +77,8 @@ __all__ = [
     "RefusalDelta",
     "ResponseEvent",
     "ResponseIncomplete",
+    "RetryBudget",
+    "RetryLimitReached",
     "RetryPolicy",
     "RetryableError",
     "RetryableStreamError",

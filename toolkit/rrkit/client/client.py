@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import replace
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 from websockets.protocol import State
 
+from ..protocol.headers import identity_headers
 from ..protocol.outcome import Outcome, OutcomeKind
 from .errors import UpgradeRequired
 from .prompt import Encoding, Prompt, compile_prompt
@@ -22,6 +24,7 @@ from .turn import TurnSession
 from .ws_transport import WebSocketSession, websocket_url
 
 _CLOSE_TIMEOUT = 1.0  # seconds a polite WebSocket close may take before the socket is simply dropped
+log = logging.getLogger("rrkit.client")
 
 
 class ModelClient:
@@ -36,6 +39,7 @@ class ModelClient:
         supports_websockets: bool = True,
         prompt_cache_key: str | None = None,
         session_id: str | None = None,
+        thread_id: str | None = None,
         encoding: Encoding = "standard",
         options: ClientOptions | None = None,
         headers: Mapping[str, str] | None = None,
@@ -46,6 +50,7 @@ class ModelClient:
         self.api_key = api_key
         self.supports_websockets = supports_websockets
         self.session_id = session_id or str(uuid.uuid4())
+        self.thread_id = thread_id or self.session_id
         self.prompt_cache_key = prompt_cache_key or self.session_id
         self.encoding: Encoding = encoding
         self.options = options or ClientOptions()
@@ -85,12 +90,17 @@ class ModelClient:
         return compile_prompt(prompt, self.encoding)
 
     def headers(self) -> dict[str, str]:
-        headers = {"originator": "rrkit", "session-id": self.session_id, **self.extra_headers}
+        headers = {"originator": "rrkit", **identity_headers(self.session_id, self.thread_id), **self.extra_headers}
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
         return headers
 
     # -- turns ------------------------------------------------------------------------------------
+    def new_turn_id(self, turn: int) -> str:
+        if self.options.new_id is not None:
+            return self.options.new_id()
+        return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rrkit:{self.thread_id}:turn:{turn}"))
+
     def turn(self) -> TurnSession:
         """A new turn (use as `async with client.turn() as turn:`): its turn-state token starts empty."""
         self._turns += 1
@@ -100,8 +110,11 @@ class ModelClient:
         """Best effort `generate: false` over a socket; its id becomes the first real request's baseline.
 
         Returns the warmup response id, or None if there was no warmup or it failed (never raises for that).
+        There is none over HTTP, nor when the session's socket already holds a last request to continue from.
         """
         if not self.use_websockets:
+            return None
+        if self._cached is not None and self._cached.last_request is not None:
             return None
         turn = TurnSession(self, 0, warmup=True)
         try:
@@ -126,6 +139,7 @@ class ModelClient:
             return
         self.websockets_disabled = True
         self.trace.fallbacks.append(Fallback(turn, reason))
+        log.warning("falling back to HTTP for the rest of the session: %s", reason)
         cached, self._cached = self._cached, None
         if cached is not None:
             await self.discard(cached)
@@ -138,7 +152,7 @@ class ModelClient:
     async def open_websocket(self, headers: Mapping[str, str]) -> WebSocketSession:
         self._connections += 1
         return await WebSocketSession.open(
-            self.ws_url, headers, serial=self._connections, timeout=self.options.connect_timeout
+            self.ws_url, headers, serial=self._connections, timeout=self.options.websocket_connect_timeout
         )
 
     def take_cached(self) -> WebSocketSession | None:

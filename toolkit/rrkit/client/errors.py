@@ -7,15 +7,20 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..protocol.errors import (
+    INCOMPLETE,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
     Classification,
     ErrorKind,
     classify_failure,
     classify_http_error,
+    classify_statusless_error,
+    error_event_code,
     retry_after,
 )
 from ..protocol.outcome import Outcome, OutcomeKind
+
+OVERLOADED_MESSAGE = "Selected model is at capacity. Please try a different model."
 
 
 class ModelClientError(Exception):
@@ -74,11 +79,11 @@ class UsageLimitReached(NonRetryableError):
 
 
 class InvalidRequest(NonRetryableError):
-    """The request was rejected as invalid (400, `invalid_prompt`, an unknown previous response, ...)."""
+    """The request was rejected as invalid (400, `invalid_prompt`, ...)."""
 
 
-class Unauthorized(NonRetryableError):
-    """The credentials were refused (401)."""
+class RetryLimitReached(NonRetryableError):
+    """A 429 without `Retry-After`: Codex 0.169 gives up at once ("exceeded retry limit, last status: 429")."""
 
 
 class PolicyRefusal(NonRetryableError):
@@ -86,7 +91,11 @@ class PolicyRefusal(NonRetryableError):
 
 
 class ServerOverloaded(NonRetryableError):
-    """The server is overloaded (`server_is_overloaded`, `slow_down`): surfaced to the user, not retried."""
+    """`server_is_overloaded` ("Selected model is at capacity"): surfaced to the user, not retried."""
+
+
+class ResponseIncomplete(NonRetryableError):
+    """`response.incomplete`: the response stopped early (`incomplete_details.reason`); the turn fails."""
 
 
 class UpgradeRequired(ModelClientError):
@@ -101,7 +110,11 @@ class RetryableError(ModelClientError):
 
 
 class RateLimited(RetryableError):
-    """Rate limited (`rate_limit_exceeded`, or a plain 429); `delay` is the server's wait, if it named one."""
+    """Rate limited (`rate_limit_exceeded`, or a 429 with `Retry-After`); `delay` is the server's wait, if named."""
+
+
+class Unauthorized(RetryableError):
+    """The credentials were refused (401): Codex 0.169 retries it with backoff, like 403 and 404."""
 
 
 class RetryableStreamError(RetryableError):
@@ -116,12 +129,12 @@ class IdleTimeout(RetryableStreamError):
     """No event arrived within the idle timeout."""
 
 
-class ResponseIncomplete(RetryableStreamError):
-    """`response.incomplete`: the response stopped early (`incomplete_details.reason`)."""
-
-
 class ConnectionLimitReached(RetryableStreamError):
-    """`websocket_connection_limit_reached`: reconnect and retry."""
+    """`websocket_connection_limit_reached`: a new socket and the full request, after backoff."""
+
+
+class PreviousResponseNotFound(RetryableStreamError):
+    """`previous_response_not_found` (with status 400 or without): a new socket and the full request."""
 
 
 class HandshakeRefused(RetryableStreamError):
@@ -140,8 +153,11 @@ ERROR_CLASSES: dict[ErrorKind, type[ModelClientError]] = {
     ErrorKind.POLICY: PolicyRefusal,
     ErrorKind.OVERLOADED: ServerOverloaded,
     ErrorKind.RATE_LIMITED: RateLimited,
+    ErrorKind.RETRY_LIMIT: RetryLimitReached,
     ErrorKind.AUTH: Unauthorized,
     ErrorKind.USAGE_LIMIT: UsageLimitReached,
+    ErrorKind.PREVIOUS_RESPONSE: PreviousResponseNotFound,
+    ErrorKind.INCOMPLETE: ResponseIncomplete,
     ErrorKind.RETRYABLE: RetryableStreamError,
 }
 """One class per kind of the protocol's classification; the class's `retryable` agrees with it."""
@@ -151,25 +167,37 @@ def _typed(classification: Classification, message: str, outcome: OutcomeKind, *
     cls = ERROR_CLASSES[classification.kind]
     if fields.get("code") == WEBSOCKET_CONNECTION_LIMIT:
         cls = ConnectionLimitReached
+    assert cls.retryable == classification.retryable, f"{cls.__name__} disagrees with {classification}"
     return cls(message, outcome=outcome, delay=classification.delay, **fields)
+
+
+def overloaded_message(server_message: str | None) -> str:
+    """What Codex 0.169 tells the user of `server_is_overloaded` (the server's own words in parentheses)."""
+    return f"{OVERLOADED_MESSAGE} ({server_message})" if server_message else OVERLOADED_MESSAGE
 
 
 def failed_error(code: str | None, message: str | None) -> ModelClientError:
     """`response.failed` with `response.error = {code, message}`."""
-    text = message or "response.failed"
-    return _typed(classify_failure(code, message), text, OutcomeKind.FAILED, code=code)
+    classification = classify_failure(code, message)
+    text = overloaded_message(message) if classification.kind is ErrorKind.OVERLOADED else message
+    return _typed(classification, text or "response.failed", OutcomeKind.FAILED, code=code)
 
 
-def error_event_error(code: str | None, message: str | None) -> ModelClientError:
-    """The flat SSE `error` event, classified by its code like a failure."""
-    text = message or "error event"
-    return _typed(classify_failure(code, message), text, OutcomeKind.ERRORED, code=code)
+def error_event_error(event: Mapping[str, Any]) -> ModelClientError | None:
+    """A flat SSE `error` event or a WebSocket `error` frame without status: None (ignored), bar the two
+    codes that mean a new socket and the full request."""
+    classification = classify_statusless_error(event)
+    if classification is None:
+        return None
+    error = event.get("error")
+    message = (error if isinstance(error, Mapping) else event).get("message")
+    code = error_event_code(event)
+    return _typed(classification, str(message or code), OutcomeKind.ERRORED, code=code)
 
 
-def incomplete_error(reason: str | None) -> ResponseIncomplete:
-    return ResponseIncomplete(
-        f"response.incomplete ({reason or 'no reason given'})", outcome=OutcomeKind.INCOMPLETE, reason=reason
-    )
+def incomplete_error(reason: str | None) -> ModelClientError:
+    message = f"Incomplete response returned, reason: {reason or 'unknown'}"
+    return _typed(INCOMPLETE, message, OutcomeKind.INCOMPLETE, reason=reason)
 
 
 def _json(content: bytes) -> Any:
@@ -193,6 +221,10 @@ def status_error(status: int, body: Any, headers: Mapping[str, str]) -> ModelCli
     mapping = body if isinstance(body, Mapping) else None
     code, message = _code_and_message(mapping)
     classification = classify_http_error(status, mapping, headers)
+    if classification.kind is ErrorKind.RETRY_LIMIT:
+        message = f"exceeded retry limit, last status: {status}" + (f" ({message})" if message else "")
+    elif classification.kind is ErrorKind.OVERLOADED:
+        message = overloaded_message(message)
     return _typed(classification, message or f"HTTP {status}", OutcomeKind.REFUSED, code=code, status=status)
 
 
@@ -224,12 +256,21 @@ def handshake_error(status: int, content: bytes, headers: Mapping[str, str]) -> 
     )
 
 
-def dropped(message: str) -> StreamDropped:
-    return StreamDropped(message, outcome=OutcomeKind.DROPPED)
+def _after_ignored(error: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A drop or stall after an ignored `error` event: retried as such, but the response did end with that
+    event (the server's capture says `errored`), so the attempt's outcome says so too."""
+    if error is None:
+        return {}
+    return {"outcome": OutcomeKind.ERRORED, "code": error_event_code(error)}
 
 
-def idle_timeout(seconds: float) -> IdleTimeout:
-    return IdleTimeout(f"no event within the idle timeout of {seconds:g}s", outcome=OutcomeKind.STALLED)
+def dropped(message: str, *, after: Mapping[str, Any] | None = None) -> StreamDropped:
+    return StreamDropped(message, **{"outcome": OutcomeKind.DROPPED, **_after_ignored(after)})
+
+
+def idle_timeout(seconds: float, *, after: Mapping[str, Any] | None = None) -> IdleTimeout:
+    message = f"no event within the idle timeout of {seconds:g}s"
+    return IdleTimeout(message, **{"outcome": OutcomeKind.STALLED, **_after_ignored(after)})
 
 
 def connect_failed(message: str) -> ConnectFailed:

@@ -87,9 +87,10 @@ def _response(event: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def map_event(event: Mapping[str, Any]) -> ResponseEvent | None:
-    """Map one decoded wire event; raise the typed error of a failed, incomplete or `error` ending.
+    """Map one decoded wire event; raise the typed error of a failed or incomplete ending.
 
-    Event types the client does not know are ignored (None), as the protocol requires.
+    Event types the client does not know are ignored (None), as the protocol requires, and so is an `error`
+    event without status (Codex 0.169), unless its code asks for a new socket and the full request.
     """
     kind = event.get("type")
     if kind == ev.CREATED:
@@ -122,5 +123,7 @@ def map_event(event: Mapping[str, Any]) -> ResponseEvent | None:
         details = _response(event).get("incomplete_details") or {}
         raise incomplete_error(details.get("reason"))
     if kind == ev.ERROR:
-        raise error_event_error(event.get("code"), event.get("message"))
+        error = error_event_error(event)  # a flat or status-less error: ignored, bar two codes
+        if error is not None:
+            raise error
     return None

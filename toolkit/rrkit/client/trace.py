@@ -54,6 +54,8 @@ class TraceEntry:
     response_id: str | None = None
     retry_delay: float | None = None
     """Seconds waited after this attempt before the next one (None: no retry followed)."""
+    retry_level: str | None = None
+    """Which budget that retry spent: "request" (an HTTP 5xx's inner budget) or "stream"."""
     started_at: float = 0.0
     sent_at: float | None = None
     """When the request went out (the client's clock); None if it never did."""

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
+from ..protocol.events import ERROR
+from ..protocol.headers import (
+    OPENAI_BETA_HEADER,
+    PREWARM_KIND,
+    RESPONSES_WEBSOCKETS_BETA,
+    TURN_KIND,
+    TURN_METADATA_HEADER,
+    TURN_STATE_HEADER,
+    turn_metadata,
+)
 from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
-from .errors import (
-    ConnectFailed,
-    HandshakeRefused,
-    ModelClientError,
-    RetryableError,
-    UpgradeRequired,
-    dropped,
-    idle_timeout,
-)
+from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
 from .events import Completed, Created, Delta, OutputItemDone, map_event
 from .prompt import Prompt
+from .retry import RetryBudget, Step
 from .sse_transport import SSEStream, open_sse
 from .trace import TraceEntry, Transport
 from .ws_transport import WebSocketSession
@@ -55,14 +57,17 @@ class SampleResult:
 
 
 class TurnSession:
-    """One turn: a fresh (empty) turn-state token, the socket it borrowed, and its samplings."""
+    """One turn: its id, a fresh (empty) turn-state token, the socket it borrowed, and its samplings."""
 
     def __init__(self, client: ModelClient, index: int, *, warmup: bool = False) -> None:
         self.client = client
         self.index = index
         self.warmup = warmup
+        self.turn_id = "" if warmup else client.new_turn_id(index)
+        """The same on every request and retry of the turn; empty on the prewarm."""
         self.turn_state: str | None = None
-        """`x-codex-turn-state`: empty at the start of every turn, captured once, sent back within it."""
+        """`x-codex-turn-state` of an HTTP response: empty at the start of every turn, captured once, sent
+        back within it. A token on a 101 is not captured: Codex 0.169 never sends it back."""
         self.usage: list[dict[str, Any]] = []
         self.samples = 0
         self._ws: WebSocketSession | None = None
@@ -82,8 +87,13 @@ class TurnSession:
             await self.client.give_back(ws)
 
     # -- headers --------------------------------------------------------------------------------
+    @property
+    def metadata(self) -> str:
+        """`x-codex-turn-metadata`, also copied into the body's `client_metadata`."""
+        return turn_metadata(self.turn_id, PREWARM_KIND if self.warmup else TURN_KIND)
+
     def request_headers(self) -> dict[str, str]:
-        headers = self.client.headers()
+        headers = {**self.client.headers(), TURN_METADATA_HEADER: self.metadata}
         if self.turn_state:
             headers[TURN_STATE_HEADER] = self.turn_state
         return headers
@@ -100,13 +110,13 @@ class TurnSession:
         """Stream one response to success, retrying per the policy; done items are appended to `history`.
 
         Every retry rebuilds the prompt from the latest `history` (done items recorded before a failure
-        stay; deltas never enter it). When the WebSocket budget is spent, or at once on 426, the session
-        falls back to HTTP for good and the counter restarts. Cancellation is never retried.
+        stay; deltas never enter it). `RetryBudget` (retry.py) decides each retry, its wait and a fallback
+        to HTTP, which holds for the rest of the session. Cancellation is never retried.
         """
         history = list(prompt.history) if history is None else history
         self.samples += 1
-        policy = self.client.options.retry
-        retries = 0
+        options = self.client.options
+        budget = RetryBudget(options.retry, options.rng)
         attempt = 0
         current = prompt
         while True:
@@ -114,21 +124,20 @@ class TurnSession:
             entry = self._new_entry(current, transport, attempt)
             try:
                 return await self._attempt(entry, history, on_delta)
-            except UpgradeRequired as error:
-                await self.client.fall_back(self.index, f"WebSocket upgrade refused: {error}")
-                retries = 0
-            except RetryableError as error:
-                if retries >= policy.max_retries:
-                    if transport != "ws" or not self.client.use_websockets:
-                        raise
-                    budget = f"WebSocket retry budget of {policy.max_retries} spent"
-                    await self.client.fall_back(self.index, f"{budget}; last error: {error}")
-                    retries = 0
+            except ModelClientError as error:
+                step = budget.after(error, transport, can_fall_back=self.client.use_websockets)
+                if step.step is Step.FAIL:
+                    raise
+                if step.step is Step.FALL_BACK:
+                    why = (
+                        f"WebSocket upgrade refused: {error}"
+                        if isinstance(error, UpgradeRequired)
+                        else f"WebSocket retry budget of {options.retry.max_retries} spent; last error: {error}"
+                    )
+                    await self.client.fall_back(self.index, why)
                 else:
-                    retries += 1
-                    delay = error.delay if error.delay is not None else policy.backoff(retries, self.client.options.rng)
-                    entry.retry_delay = delay
-                    await self.client.options.sleep(delay)
+                    entry.retry_delay, entry.retry_level = step.delay, step.level
+                    await options.sleep(step.delay)
             attempt += 1
             current = prompt.with_history(history)
 
@@ -141,6 +150,7 @@ class TurnSession:
     # -- one attempt ------------------------------------------------------------------------------
     def _new_entry(self, prompt: Prompt, transport: Transport, attempt: int, *, warmup: bool = False) -> TraceEntry:
         trace = self.client.trace
+        metadata = {**(prompt.client_metadata or {}), TURN_METADATA_HEADER: self.metadata}
         return trace.add(
             TraceEntry(
                 index=trace.next_index(),
@@ -149,7 +159,7 @@ class TurnSession:
                 attempt=attempt,
                 transport=transport,
                 warmup=warmup,
-                logical=self.client.compile(prompt),
+                logical=self.client.compile(replace(prompt, client_metadata=metadata)),
                 started_at=self.client.options.clock(),
             )
         )
@@ -195,7 +205,6 @@ class TurnSession:
                 entry.connection, entry.handshake_status = self.client.websocket_serial, error.status
                 raise
             entry.handshake_status, entry.response_headers = 101, dict(self._ws.response_headers)
-            self._capture_turn_state(self._ws.response_headers)
         entry.connection = self._ws.serial
         return self._ws
 
@@ -244,17 +253,20 @@ class TurnSession:
         """Read to `response.completed`: deltas to the display, done items to history; anything else fails."""
         idle = self.client.options.idle_timeout
         items: list[Item] = []
+        ignored: dict[str, Any] | None = None  # the last `error` event without status, which map_event ignores
         while True:
             try:
                 async with asyncio.timeout(idle):
                     raw = await stream.next_event()
             except TimeoutError:
-                raise idle_timeout(idle) from None
+                raise idle_timeout(idle, after=ignored) from None
             if raw is None:
-                raise dropped("the stream ended before response.completed")
+                raise dropped("the stream ended before response.completed", after=ignored)
             entry.receive(raw, self.client.options.clock())
             event = map_event(raw)
-            if isinstance(event, Created):
+            if event is None and raw.get("type") == ERROR:
+                ignored = raw
+            elif isinstance(event, Created):
                 entry.response_id = event.response_id or entry.response_id
             elif isinstance(event, Delta):
                 if on_delta is not None:
@@ -264,8 +276,9 @@ class TurnSession:
                 if not entry.warmup:
                     history.append(event.item)
             elif isinstance(event, Completed):
+                # the baseline id is the completed response's only: never the one `response.created` named
                 entry.response_id = event.response_id or entry.response_id
-                return SampleResult(entry.response_id or "", event.usage, event.end_turn, items)
+                return SampleResult(event.response_id, event.usage, event.end_turn, items)
 
     async def _drop_websocket(self) -> None:
         """After any stream error the socket, and with it the incremental baseline, is dropped."""

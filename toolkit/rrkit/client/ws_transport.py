@@ -72,7 +72,8 @@ class WebSocketSession:
             raise dropped(f"socket closed before the request was sent ({error})") from error
 
     async def next_event(self) -> dict[str, Any] | None:
-        """The next event frame; an `error` frame with a status raises its typed error (one without is ignored)."""
+        """The next event frame; an `error` frame with a status raises its typed error (one without is an
+        event like any other: `map_event` ignores it, bar two codes)."""
         while True:
             try:
                 message = await self.connection.recv()
@@ -85,9 +86,7 @@ class WebSocketSession:
                 raise dropped(f"undecodable frame: {text[:80]!r}") from error
             if not isinstance(frame, dict):
                 continue
-            if frame.get("type") == ev.ERROR and "error" in frame:
-                if frame.get("status") is None:
-                    continue  # Codex ignores an error frame without status
+            if frame.get("type") == ev.ERROR and frame.get("status") is not None:
                 raise frame_error(frame)
             return frame
 

@@ -4,6 +4,7 @@ from . import events
 from .errors import (
     FAILURE_CODES,
     PREVIOUS_RESPONSE_NOT_FOUND,
+    RECONNECT_CODES,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
     Classification,
@@ -11,13 +12,22 @@ from .errors import (
     FailureCode,
     classify_failure,
     classify_http_error,
+    classify_statusless_error,
     error_body,
     error_frame,
+    failure_message,
     parse_retry_delay,
     retry_after,
 )
 from .events import Event, ResponseEvents, done_items, split_chunks, terminal_event, usage
-from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
+from .headers import (
+    OPENAI_BETA_HEADER,
+    RESPONSES_WEBSOCKETS_BETA,
+    TURN_METADATA_HEADER,
+    TURN_STATE_HEADER,
+    identity_headers,
+    turn_metadata,
+)
 from .ids import IdGenerator
 from .incremental import (
     Decision,
@@ -54,8 +64,10 @@ __all__ = [
     "KEEPALIVE",
     "OPENAI_BETA_HEADER",
     "PREVIOUS_RESPONSE_NOT_FOUND",
+    "RECONNECT_CODES",
     "RESPONSES_WEBSOCKETS_BETA",
     "RESPONSE_CREATE",
+    "TURN_METADATA_HEADER",
     "TURN_STATE_HEADER",
     "UPGRADE_REQUIRED",
     "WEBSOCKET_CONNECTION_LIMIT",
@@ -84,6 +96,7 @@ __all__ = [
     "check_order",
     "classify_failure",
     "classify_http_error",
+    "classify_statusless_error",
     "decide",
     "done_items",
     "encode_event",
@@ -92,7 +105,9 @@ __all__ = [
     "error_body",
     "error_frame",
     "events",
+    "failure_message",
     "from_lite",
+    "identity_headers",
     "incremental_delta",
     "input_items",
     "is_lite",
@@ -108,5 +123,6 @@ __all__ = [
     "strip_internal",
     "terminal_event",
     "to_lite",
+    "turn_metadata",
     "usage",
 ]

@@ -18,8 +18,11 @@ class ErrorKind(StrEnum):
     POLICY = "policy"
     OVERLOADED = "server_overloaded"
     RATE_LIMITED = "rate_limited"
+    RETRY_LIMIT = "retry_limit"
     AUTH = "unauthorized"
     USAGE_LIMIT = "usage_limit_reached"
+    PREVIOUS_RESPONSE = "previous_response_not_found"
+    INCOMPLETE = "incomplete"
     RETRYABLE = "retryable"
 
 
@@ -33,6 +36,7 @@ class FailureCode:
     message: str
 
 
+RATE_LIMIT_EXCEEDED = "rate_limit_exceeded"
 FAILURE_CODES: dict[str, FailureCode] = {
     entry.code: entry
     for entry in (
@@ -56,9 +60,9 @@ FAILURE_CODES: dict[str, FailureCode] = {
         FailureCode(
             "server_is_overloaded", ErrorKind.OVERLOADED, False, "The server is overloaded. Please try again later."
         ),
-        FailureCode("slow_down", ErrorKind.OVERLOADED, False, "Please slow down."),
+        FailureCode("slow_down", ErrorKind.RETRYABLE, True, "Please slow down."),
         FailureCode(
-            "rate_limit_exceeded",
+            RATE_LIMIT_EXCEEDED,
             ErrorKind.RATE_LIMITED,
             True,
             "Rate limit reached for requests. Please try again in 1.5s.",
@@ -67,12 +71,23 @@ FAILURE_CODES: dict[str, FailureCode] = {
 }
 POLICY_CODE_SUFFIX = "_policy"
 OVERLOADED_CODES = frozenset(code for code, entry in FAILURE_CODES.items() if entry.kind is ErrorKind.OVERLOADED)
-"""`server_is_overloaded` and `slow_down`: Codex treats a 503 with either code as overloaded (no retry)."""
+"""`server_is_overloaded`: not retried, as `response.failed`, as an HTTP status or as a WebSocket error frame
+(Codex 0.169: "Selected model is at capacity"). `slow_down` is retried with ordinary backoff."""
 GENERIC_FAILURE_MESSAGE = "An error occurred while processing your request."
 
 PREVIOUS_RESPONSE_NOT_FOUND = "previous_response_not_found"
 WEBSOCKET_CONNECTION_LIMIT = "websocket_connection_limit_reached"
+RECONNECT_CODES = frozenset({WEBSOCKET_CONNECTION_LIMIT, PREVIOUS_RESPONSE_NOT_FOUND})
+"""The codes that make a client open a new socket and resend in full, even on an `error` frame without status."""
 UPGRADE_REQUIRED = 426
+RETRIED_CLIENT_STATUSES = frozenset({401, 403, 404})
+"""4xx statuses Codex 0.169 retries with backoff (every other 4xx but 429 fails the turn)."""
+
+
+def failure_message(code: str | None) -> str:
+    """The catalogue's message for a failure code (the generic one for an unknown or missing code)."""
+    entry = FAILURE_CODES.get(code or "")
+    return entry.message if entry is not None else GENERIC_FAILURE_MESSAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,28 +100,54 @@ class Classification:
 
 
 def classify_failure(code: str | None, message: str | None = None) -> Classification:
-    """Classify `response.failed` by `response.error.code`."""
+    """Classify `response.failed` by `response.error.code`; only `rate_limit_exceeded` reads a delay from
+    its message (any other code gets backoff, whatever its message names)."""
     entry = FAILURE_CODES.get(code or "")
     if entry is not None:
-        delay = parse_retry_delay(message) if entry.retryable else None
+        delay = parse_retry_delay(message) if entry.code == RATE_LIMIT_EXCEEDED else None
         return Classification(entry.kind, entry.retryable, delay)
     if code and code.endswith(POLICY_CODE_SUFFIX):
         return Classification(ErrorKind.POLICY, False)
-    return Classification(ErrorKind.RETRYABLE, True, parse_retry_delay(message))
+    return Classification(ErrorKind.RETRYABLE, True)
+
+
+INCOMPLETE = Classification(ErrorKind.INCOMPLETE, False)
+"""`response.incomplete`: never retried; the turn fails ("Incomplete response returned, reason: ...")."""
+
+
+def error_event_code(event: Mapping[str, Any]) -> str | None:
+    """The code of an `error` event: `error.code` of a WebSocket frame, or the flat SSE event's `code`."""
+    error = event.get("error")
+    code = error.get("code") if isinstance(error, Mapping) else event.get("code")
+    return code if isinstance(code, str) else None
+
+
+def classify_statusless_error(event: Mapping[str, Any]) -> Classification | None:
+    """A flat SSE `error` event or a WebSocket `error` frame without `status`: ignored (None), whatever its
+    code, except the two codes that mean "new socket, full request" (retried with backoff)."""
+    code = error_event_code(event)
+    if code == PREVIOUS_RESPONSE_NOT_FOUND:
+        return Classification(ErrorKind.PREVIOUS_RESPONSE, True)
+    if code == WEBSOCKET_CONNECTION_LIMIT:
+        return Classification(ErrorKind.RETRYABLE, True)
+    return None
 
 
 def classify_http_error(status: int, body: Mapping[str, Any] | None, headers: Mapping[str, str]) -> Classification:
-    """Classify an HTTP error status received before the stream (or a WebSocket `error` frame's status)."""
+    """Classify an HTTP error status received before the stream (or a WebSocket `error` frame's status).
+
+    Only a `Retry-After` header (seconds) names a delay; `retry-after-ms` and the message are not read.
+    """
     error = (body or {}).get("error") or {}
     error_type = error.get("type") if isinstance(error, Mapping) else None
     code = error.get("code") if isinstance(error, Mapping) else None
     delay = retry_after(headers)
-    if delay is None and isinstance(error, Mapping):
-        delay = parse_retry_delay(error.get("message"))
     if code == WEBSOCKET_CONNECTION_LIMIT:
         return Classification(ErrorKind.RETRYABLE, True, delay)
-    if status == 401:
-        return Classification(ErrorKind.AUTH, False)
+    if code == PREVIOUS_RESPONSE_NOT_FOUND:
+        return Classification(ErrorKind.PREVIOUS_RESPONSE, True)
+    if code in OVERLOADED_CODES:  # a 503's Retry-After still paces the request-level retries of any 5xx
+        return Classification(ErrorKind.OVERLOADED, False, delay if status == 503 else None)
     if status == 429:
         if error_type == "usage_limit_reached" or code == "usage_limit_reached":
             return Classification(ErrorKind.USAGE_LIMIT, False)
@@ -114,20 +155,22 @@ def classify_http_error(status: int, body: Mapping[str, Any] | None, headers: Ma
             return Classification(ErrorKind.USAGE_NOT_INCLUDED, False)
         if code == "insufficient_quota":
             return Classification(ErrorKind.QUOTA, False)
+        if delay is None:  # Codex 0.169: "exceeded retry limit, last status: 429", at once
+            return Classification(ErrorKind.RETRY_LIMIT, False)
         return Classification(ErrorKind.RATE_LIMITED, True, delay)
-    if status == 503 and code in OVERLOADED_CODES:
-        return Classification(ErrorKind.OVERLOADED, False)
     if status >= 500:
-        return Classification(ErrorKind.RETRYABLE, True, delay)
+        return Classification(ErrorKind.RETRYABLE, True, delay if status == 503 else None)
+    if status == 401:
+        return Classification(ErrorKind.AUTH, True)
+    if status in RETRIED_CLIENT_STATUSES:
+        return Classification(ErrorKind.RETRYABLE, True)
     if code == "context_length_exceeded":
         return Classification(ErrorKind.CONTEXT_WINDOW, False)
     return Classification(ErrorKind.INVALID_REQUEST, False)
 
 
-_DELAY_RE = re.compile(
-    r"try again in\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b",
-    re.IGNORECASE,
-)
+_DELAY_RE = re.compile(r"try again in\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>s|ms|seconds?)", re.IGNORECASE)
+"""Codex's own pattern: seconds, `ms` or `seconds` only ("2 minutes" names no delay)."""
 
 
 def parse_retry_delay(message: str | None) -> float | None:
@@ -138,28 +181,23 @@ def parse_retry_delay(message: str | None) -> float | None:
     if match is None:
         return None
     value = float(match["value"])
-    unit = match["unit"].lower()
-    if unit.startswith("ms") or unit.startswith("milli"):
-        return value / 1000
-    if unit.startswith("m"):
-        return value * 60
-    return value
+    return value / 1000 if match["unit"].lower() == "ms" else value
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """The delay in `retry-after-ms` or `retry-after` (seconds), if present, numeric and finite."""
+    """The delay in a `Retry-After` header (seconds), if present, numeric and finite; `retry-after-ms` is
+    ignored, as Codex 0.169 ignores it."""
     lowered = {key.lower(): value for key, value in headers.items()}
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = lowered.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if math.isfinite(seconds):  # "inf" or "nan" would make a client wait forever or not at all
-            return max(0.0, seconds)
-    return None
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(seconds):  # "inf" or "nan" would make a client wait forever or not at all
+        return None
+    return max(0.0, seconds)
 
 
 _DEFAULT_ERROR_TYPES = {

@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import failure_message
 from .ids import IdGenerator
 from .request import Item
 
@@ -161,8 +162,9 @@ class ResponseEvents:
             extra["end_turn"] = end_turn
         return [self._emit(COMPLETED, response=self.response_object("completed", **extra))]
 
-    def failed(self, code: str | None, message: str) -> list[Event]:
-        error = {"code": code, "message": message}
+    def failed(self, code: str | None, message: str | None = None) -> list[Event]:
+        """`response.failed`; without a message, the error catalogue's message for the code."""
+        error = {"code": code, "message": message or failure_message(code)}
         return [self._emit(FAILED, response=self.response_object("failed", error=error))]
 
     def incomplete(self, reason: str) -> list[Event]:

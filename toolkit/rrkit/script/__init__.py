@@ -4,6 +4,7 @@ from .builder import (
     accept_upgrade,
     custom_tool_call,
     error_event,
+    error_frame,
     failed,
     function_call,
     incomplete,
@@ -15,13 +16,15 @@ from .builder import (
     text,
 )
 from .loader import ScriptError, default_script, load_script, parse_script
-from .models import Fault, Handshake, Match, Reply, Script, Step, UsageSpec
-from .plan import WARMUP_REPLY, PlannedEvent, RecordedReply, ResponsePlan, render
+from .models import ErrorFrame, Fault, Handshake, Match, Reply, Script, Step, UsageSpec
+from .plan import RESPONSE_METADATA, WARMUP_REPLY, PlannedEvent, RecordedReply, ResponsePlan, render
 from .select import Answer, NoMatch, ReplySource, RequestView, ScriptState
 
 __all__ = [
+    "RESPONSE_METADATA",
     "WARMUP_REPLY",
     "Answer",
+    "ErrorFrame",
     "Fault",
     "Handshake",
     "Match",
@@ -41,6 +44,7 @@ __all__ = [
     "custom_tool_call",
     "default_script",
     "error_event",
+    "error_frame",
     "failed",
     "function_call",
     "incomplete",

@@ -8,6 +8,7 @@ from ..protocol.errors import FAILURE_CODES, GENERIC_FAILURE_MESSAGE, UPGRADE_RE
 from .models import (
     CustomToolCallOut,
     ErrorEvent,
+    ErrorFrame,
     Failure,
     FunctionCallOut,
     Handshake,
@@ -50,9 +51,13 @@ def reply(
     usage: UsageSpec | dict[str, Any] | None = None,
     end_turn: bool | None = None,
     turn_state: str | None = None,
+    metadata_turn_state: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> Reply:
-    """A completed response with these output items (a bare string is a one-chunk text message)."""
+    """A completed response with these output items (a bare string is a one-chunk text message).
+
+    `turn_state` goes in the HTTP response's `x-codex-turn-state`; `metadata_turn_state`, over WebSocket, in a
+    `codex.response.metadata` frame sent before the response's events."""
     items = [text(item) if isinstance(item, str) else item for item in outputs]
     fields: dict[str, Any] = {"output": items}
     if usage is not None:
@@ -61,6 +66,8 @@ def reply(
         fields["end_turn"] = end_turn
     if turn_state is not None:
         fields["turn_state"] = turn_state
+    if metadata_turn_state is not None:
+        fields["metadata_turn_state"] = metadata_turn_state
     if headers:
         fields["headers"] = headers
     return Reply.model_validate(fields)
@@ -89,19 +96,66 @@ def reject(
     type: str | None = None,
     headers: dict[str, str] | None = None,
     retry_after: float | None = None,
+    retry_after_ms: int | None = None,
 ) -> Reply:
-    """An error before the stream: HTTP status + JSON body, or a WebSocket `error` frame with that status."""
-    all_headers = dict(headers or {})
-    if retry_after is not None:
-        all_headers["retry-after"] = f"{retry_after:g}"
-    return Reply(reject=Reject(status=status, code=code, message=message, type=type, headers=all_headers))
+    """An error before the stream: HTTP status + JSON body, or a WebSocket `error` frame with that status.
+
+    `retry_after` (seconds) and `retry_after_ms` add those headers (in the frame's `headers` over WebSocket)."""
+    return Reply(
+        reject=Reject(
+            status=status,
+            code=code,
+            message=message,
+            type=type,
+            headers=headers or {},
+            retry_after=retry_after,
+            retry_after_ms=retry_after_ms,
+        )
+    )
+
+
+def error_frame(
+    code: str | None = None,
+    message: str | None = None,
+    *outputs: Output,
+    status: int | None = None,
+    type: str | None = None,
+    headers: dict[str, str] | None = None,
+    retry_after: float | None = None,
+    retry_after_ms: int | None = None,
+) -> Reply:
+    """A WebSocket `error` frame inside the stream (after any output items), with `status` only when given;
+    the message defaults from the catalogue. Over HTTP the same JSON is an SSE `error` event."""
+    frame = ErrorFrame(
+        status=status,
+        code=code,
+        message=message,
+        type=type,
+        headers=headers or {},
+        retry_after=retry_after,
+        retry_after_ms=retry_after_ms,
+    )
+    return Reply(output=list(outputs), error_frame=frame)
 
 
 def refuse_upgrade(
-    status: int = UPGRADE_REQUIRED, *, headers: dict[str, str] | None = None, times: int = 1, repeat: bool = False
+    status: int = UPGRADE_REQUIRED,
+    *,
+    headers: dict[str, str] | None = None,
+    retry_after: float | None = None,
+    retry_after_ms: int | None = None,
+    times: int = 1,
+    repeat: bool = False,
 ) -> Handshake:
-    """Answer a WebSocket upgrade with this status instead of 101."""
-    return Handshake(refuse=status, refuse_headers=headers or {}, times=times, repeat=repeat)
+    """Answer a WebSocket upgrade with this status instead of 101 (with `retry-after` / `retry-after-ms`)."""
+    return Handshake(
+        refuse=status,
+        refuse_headers=headers or {},
+        retry_after=retry_after,
+        retry_after_ms=retry_after_ms,
+        times=times,
+        repeat=repeat,
+    )
 
 
 def accept_upgrade(

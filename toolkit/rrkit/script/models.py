@@ -101,17 +101,52 @@ class ErrorEvent(_Strict):
     param: str | None = None
 
 
-class Reject(_Strict):
+Status = Annotated[int, Field(ge=400, le=599)]
+Seconds = Annotated[float, Field(ge=0)]
+
+
+def with_retry_headers(
+    headers: dict[str, str], retry_after: float | None, retry_after_ms: int | None
+) -> dict[str, str]:
+    """`headers` plus `retry-after` (seconds) and `retry-after-ms` when given (they win over `headers`)."""
+    extra = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+    if retry_after_ms is not None:
+        extra["retry-after-ms"] = str(retry_after_ms)
+    return {**headers, **extra}
+
+
+class _RetryHeaders(_Strict):
+    retry_after: Seconds | None = Field(None, description="a `retry-after` header (seconds)")
+    retry_after_ms: Annotated[int, Field(ge=0)] | None = Field(None, description="a `retry-after-ms` header")
+    headers: dict[str, str] = {}
+
+    @property
+    def all_headers(self) -> dict[str, str]:
+        return with_retry_headers(self.headers, self.retry_after, self.retry_after_ms)
+
+
+class Reject(_RetryHeaders):
     """An error before the stream: an HTTP error status with an OpenAI-shaped JSON body, or over a
     WebSocket an `error` frame with that status."""
 
-    status: Annotated[int, Field(ge=400, le=599)]
+    status: Status
     code: str | None = None
     message: str | None = None
     type: str | None = None
     param: str | None = None
-    headers: dict[str, str] = {}
     body: dict[str, Any] | None = Field(None, description="a raw JSON body instead of the OpenAI-shaped one")
+
+
+class ErrorFrame(_RetryHeaders):
+    """A WebSocket `error` frame sent as an event of the stream (after any output items):
+    `{type: "error", status?, error: {type, code, message, param}, headers?}`. Without `status` it is the
+    frame Codex ignores (bar two codes); over HTTP the same JSON goes out as an SSE `error` event."""
+
+    status: Status | None = None
+    code: str | None = None
+    message: str | None = None
+    type: str | None = None
+    param: str | None = None
 
 
 class Fault(_Strict):
@@ -139,6 +174,9 @@ class TimedEvent(_Strict):
     event: dict[str, Any]
 
 
+_ENDINGS = ("fail", "incomplete", "error_event", "error_frame", "reject")
+
+
 class Reply(_Strict):
     """The server's answer to one request: output items, then a terminal outcome, with optional faults."""
 
@@ -149,15 +187,19 @@ class Reply(_Strict):
     fail: Failure | None = None
     incomplete: str | None = Field(None, description="response.incomplete with this reason")
     error_event: ErrorEvent | None = None
+    error_frame: ErrorFrame | None = None
     reject: Reject | None = None
     fault: Fault = Fault()
     headers: dict[str, str] = Field({}, description="extra HTTP response headers")
     turn_state: str | None = Field(None, description="x-codex-turn-state on the HTTP response")
+    metadata_turn_state: str | None = Field(
+        None, description="WebSocket: a `codex.response.metadata` frame with this x-codex-turn-state, sent first"
+    )
     events: list[TimedEvent] | None = Field(None, description="verbatim events instead of generated ones")
 
     @model_validator(mode="after")
     def _one_ending(self) -> Self:
-        endings = [name for name in ("fail", "incomplete", "error_event", "reject") if getattr(self, name) is not None]
+        endings = [name for name in _ENDINGS if getattr(self, name) is not None]
         if len(endings) > 1:
             raise ValueError(f"a reply ends one way, but sets {' and '.join(endings)}")
         if self.events is not None and (self.output or endings[:1] not in ([], ["reject"])):
@@ -176,6 +218,10 @@ class Reply(_Strict):
 
     def with_turn_state(self, token: str) -> Reply:
         return self.model_copy(update={"turn_state": token})
+
+    def with_metadata_turn_state(self, token: str) -> Reply:
+        """Over WebSocket, send `token` in a `codex.response.metadata` frame before the response's events."""
+        return self.model_copy(update={"metadata_turn_state": token})
 
     def _with_fault(self, **changes: Any) -> Reply:
         return self.model_copy(update={"fault": Fault.model_validate({**self.fault.model_dump(), **changes})})
@@ -209,6 +255,8 @@ class Handshake(_Once):
 
     refuse: Annotated[int, Field(ge=300, le=599)] | None = Field(None, description="answer with this status")
     refuse_headers: dict[str, str] = {}
+    retry_after: Seconds | None = Field(None, description="a refusal's `retry-after` header (seconds)")
+    retry_after_ms: Annotated[int, Field(ge=0)] | None = Field(None, description="a refusal's `retry-after-ms`")
     refuse_body: dict[str, Any] | None = None
     delay: Annotated[float, Field(ge=0)] = 0.0
     turn_state: str | None = Field(None, description="x-codex-turn-state on the 101 response")
@@ -216,6 +264,10 @@ class Handshake(_Once):
     close_after: Annotated[int, Field(ge=1)] | None = Field(None, description="close after N requests")
     close: Literal["tcp", "frame"] = "frame"
     close_code: Annotated[int, Field(ge=1000, le=4999)] = 1000
+
+    @property
+    def all_refuse_headers(self) -> dict[str, str]:
+        return with_retry_headers(self.refuse_headers, self.retry_after, self.retry_after_ms)
 
 
 class Script(_Strict):

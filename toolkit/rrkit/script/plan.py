@@ -7,12 +7,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..protocol.events import SSE_COMMENT, Event, ResponseEvents, estimate_tokens, response_id_of, usage
+from ..protocol import errors
+from ..protocol.events import ERROR, SSE_COMMENT, Event, ResponseEvents, estimate_tokens, response_id_of, usage
+from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import response_of_body
 from ..protocol.sse import encode_comment, encode_json, encode_sse
 from .models import (
     CustomToolCallOut,
+    ErrorFrame,
     Fault,
     FunctionCallOut,
     MessageOut,
@@ -24,6 +27,9 @@ from .models import (
 
 WARMUP_REPLY = Reply()
 """The server's own answer to `generate: false`: created + completed, no output."""
+
+RESPONSE_METADATA = "codex.response.metadata"
+"""A server frame newer Codex versions read turn state from: `{type, headers: {x-codex-turn-state}}`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +170,10 @@ def render(
         return ResponsePlan(body_id or "", [], reply.fault, live=reply, body=reply.body)
     warmup = reply is WARMUP_REPLY
     fault = reply.fault
+    prelude = _metadata_frame(reply.metadata_turn_state) if reply.metadata_turn_state and transport == "ws" else []
     if reply.events is not None:
-        events = [timed.event for timed in reply.events]
-        delays = _delays([timed.at for timed in reply.events])
+        events = [*prelude, *(timed.event for timed in reply.events)]
+        delays = _delays([0.0] * len(prelude) + [timed.at for timed in reply.events])
         return ResponsePlan(response_id_of(events) or "", _planned(events, delays, transport), fault)
 
     builder = ResponseEvents(request, ids=ids, model=reply.model)
@@ -189,16 +196,37 @@ def render(
             elif isinstance(output, CustomToolCallOut):
                 builder.custom_tool_call(output.name, output.input, output.chunks, call_id=output.call_id)
         if reply.fail is not None:
-            builder.failed(reply.fail.code, reply.fail.message or "")
+            builder.failed(reply.fail.code, reply.fail.message)
         elif reply.incomplete is not None:
             builder.incomplete(reply.incomplete)
         elif reply.error_event is not None:
             builder.error(reply.error_event.message, reply.error_event.code, reply.error_event.param)
+        elif reply.error_frame is not None:
+            builder.events.append(error_frame_event(reply.error_frame))
         else:
             builder.completed(_usage(reply, builder), end_turn=reply.end_turn)
-    events = builder.events
+    events = [*prelude, *builder.events]
     delays = [fault.delay_each + (fault.delay_first if index == 0 else 0.0) for index in range(len(events))]
     return ResponsePlan(builder.response_id, _planned(events, delays, transport), fault)
+
+
+def _metadata_frame(token: str) -> list[Event]:
+    return [{"type": RESPONSE_METADATA, "headers": {TURN_STATE_HEADER: token}}]
+
+
+def error_frame_event(frame: ErrorFrame) -> Event:
+    """The WebSocket `error` frame a script asks for; `status` and `headers` only when given."""
+    message = frame.message or errors.failure_message(frame.code)
+    status = frame.status or 0
+    type_ = frame.type or (errors.default_error_type(status) if status else "invalid_request_error")
+    event: Event = {"type": ERROR}
+    if frame.status is not None:
+        event["status"] = frame.status
+    event["error"] = errors.error_object(message, type_=type_, code=frame.code, param=frame.param)
+    headers = frame.all_headers
+    if headers:
+        event["headers"] = headers
+    return event
 
 
 def _usage(reply: Reply, builder: ResponseEvents) -> dict[str, Any]:

@@ -46,6 +46,12 @@ class Exchange:
         return bool(self.wire_request and self.wire_request.get("generate") is False)
 
     @property
+    def client_metadata(self) -> dict[str, Any]:
+        """The body's `client_metadata` as the client sent it (empty when there was none)."""
+        metadata = (self.wire_request or {}).get("client_metadata")
+        return dict(metadata) if isinstance(metadata, dict) else {}
+
+    @property
     def event_types(self) -> list[str]:
         return [str(sent.event.get("type")) for sent in self.events]
 
@@ -63,6 +69,7 @@ class Connection:
     closed_by: str | None = None  # "server", "client" or "tcp"
     started_at: float = field(default_factory=time.time)
     query: str = ""  # the upgrade request's query string, as sent
+    ended_at: float | None = None  # when the server cut the socket or saw the client leave
 
 
 class Capture:

@@ -163,7 +163,7 @@ class Responder:
                 code=reject.code,
                 param=reject.param,
             )
-            raise Rejected(reject.status, error, reject.headers)
+            raise Rejected(reject.status, error, reject.all_headers)
         return chosen, render(chosen, logical, transport=exchange.transport, ids=self.state.ids)
 
 

@@ -66,6 +66,7 @@ class _WebSocketSession:
                 message = {"type": "websocket.disconnect", "code": ABNORMAL_CLOSURE}
             self.inbox.put_nowait(message)
             if message["type"] == "websocket.disconnect":
+                self.connection.ended_at = self.connection.ended_at or time.time()
                 self.gone_code = message.get("code")
                 self.gone.set()
                 return
@@ -200,6 +201,7 @@ class _WebSocketSession:
             self._client_gone(self.gone_code)
 
     async def cut(self, how: str, code: int, reason: str) -> None:
+        self.connection.ended_at = time.time()
         if how == "tcp":
             transport = connection_transport(self.ws.scope)
             if transport is None:
@@ -233,11 +235,10 @@ async def _serve_websocket(state: ServerState, websocket: WebSocket, connection:
             type_=errors.default_error_type(handshake.refuse),
             code="upgrade_required" if handshake.refuse == errors.UPGRADE_REQUIRED else None,
         )
+        refuse_headers = handshake.all_refuse_headers
         connection.status = handshake.refuse
-        connection.response_headers = dict(handshake.refuse_headers)
-        await websocket.send_denial_response(
-            JSONResponse(body, status_code=handshake.refuse, headers=handshake.refuse_headers)
-        )
+        connection.response_headers = dict(refuse_headers)
+        await websocket.send_denial_response(JSONResponse(body, status_code=handshake.refuse, headers=refuse_headers))
         _mark_denial_sent(websocket.scope)
         return
     response_headers = dict(handshake.headers) if handshake else {}

@@ -24,6 +24,7 @@ from ..cassette.replay import CassetteSource
 from ..client import ModelClient, ModelClientError, Prompt
 from ..client.conversation import Conversation
 from ..demo import demo_options
+from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
 from ..server.runner import FakeServer
 from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
@@ -80,6 +81,7 @@ def session_plan(cassette: Cassette) -> SessionPlan:
             outputs[str(item.get("call_id"))] = output if isinstance(output, str) else str(output or "")
     websocket = bool(cassette.connections) or any(e.transport == "ws" for e in cassette.exchanges)
     warmup = any(e.transport == "ws" and is_warmup(e.wire_request or {}) for e in cassette.exchanges)
+    warmup = warmup or any(is_prewarm(c.handshake.request_headers) for c in cassette.connections)  # e.g. refused
     return SessionPlan(
         transport="ws" if websocket else "http",
         warmup=warmup,

@@ -1,0 +1,455 @@
+"""The observation table: for each rule of Codex CLI 0.169.0 (issue 10, "Observed behaviour"), a script and
+what the fake server sees when Codex runs it. Checking a new Codex version: change the pin in
+`rrkit.differential.codex`, run `pytest -m codex tests/realclients/test_codex_differential.py`, update the rows
+that changed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rrkit.differential import Budgets, Observation
+from rrkit.differential.settings import DEFAULT_BUDGETS
+from rrkit.script import (
+    Handshake,
+    Match,
+    Reply,
+    Script,
+    error_event,
+    error_frame,
+    failed,
+    function_call,
+    incomplete,
+    refuse_upgrade,
+    reject,
+    reply,
+)
+
+OK = reply("Hi from the differential test.")
+SHORT = Budgets(request_max_retries=1, stream_max_retries=2, idle_timeout=1.0)
+"""For the cases that spend a budget: two stream retries, one request-level retry."""
+DEFAULTS = Budgets(request_max_retries=None, stream_max_retries=None, idle_timeout=1.0)
+"""Neither budget set: each client's default."""
+WARM = "ws warmup -> completed"
+"""Codex prewarms every WebSocket session with `generate: false`; the server answers it by itself."""
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    script: Script
+    websockets: bool
+    flow: tuple[str, ...]
+    outcome: str
+    budgets: Budgets = DEFAULT_BUDGETS
+    show: tuple[str, ...] = ()  # extra columns: "ts" (turn state sent), "turn" (request kind / turn id), "headers"
+    reference_xfail: str | None = field(default=None, compare=False)
+    """Why the reference client does not agree yet (the rule it breaks); None: it agrees."""
+
+
+def then_ok(*first: Reply, when_ws: bool = False) -> Script:
+    """These replies once each, in order, then OK for every later request."""
+    script = Script(default=OK)
+    for answer in first:
+        script.add(answer, when=Match(transport="ws") if when_ws else None)
+    return script
+
+
+def dropped(answer: Reply = OK, after: int = 2) -> Reply:
+    return answer.drop_after(after)
+
+
+def always(answer: Reply, *, transport: str | None = None) -> Script:
+    when = Match.model_validate({"transport": transport}) if transport else None
+    return Script(default=OK).add(answer, when=when, repeat=True)
+
+
+def render(observation: Observation, show: tuple[str, ...]) -> tuple[str, ...]:
+    """The observation as table rows: one per attempt, with the extra columns a case asks for."""
+    turn_ids: dict[str, str] = {}
+    rows = []
+    for attempt in observation.attempts:
+        row = str(attempt)
+        if "ts" in show:
+            row += f" | ts={attempt.turn_state or '-'}"
+        if "turn" in show:
+            turn = attempt.turn_id or ""
+            label = "-" if not turn else turn_ids.setdefault(turn, f"T{len(turn_ids) + 1}")
+            echoed = "echoed" if "x-codex-turn-metadata" in attempt.client_metadata else "not echoed"
+            row += f" | {attempt.request_kind or '-'} {label} {echoed}"
+        if "headers" in show:
+            row += f" | {' '.join(sorted(attempt.headers))}"
+        if "metadata" in show:
+            row += f" | client_metadata ts={'yes' if 'x-codex-turn-state' in attempt.client_metadata else 'no'}"
+        rows.append(row)
+    return tuple(rows)
+
+
+IDENTITY = "session-id thread-id x-client-request-id x-codex-turn-metadata x-codex-window-id"
+RATE_LIMITED = "Rate limit reached for requests."
+
+CASES: dict[str, Case] = {
+    # -- errors before or instead of the stream ------------------------------------------------
+    "http-429-without-retry-after-is-fatal": Case(
+        "HTTP 429 without Retry-After: not retried",
+        then_ok(reject(429, "rate_limit_exceeded", RATE_LIMITED)),
+        False,
+        ("http full -> refused 429",),
+        "failed",
+    ),
+    "ws-429-frame-without-headers-is-fatal": Case(
+        "WS error frame status 429, no headers: not retried",
+        then_ok(reject(429, "rate_limit_exceeded", RATE_LIMITED)),
+        True,
+        (WARM, "<none> ws incremental -> refused 429"),
+        "failed",
+    ),
+    "http-429-retry-after-waits-n-seconds": Case(
+        "HTTP 429 with Retry-After: N: retried after N s",
+        then_ok(reject(429, "rate_limit_exceeded", RATE_LIMITED, retry_after=1)),
+        False,
+        ("http full -> refused 429", "<named> http full -> completed"),
+        "completed",
+    ),
+    "http-503-retry-after-waits-n-seconds": Case(
+        "HTTP 503 with Retry-After: N: retried after N s",
+        then_ok(reject(503, "server_error", "Busy.", retry_after=1)),
+        False,
+        ("http full -> refused 503", "<named> http full -> completed"),
+        "completed",
+    ),
+    "ws-429-frame-retry-after-header-waits-n-seconds": Case(
+        "WS error frame 429 with retry-after in its headers: retried after N s",
+        then_ok(reject(429, "rate_limit_exceeded", RATE_LIMITED, retry_after=1)),
+        True,
+        (WARM, "<none> ws incremental -> refused 429", "<named> ws full -> completed"),
+        "completed",
+    ),
+    "ws-503-upgrade-retry-after-waits-n-seconds": Case(
+        "503 upgrade refusal with Retry-After: N: retried after N s (a refused prewarm is not retried: the turn "
+        "opens its own socket at once)",
+        Script(default=OK).add_handshake(refuse_upgrade(503, retry_after=1, times=2)),
+        True,
+        ("ws upgrade -> refused 503", "<none> ws upgrade -> refused 503", "<named> ws full -> completed"),
+        "completed",
+    ),
+    "http-429-retry-after-ms-is-ignored": Case(
+        "429 with only retry-after-ms: a plain 429 (not retried)",
+        then_ok(reject(429, "rate_limit_exceeded", RATE_LIMITED, retry_after_ms=1000)),
+        False,
+        ("http full -> refused 429",),
+        "failed",
+    ),
+    "http-503-retry-after-ms-gets-backoff": Case(
+        "503 with only retry-after-ms: ordinary backoff",
+        then_ok(reject(503, "server_error", "Busy.", retry_after_ms=1000)),
+        False,
+        ("http full -> refused 503", "<backoff> http full -> completed"),
+        "completed",
+    ),
+    **{
+        f"http-{status}-is-retried-with-backoff": Case(
+            f"HTTP {status}: retried with backoff",
+            then_ok(reject(status, None, f"Scripted {status}.")),
+            False,
+            (f"http full -> refused {status}", "<backoff> http full -> completed"),
+            "completed",
+        )
+        for status in (401, 403, 404)
+    },
+    "http-5xx-retried-at-request-then-stream-level": Case(
+        "HTTP 5xx: request_max_retries at the request level, then the stream budget",
+        always(reject(500, "server_error", "Oops.")),
+        False,
+        (
+            "http full -> refused 500",
+            "<backoff> http full -> refused 500",
+            "<backoff> http full -> refused 500",
+            "<backoff> http full -> refused 500",
+            "<backoff> http full -> refused 500",
+            "<backoff> http full -> refused 500",
+        ),
+        "failed",
+        SHORT,
+    ),
+    "http-400-is-fatal": Case(
+        "HTTP 400: not retried",
+        then_ok(reject(400, None, "Bad request.")),
+        False,
+        ("http full -> refused 400",),
+        "failed",
+    ),
+    "failed-server-is-overloaded-is-fatal": Case(
+        "response.failed server_is_overloaded: not retried",
+        then_ok(failed("server_is_overloaded")),
+        False,
+        ("http full -> failed",),
+        "failed",
+    ),
+    "http-503-server-is-overloaded-is-fatal": Case(
+        "HTTP 503 server_is_overloaded: fatal at the stream level, after the request-level retries of any 5xx",
+        always(reject(503, "server_is_overloaded", "Overloaded.")),
+        False,
+        ("http full -> refused 503", "<backoff> http full -> refused 503"),
+        "failed",
+        SHORT,
+    ),
+    "ws-frame-server-is-overloaded-is-fatal": Case(
+        "WS error frame server_is_overloaded: not retried",
+        then_ok(reject(503, "server_is_overloaded", "Overloaded.")),
+        True,
+        (WARM, "<none> ws incremental -> refused 503"),
+        "failed",
+    ),
+    "failed-slow-down-gets-backoff": Case(
+        "response.failed slow_down: retried with backoff",
+        then_ok(failed("slow_down")),
+        False,
+        ("http full -> failed", "<backoff> http full -> completed"),
+        "completed",
+    ),
+    # -- events ----------------------------------------------------------------------------------
+    "sse-flat-error-event-is-ignored-then-a-drop": Case(
+        "flat SSE error event: ignored; the stream then ends without completed: a drop, backoff",
+        then_ok(error_event("Your input exceeds the context window.", "context_length_exceeded")),
+        False,
+        ("http full -> errored", "<backoff> http full -> completed"),
+        "completed",
+    ),
+    "ws-statusless-error-frame-is-ignored-then-a-drop": Case(
+        "WS error frame without status: ignored, whatever its code; then a drop: backoff",
+        then_ok(error_frame("context_length_exceeded").drop_after(1)),
+        True,
+        (WARM, "<none> ws incremental -> dropped", "<backoff> ws full -> completed"),
+        "completed",
+    ),
+    "ws-statusless-error-frame-is-ignored-then-idle": Case(
+        "WS error frame without status and nothing after it: ignored; the idle timeout ends the attempt",
+        then_ok(error_frame("server_error", "Ignored.")),
+        True,
+        (WARM, "<none> ws incremental -> errored", "<idle> ws full -> completed"),
+        "completed",
+    ),
+    "ws-statusless-connection-limit-opens-a-new-socket": Case(
+        "status-less websocket_connection_limit_reached: new socket, full request, after backoff",
+        then_ok(error_frame("websocket_connection_limit_reached", "Connection limit reached.")),
+        True,
+        (WARM, "<none> ws incremental -> errored", "<backoff> ws full -> completed"),
+        "completed",
+    ),
+    "ws-statusless-previous-response-not-found-opens-a-new-socket": Case(
+        "status-less previous_response_not_found: new socket, full request, after backoff",
+        then_ok(error_frame("previous_response_not_found", "Previous response not found.")),
+        True,
+        (WARM, "<none> ws incremental -> errored", "<backoff> ws full -> completed"),
+        "completed",
+    ),
+    **{
+        f"failed-rate-limit-waits-the-named-delay-{name}": Case(
+            f'response.failed rate_limit_exceeded "try again in {delay}": waits the named delay',
+            then_ok(failed("rate_limit_exceeded", f"{RATE_LIMITED} Please try again in {delay}.")),
+            False,
+            ("http full -> failed", "<named> http full -> completed"),
+            "completed",
+        )
+        for name, delay in (("s", "1s"), ("ms", "1000ms"), ("seconds", "1 seconds"))
+    },
+    "failed-rate-limit-in-minutes-gets-backoff": Case(
+        'response.failed rate_limit_exceeded "try again in 2 minutes": backoff (only s, ms, seconds)',
+        then_ok(failed("rate_limit_exceeded", f"{RATE_LIMITED} Please try again in 2 minutes.")),
+        False,
+        ("http full -> failed", "<backoff> http full -> completed"),
+        "completed",
+    ),
+    "failed-other-code-ignores-the-named-delay": Case(
+        "the named delay is read only for rate_limit_exceeded: other codes get backoff",
+        then_ok(failed("server_error", "Something broke. Please try again in 1s.")),
+        False,
+        ("http full -> failed", "<backoff> http full -> completed"),
+        "completed",
+    ),
+    "incomplete-is-fatal": Case(
+        "response.incomplete: not retried",
+        then_ok(incomplete("max_output_tokens")),
+        False,
+        ("http full -> incomplete",),
+        "failed",
+    ),
+    "ws-previous-response-not-found-400-opens-a-new-socket-after-backoff": Case(
+        "previous_response_not_found (error frame, status 400): new socket, full request, after backoff",
+        then_ok(reject(400, "previous_response_not_found", "Previous response not found.")),
+        True,
+        (WARM, "<none> ws incremental -> refused 400", "<backoff> ws full -> completed"),
+        "completed",
+    ),
+    **{
+        f"failed-{code}-is-fatal": Case(
+            f"response.failed {code}: not retried",
+            then_ok(failed(code)),
+            False,
+            ("http full -> failed",),
+            "failed",
+        )
+        for code in ("context_length_exceeded", "insufficient_quota", "usage_not_included", "invalid_prompt")
+    },
+    "failed-policy-code-is-fatal": Case(
+        "response.failed with a policy code: not retried",
+        then_ok(failed("cyber_policy")),
+        False,
+        ("http full -> failed",),
+        "failed",
+    ),
+    # -- budgets and fallback ----------------------------------------------------------------
+    "stream-budget-spent-fails-the-turn": Case(
+        "stream_max_retries N: N + 1 attempts, backoff between them, then the turn fails",
+        always(dropped()),
+        False,
+        ("http full -> dropped", "<backoff> http full -> dropped", "<backoff> http full -> dropped"),
+        "failed",
+        SHORT,
+    ),
+    "stream-budget-defaults-to-5": Case(
+        "stream_max_retries defaults to 5: 6 attempts (backoff 0.2, 0.4, 0.8, 1.6, 3.2 s)",
+        always(dropped()),
+        False,
+        ("http full -> dropped", *["<backoff> http full -> dropped"] * 5),
+        "failed",
+        DEFAULTS,
+    ),
+    "http-idle-timeout-is-a-retryable-drop": Case(
+        "a stream that goes quiet for the idle timeout: retried with backoff",
+        then_ok(OK.stall_after(2)),
+        False,
+        ("http full -> stalled", "<idle> http full -> completed"),
+        "completed",
+    ),
+    "ws-idle-timeout-is-a-retryable-drop": Case(
+        "a WebSocket stream that goes quiet: retried on a new socket with the full request",
+        then_ok(OK.stall_after(2), when_ws=True),
+        True,
+        (WARM, "<none> ws incremental -> stalled", "<idle> ws full -> completed"),
+        "completed",
+    ),
+    "ws-budget-spent-falls-back-to-http-at-once": Case(
+        "WebSocket budget spent: HTTP at once (no wait), with a budget of its own",
+        always(dropped(), transport="ws"),
+        True,
+        (
+            WARM,
+            "<none> ws incremental -> dropped",
+            "<backoff> ws full -> dropped",
+            "<backoff> ws full -> dropped",
+            "<none> http full -> completed",
+        ),
+        "completed",
+        SHORT,
+    ),
+    "http-leg-after-fallback-has-a-full-budget": Case(
+        "after the fallback the HTTP leg has a full budget of its own (the count is reset)",
+        always(dropped(), transport="ws").add(dropped(), when=Match(transport="http"), times=2),
+        True,
+        (
+            WARM,
+            "<none> ws incremental -> dropped",
+            "<backoff> ws full -> dropped",
+            "<backoff> ws full -> dropped",
+            "<none> http full -> dropped",
+            "<backoff> http full -> dropped",
+            "<backoff> http full -> completed",
+        ),
+        "completed",
+        SHORT,
+    ),
+    "upgrade-426-falls-back-at-once": Case(
+        "426 on the upgrade (the prewarm's): HTTP at once, no budget spent",
+        Script(default=OK).add_handshake(refuse_upgrade(426, repeat=True)),
+        True,
+        ("ws upgrade -> refused 426", "<none> http full -> completed"),
+        "completed",
+    ),
+    "upgrade-426-after-a-drop-falls-back-at-once": Case(
+        "426 on a later upgrade (after a drop): HTTP at once, no wait",
+        then_ok(dropped(), when_ws=True).add_handshake(Handshake()).add_handshake(refuse_upgrade(426, repeat=True)),
+        True,
+        (
+            WARM,
+            "<none> ws incremental -> dropped",
+            "<backoff> ws upgrade -> refused 426",
+            "<none> http full -> completed",
+        ),
+        "completed",
+    ),
+    **{
+        f"http-429-{kind.replace('_', '-')}-is-fatal": Case(
+            f"HTTP 429 {kind}: not retried, even with Retry-After",
+            then_ok(reject(429, kind, "Usage limit.", type=kind, retry_after=1)),
+            False,
+            ("http full -> refused 429",),
+            "failed",
+        )
+        for kind in ("usage_limit_reached", "usage_not_included")
+    },
+    # -- warmup and the incremental rule ---------------------------------------------------------
+    "ws-tool-loop-follow-up-is-incremental": Case(
+        "the first request after the prewarm continues from it; the tool follow-up continues from the call",
+        Script(default=OK).add(reply(function_call("exec_command", {"cmd": "true", "login": False}, call_id="c1"))),
+        True,
+        (WARM, "<none> ws incremental -> completed", "<none> ws incremental -> completed"),
+        "completed",
+    ),
+    # -- headers, turn metadata, turn state ------------------------------------------------------
+    "http-identity-headers-on-every-request": Case(
+        "every HTTP request carries the identity headers; turn metadata request_kind turn, in client_metadata too",
+        then_ok(dropped()),
+        False,
+        (
+            f"http full -> dropped | turn T1 echoed | {IDENTITY}",
+            f"<backoff> http full -> completed | turn T1 echoed | {IDENTITY}",
+        ),
+        "completed",
+        show=("turn", "headers"),
+    ),
+    "ws-identity-headers-prewarm-then-turn": Case(
+        "every upgrade carries them and openai-beta; prewarm has an empty turn_id, then one turn_id across retries",
+        then_ok(dropped(), when_ws=True),
+        True,
+        (
+            f"{WARM} | prewarm - echoed | openai-beta {IDENTITY}",
+            f"<none> ws incremental -> dropped | turn T1 echoed | openai-beta {IDENTITY}",
+            f"<backoff> ws full -> completed | turn T1 echoed | openai-beta {IDENTITY}",
+        ),
+        "completed",
+        show=("turn", "headers"),
+    ),
+    "http-turn-state-is-sent-back-within-the-turn": Case(
+        "the HTTP turn-state token is sent back on the turn's later requests, retries included",
+        then_ok(dropped(OK.with_turn_state("ts-http-1"))),
+        False,
+        ("http full -> dropped | ts=-", "<backoff> http full -> completed | ts=ts-http-1"),
+        "completed",
+        show=("ts",),
+    ),
+    "ws-101-turn-state-is-not-sent-back": Case(
+        "a token on a WebSocket 101 is not sent back on later upgrades (0.169.0)",
+        then_ok(dropped(), when_ws=True).add_handshake(Handshake(turn_state="ts-101-1", repeat=True)),
+        True,
+        (
+            f"{WARM} | ts=-",
+            "<none> ws incremental -> dropped | ts=-",
+            "<backoff> ws full -> completed | ts=-",
+        ),
+        "completed",
+        show=("ts",),
+    ),
+    "ws-metadata-frame-turn-state-is-not-echoed": Case(
+        "a codex.response.metadata turn state is not echoed in client_metadata (0.169.0; newer versions do)",
+        then_ok(dropped(OK.with_metadata_turn_state("ts-frame-1"), after=3), when_ws=True),
+        True,
+        (
+            f"{WARM} | client_metadata ts=no",
+            "<none> ws incremental -> dropped | client_metadata ts=no",
+            "<backoff> ws full -> completed | client_metadata ts=no",
+        ),
+        "completed",
+        show=("metadata",),
+    ),
+}

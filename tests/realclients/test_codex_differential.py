@@ -1,0 +1,59 @@
+"""The real Codex CLI and the reference client against the same scripts: the server sees the same attempts.
+
+Both halves are checked against one table (`differential_cases.CASES`): the Codex half proves the table is
+what Codex 0.169.0 does; the reference half, which needs no Codex, that the reference client does the same.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rrkit.differential import Observation
+from rrkit.differential.run import observe_codex, observe_reference
+
+from .codex import require_codex
+from .differential_cases import CASES, Case, render
+
+CODEX_TIMEOUT = 30.0
+
+
+def _params(for_reference: bool) -> list[object]:
+    params: list[object] = []
+    for name, case in CASES.items():
+        marks = []
+        if for_reference and case.reference_xfail:
+            marks.append(pytest.mark.xfail(strict=True, reason=case.reference_xfail))
+        params.append(pytest.param(name, marks=marks, id=name))
+    return params
+
+
+def _check(case: Case, seen: Observation, who: str) -> None:
+    report = "\n".join(
+        [
+            f"{who}: {case.rule}",
+            "  expected:",
+            *(f"    {row}" for row in case.flow),
+            f"    => {case.outcome}",
+            "  seen:",
+            *(f"    {row}" for row in render(seen, case.show)),
+            f"    => {seen.outcome}",
+            *(f"  {note}" for note in seen.notes[:4]),
+        ]
+    )
+    assert (render(seen, case.show), seen.outcome) == (case.flow, case.outcome), report
+
+
+@pytest.mark.codex
+@pytest.mark.parametrize("name", _params(for_reference=False))
+def test_codex_does_what_the_observation_table_says(name: str) -> None:
+    case = CASES[name]
+    codex = require_codex()
+    seen = observe_codex(codex, case.script, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT)
+    _check(case, seen, "Codex CLI")
+
+
+@pytest.mark.parametrize("name", _params(for_reference=True))
+def test_reference_client_does_what_codex_does(name: str) -> None:
+    case = CASES[name]
+    seen = observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
+    _check(case, seen, "reference client")

@@ -1,0 +1,73 @@
+"""The observation model of the differential tests: waits named by range, delays a script names, attempts."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import pytest
+
+from rrkit.differential import Budgets, WaitRanges, observe
+from rrkit.differential.codex import config_toml
+from rrkit.differential.observe import named_delays
+from rrkit.script import Script, failed, refuse_upgrade, reject, reply
+from rrkit.server import FakeServer
+
+RANGES = WaitRanges(named=(1.0,), idle_timeout=1.5)
+
+
+@pytest.mark.parametrize(
+    ("gap", "kind"),
+    [
+        (0.01, "none"),
+        (0.2, "backoff"),
+        (0.23, "backoff"),
+        (0.42, "backoff"),
+        (0.86, "backoff"),
+        (1.02, "named"),
+        (0.6, "other(0.60s)"),
+    ],
+)
+def test_a_wait_is_named_by_its_range(gap: float, kind: str) -> None:
+    assert RANGES.classify(gap) == kind
+
+
+def test_a_wait_after_a_quiet_connection_as_long_as_the_idle_timeout_is_idle() -> None:
+    assert RANGES.classify(0.2, quiet=1.5) == "idle"
+    assert RANGES.classify(0.2, quiet=0.3) == "backoff"
+
+
+def test_named_delays_are_read_from_headers_messages_and_handshakes() -> None:
+    script = Script(default=reply("x"))
+    script.add(reject(429, retry_after=2)).add(reject(503, retry_after_ms=1500))
+    script.add(failed("rate_limit_exceeded", "Please try again in 28ms.")).add(failed("x", "try again in 3 seconds"))
+    script.add_handshake(refuse_upgrade(503, retry_after=4))
+    assert named_delays(script) == (0.028, 1.5, 2.0, 3.0, 4.0)
+
+
+def test_codex_config_leaves_out_a_budget_that_is_not_set() -> None:
+    text = config_toml("http://127.0.0.1:1/v1", websockets=True, budgets=Budgets(None, 2, 0.5))
+    assert "stream_max_retries = 2" in text and "request_max_retries" not in text
+    assert "stream_idle_timeout_ms = 500" in text and "supports_websockets = true" in text
+
+
+def test_observe_lists_attempts_with_the_wait_before_each() -> None:
+    script = Script(default=reply("ok")).add(reject(503, "server_error", retry_after=1))
+    with FakeServer(script) as server, httpx.Client(trust_env=False) as client:
+        body = {"model": "m", "input": "hi", "stream": True}
+        client.post(server.http_url + "/responses", json=body)
+        time.sleep(0.2)
+        client.post(server.http_url + "/responses", json=body, headers={"session-id": "s", "x-codex-turn-state": "t"})
+        server.settle()
+        seen = observe(server.exchanges, server.connections, "completed", RANGES)
+    assert seen.flow == ("http full -> refused 503", "<backoff> http full -> completed")
+    assert seen.attempts[1].headers == frozenset({"session-id", "x-codex-turn-state"})
+    assert seen.attempts[1].turn_state == "t" and seen.fallback is None
+
+
+def test_the_differential_tests_and_the_test_harness_pin_the_same_codex_version() -> None:
+    from rrkit.differential import CODEX_VERSION
+
+    from .codex import CODEX_VERSION as HARNESS_VERSION
+
+    assert CODEX_VERSION == HARNESS_VERSION

@@ -1,0 +1,218 @@
+"""What the fake server saw of one client turn, as attempts that two clients' runs can be compared by."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.outcome import OutcomeKind
+from ..script.models import Script
+from ..server.capture import Connection, Exchange
+
+TURN_METADATA_HEADER = "x-codex-turn-metadata"
+WATCHED_HEADERS = (
+    "session-id",
+    "thread-id",
+    "x-client-request-id",
+    "x-codex-window-id",
+    TURN_METADATA_HEADER,
+    "openai-beta",
+    TURN_STATE_HEADER,
+)
+"""The request headers whose presence is compared (values vary per run, except the turn state)."""
+
+
+_NAMED_DELAY = re.compile(r"try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?)\b", re.IGNORECASE)
+
+
+def named_delays(script: Script) -> tuple[float, ...]:
+    """Every delay a script names: `retry-after` / `retry-after-ms` headers, "try again in N s" messages."""
+    found: set[float] = set()
+    headers: list[dict[str, str]] = [h.all_refuse_headers for h in script.handshakes]
+    replies = [*script.responses, *([script.default] if script.default else [])]
+    for reply in replies:
+        for part in (reply.reject, reply.error_frame):
+            if part is not None:
+                headers.append(part.all_headers)
+                found.update(_message_delays(part.message))
+        if reply.fail is not None:
+            found.update(_message_delays(reply.fail.message))
+    for named in headers:
+        for name, scale in (("retry-after", 1.0), ("retry-after-ms", 0.001)):
+            with contextlib.suppress(KeyError, ValueError):
+                found.add(float(named[name]) * scale)
+    return tuple(sorted(found))
+
+
+def _message_delays(message: str | None) -> list[float]:
+    return [float(value) / (1000 if unit.lower() == "ms" else 1) for value, unit in _NAMED_DELAY.findall(message or "")]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitRanges:
+    """How a gap between two attempts is named: `none` (an immediate retry), `backoff` (200 ms x 2^(n-1),
+    +-10 %), `named` (a delay the script named: Retry-After, "try again in 1s"), `idle` (the client gave up
+    on a quiet connection after its idle timeout). Scripts pick named delays away from the backoff steps."""
+
+    named: tuple[float, ...] = ()
+    idle_timeout: float = 1.0
+    backoff_base: float = 0.2
+    jitter: float = 0.1
+    slack: float = 0.06  # the clients' own latency: reconnecting, rebuilding the request, a busy machine
+    none_below: float = 0.12
+
+    def classify(self, gap: float, *, quiet: float | None = None) -> str:
+        """`gap`: seconds from the end of the previous attempt; `quiet`: how long the client then waited on
+        a connection the server kept open, before it gave up (a stall, an ignored error frame)."""
+        if quiet is not None and quiet >= 0.9 * self.idle_timeout:
+            return "idle"
+        if gap < self.none_below:
+            return "none"
+        if any(abs(gap - delay) <= 0.05 * delay + self.slack for delay in self.named):
+            return "named"
+        for retry in range(1, 10):
+            step = self.backoff_base * 2 ** (retry - 1)
+            if abs(gap - step) <= step * self.jitter + self.slack:
+                return "backoff"
+        return f"other({gap:.2f}s)"
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One request, or one refused WebSocket upgrade, as the server saw it."""
+
+    transport: str  # "http" or "ws"
+    kind: str  # "full", "incremental", "warmup", or "upgrade" (a refused handshake)
+    wait: str  # before this attempt: "first", "none", "backoff", "named", "idle", "other(...)"
+    outcome: str  # the server's outcome kind: completed, failed, refused, dropped, stalled, ...
+    status: int | None = None
+    headers: frozenset[str] = frozenset()
+    turn_state: str | None = None
+    client_metadata: frozenset[str] = frozenset()
+    request_kind: str | None = None  # x-codex-turn-metadata's: "prewarm" or "turn"
+    turn_id: str | None = None
+
+    def __str__(self) -> str:
+        wait = "" if self.wait == "first" else f"<{self.wait}> "
+        status = f" {self.status}" if self.status is not None else ""
+        return f"{wait}{self.transport} {self.kind} -> {self.outcome}{status}"
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A client's turn as the server saw it, and how the client said the turn ended."""
+
+    attempts: tuple[Attempt, ...]
+    outcome: str  # "completed" or "failed", from the client
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def flow(self) -> tuple[str, ...]:
+        return tuple(str(attempt) for attempt in self.attempts)
+
+    @property
+    def fallback(self) -> int | None:
+        """The index of the first HTTP attempt after a WebSocket one (None: no fallback)."""
+        for index, (before, now) in enumerate(zip(self.attempts, self.attempts[1:], strict=False), start=1):
+            if before.transport == "ws" and now.transport == "http":
+                return index
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    start: float
+    end: float
+    stalled: bool
+    attempt: Attempt
+    connection: Connection | None = None
+
+    def quiet_before(self, now: _Seen) -> float | None:
+        """How long the client waited on this attempt's open connection after its last event, if it did."""
+        if self.stalled:
+            return now.start - self.start
+        connection = self.connection
+        if connection is None or connection is now.connection or connection.ended_at is None:
+            return None
+        return connection.ended_at - self.end
+
+
+def _exchange(exchange: Exchange, start: float, connection: Connection | None) -> _Seen:
+    wire = exchange.wire_request or {}
+    kind = "warmup" if exchange.warmup else "incremental" if exchange.incremental else "full"
+    outcome = exchange.outcome.kind.value if exchange.outcome else "running"
+    status = exchange.response_status if exchange.response_status not in (None, 200) else None
+    headers = exchange.request_headers
+    metadata = wire.get("client_metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    # over WebSocket the headers are the upgrade's: the frame's client_metadata says which request this is
+    turn = _turn_metadata(metadata.get(TURN_METADATA_HEADER) or headers.get(TURN_METADATA_HEADER))
+    attempt = Attempt(
+        exchange.transport,
+        kind,
+        "first",
+        outcome,
+        status,
+        frozenset(name for name in WATCHED_HEADERS if name in headers),
+        headers.get(TURN_STATE_HEADER),
+        frozenset(metadata),
+        turn.get("request_kind"),
+        turn.get("turn_id"),
+    )
+    end = exchange.started_at + (exchange.events[-1].at if exchange.events else 0.0)
+    stalled = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.STALLED
+    return _Seen(start, end, stalled, attempt, connection)
+
+
+def _turn_metadata(value: object) -> dict[str, str]:
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return {}
+    if not isinstance(parsed, dict):
+        return {}
+    return {key: str(parsed[key]) for key in ("request_kind", "turn_id") if parsed.get(key) is not None}
+
+
+def _refused(connection: Connection) -> _Seen:
+    headers = connection.handshake_headers
+    turn = _turn_metadata(headers.get(TURN_METADATA_HEADER))
+    attempt = Attempt(
+        "ws",
+        "upgrade",
+        "first",
+        "refused",
+        connection.status,
+        frozenset(name for name in WATCHED_HEADERS if name in headers),
+        headers.get(TURN_STATE_HEADER),
+        request_kind=turn.get("request_kind"),
+        turn_id=turn.get("turn_id"),
+    )
+    return _Seen(connection.started_at, connection.started_at, False, attempt)
+
+
+def observe(
+    exchanges: Sequence[Exchange], connections: Sequence[Connection], outcome: str, ranges: WaitRanges
+) -> Observation:
+    """The attempts in arrival order, each with the kind of wait before it; a request that opened its socket
+    is timed from the upgrade."""
+    by_id = {connection.id: connection for connection in connections}
+    seen: list[_Seen] = []
+    for exchange in exchanges:
+        connection = by_id.get(exchange.connection_id) if exchange.connection_id is not None else None
+        first_on_socket = connection is not None and connection.exchanges[:1] == [exchange]
+        start = connection.started_at if first_on_socket and connection is not None else exchange.started_at
+        seen.append(_exchange(exchange, start, connection))
+    seen += [_refused(c) for c in connections if c.status is not None and c.status != 101]
+    seen.sort(key=lambda item: item.start)
+    attempts: list[Attempt] = []
+    for before, now in zip([None, *seen], seen, strict=False):
+        wait = "first"
+        if before is not None:
+            wait = ranges.classify(max(0.0, now.start - before.end), quiet=before.quiet_before(now))
+        attempts.append(replace(now.attempt, wait=wait))
+    return Observation(tuple(attempts), outcome)
