@@ -1,61 +1,31 @@
-"""The real Codex CLI (one pinned version) as a test client: find it, write its CODEX_HOME, run `codex exec`."""
+"""The real Codex CLI (the pinned version of `rrkit.differential.codex`) as a test client: skip without it,
+write a CODEX_HOME for a base URL, run `codex exec` in a given directory."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import re
 import shutil
-import signal
-import subprocess
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
-CODEX_VERSION = "0.169.0"
-REPO = Path(__file__).resolve().parents[2]
-LOCAL_CODEX = REPO / ".ci" / "node" / "node_modules" / ".bin" / "codex"
-BIN_ENV = "RRKIT_CODEX_BIN"
-API_KEY_ENV = "RRKIT_TEST_KEY"
-INSTALL_HINT = f"npm install --prefix .ci/node @openai/codex@{CODEX_VERSION}"
+from rrkit.differential.codex import CODEX_VERSION, INSTALL_HINT, CodexNotFound, CodexRun, config_toml, exec_codex
+from rrkit.differential.codex import find_codex as _find
+from rrkit.differential.settings import Budgets
 
-# Inherited variables that would point Codex elsewhere than the CODEX_HOME written here.
-_DROPPED_ENV_PREFIXES = ("CODEX_", "OPENAI_")
+__all__ = ["CODEX_VERSION", "CodexRun", "find_codex", "require_codex", "run_codex", "write_codex_home"]
 
-
-class CodexRun(NamedTuple):
-    """What `run_codex` returns; unpacks as (exit code, stdout, stderr)."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def _version(binary: str) -> str | None:
-    try:
-        done = subprocess.run(
-            [binary, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    found = re.search(r"\b(\d+\.\d+\.\d+\S*)", done.stdout)
-    return found.group(1) if done.returncode == 0 and found else None
-
-
-def _candidates() -> list[str]:
-    found = [os.environ.get(BIN_ENV, ""), str(LOCAL_CODEX) if LOCAL_CODEX.exists() else "", shutil.which("codex") or ""]
-    return list(dict.fromkeys(candidate for candidate in found if candidate))
+RECORDING_BUDGETS = Budgets(request_max_retries=0, stream_max_retries=1, idle_timeout=30.0)
+"""One retry, no request-level retries, and a stream idle timeout long enough for a slow machine."""
 
 
 @functools.cache
 def find_codex() -> str | None:
-    """The first of $RRKIT_CODEX_BIN, .ci/node's codex and `codex` on PATH that is Codex CLI 0.169.0."""
-    for candidate in _candidates():
-        if _version(candidate) == CODEX_VERSION:
-            return candidate
-    return None
+    """The pinned Codex binary ($RRKIT_CODEX_BIN, `.ci/node`'s, or `codex` on PATH), or None."""
+    try:
+        return _find()
+    except CodexNotFound:
+        return None
 
 
 def require_codex() -> str:
@@ -69,22 +39,10 @@ def require_codex() -> str:
 
 
 def write_codex_home(home: Path, base_url: str, *, websockets: bool) -> Path:
-    """A CODEX_HOME whose config points Codex at `base_url` (…/v1) with one retry and no request-level retries."""
+    """A CODEX_HOME whose config points Codex at `base_url` (…/v1)."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(
-        f"""model = "gpt-test"
-model_provider = "rrkit"
-
-[model_providers.rrkit]
-name = "rrkit"
-base_url = "{base_url}"
-wire_api = "responses"
-env_key = "{API_KEY_ENV}"
-supports_websockets = {"true" if websockets else "false"}
-request_max_retries = 0
-stream_max_retries = 1
-""",
-        encoding="utf-8",
+        config_toml(base_url, websockets=websockets, budgets=RECORDING_BUDGETS), encoding="utf-8"
     )
     return home
 
@@ -98,48 +56,9 @@ def run_codex(
     timeout: float = 60.0,
     extra_args: tuple[str, ...] = (),
 ) -> CodexRun:
-    """`codex exec` one turn in `workdir` with this CODEX_HOME; the whole process group is killed on timeout."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith(_DROPPED_ENV_PREFIXES)}
-    # HOME = CODEX_HOME keeps the user's shell profile (sourced by Codex's login shells) out of tool output.
-    env.update({"CODEX_HOME": str(home), "HOME": str(home), API_KEY_ENV: "sk-rrkit-test"})
-    command = [
-        binary,
-        "exec",
-        "--skip-git-repo-check",
-        "--ephemeral",
-        "-s",
-        "read-only",
-        # the plugins feature runs `git ls-remote https://github.com/openai/plugins` at start-up
-        "--disable",
-        "plugins",
-        *extra_args,
-        prompt,
-    ]
-    process = subprocess.Popen(
-        command,
-        cwd=workdir,
-        env=env,
-        stdin=subprocess.DEVNULL,  # with an open stdin pipe, `codex exec` waits to read more prompt from it
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        stdout, stderr = process.communicate()
-        raise AssertionError(
-            f"codex exec did not finish within {timeout:g} s\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-        ) from None
-    finally:
-        _kill_group(process)  # also whatever Codex left running in its group (shell sessions)
-        process.wait()
-    return CodexRun(process.returncode, stdout, stderr)
-
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    # the npm entry point is a node script that runs the native binary as its child
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    """`codex exec` one turn in `workdir` with this CODEX_HOME; a run that times out fails the test."""
+    run = exec_codex(binary, home, workdir, prompt, timeout, extra_args)
+    if run.timed_out:
+        output = f"--- stdout\n{run.stdout}\n--- stderr\n{run.stderr}"
+        raise AssertionError(f"codex exec did not finish within {timeout:g} s\n{output}")
+    return run

@@ -63,11 +63,3 @@ def test_observe_lists_attempts_with_the_wait_before_each() -> None:
     assert seen.flow == ("http full -> refused 503", "<backoff> http full -> completed")
     assert seen.attempts[1].headers == frozenset({"session-id", "x-codex-turn-state"})
     assert seen.attempts[1].turn_state == "t" and seen.fallback is None
-
-
-def test_the_differential_tests_and_the_test_harness_pin_the_same_codex_version() -> None:
-    from rrkit.differential import CODEX_VERSION
-
-    from .codex import CODEX_VERSION as HARNESS_VERSION
-
-    assert CODEX_VERSION == HARNESS_VERSION

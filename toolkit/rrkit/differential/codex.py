@@ -105,17 +105,21 @@ def run_codex(
         home.mkdir()
         workdir.mkdir()
         (home / "config.toml").write_text(config_toml(base_url, websockets=websockets, budgets=budgets))
-        return _exec(binary, home, workdir, prompt, timeout)
+        return exec_codex(binary, home, workdir, prompt, timeout)
 
 
-def _exec(binary: str, home: Path, workdir: Path, prompt: str, timeout: float) -> CodexRun:
+def exec_codex(
+    binary: str, home: Path, workdir: Path, prompt: str, timeout: float, extra_args: tuple[str, ...] = ()
+) -> CodexRun:
+    """`codex exec` one turn in `workdir` with the CODEX_HOME `home`; its whole process group is killed at the
+    end (or on timeout: then `timed_out`)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith(_DROPPED_ENV_PREFIXES)}
     # HOME = CODEX_HOME keeps the user's shell profile (sourced by Codex's login shells) out of the run
     env.update({"CODEX_HOME": str(home), "HOME": str(home), API_KEY_ENV: "sk-rrkit-test"})
     # --disable plugins: that feature runs `git ls-remote https://github.com/...` at start-up
     command = [binary, "exec", "--skip-git-repo-check", "--ephemeral", "-s", "read-only", "--disable", "plugins"]
     process = subprocess.Popen(
-        [*command, prompt],
+        [*command, *extra_args, prompt],
         cwd=workdir,
         env=env,
         stdin=subprocess.DEVNULL,  # with an open stdin pipe, `codex exec` waits to read more prompt from it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.errors import FAILURE_CODES, GENERIC_FAILURE_MESSAGE, UPGRADE_REQUIRED
+from ..protocol.errors import UPGRADE_REQUIRED, failure_message
 from .models import (
     CustomToolCallOut,
     ErrorEvent,
@@ -75,9 +75,7 @@ def reply(
 
 def failed(code: str | None, message: str | None = None, *outputs: Output) -> Reply:
     """`response.failed` with this code (after any output items); the message defaults from the catalogue."""
-    known = FAILURE_CODES.get(code or "")
-    default = known.message if known else GENERIC_FAILURE_MESSAGE
-    return Reply(output=list(outputs), fail=Failure(code=code, message=message or default))
+    return Reply(output=list(outputs), fail=Failure(code=code, message=message or failure_message(code)))
 
 
 def incomplete(reason: str = "max_output_tokens", *outputs: Output) -> Reply:
