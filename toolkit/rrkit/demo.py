@@ -206,7 +206,7 @@ async def run_one(
 
 
 @contextmanager
-def _quiet_server_logs() -> Iterator[None]:
+def quiet_server_logs() -> Iterator[None]:
     """Scripted faults make the server warn (e.g. an unmatched retry); the table says what matters."""
     logger = logging.getLogger("rrkit")
     level = logger.level
@@ -238,7 +238,7 @@ async def run_demo(
     fixtures = [(path, load_script(path)) for path in fixture_paths(directory)]
     rows: list[DemoRow] = []
     written: set[Path] = set()
-    with _quiet_server_logs():
+    with quiet_server_logs():
         for path, script in fixtures:
             for transport in transports:
                 async with FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:

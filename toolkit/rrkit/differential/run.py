@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
+from ..demo import quiet_server_logs
 from ..protocol.ids import IdGenerator
 from ..protocol.request import Item
 from ..script.models import Script
@@ -49,18 +47,6 @@ async def reference_turn(base_url: str, *, websockets: bool, budgets: Budgets) -
     return "completed", ""
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """Scripted faults make the server warn; the observation says what matters."""
-    logger = logging.getLogger("rrkit")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def observe_codex(
     binary: str,
     script: Script,
@@ -71,7 +57,7 @@ def observe_codex(
     timeout: float = 30.0,
 ) -> Observation:
     """`codex exec` one turn against a fresh server playing `script`."""
-    with _quiet(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
         run = run_codex(binary, server.http_url, websockets=websockets, budgets=budgets, timeout=timeout)
         _settle(server)
         outcome = "timed out" if run.timed_out else "completed" if run.returncode == 0 else "failed"
@@ -83,7 +69,7 @@ def observe_reference(
     script: Script, *, websockets: bool, budgets: Budgets = DEFAULT_BUDGETS, ranges: WaitRanges | None = None
 ) -> Observation:
     """The reference client's turn against a fresh server playing `script` (real waits, as Codex's)."""
-    with _quiet(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
         outcome, error = asyncio.run(reference_turn(server.http_url, websockets=websockets, budgets=budgets))
         _settle(server)
         seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
