@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.demo import Seen, check, expectation, find_fixtures
+from rrkit.demo import SHIPPED_FIXTURES, Seen, check, expectation, find_fixtures
 
 REPO_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -35,12 +35,13 @@ def test_rrkit_demo_exits_non_zero_when_a_run_is_not_as_its_script_expects(tmp_p
     assert "0 of 1" not in result.output and "1 of 1 runs did not end" in result.output
 
 
-def test_demo_finds_the_fixtures_given_else_next_to_the_current_directory_else_in_the_repository(
+def test_demo_finds_the_fixtures_given_else_next_to_the_current_directory_else_the_shipped_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert find_fixtures(tmp_path) == tmp_path
     monkeypatch.chdir(tmp_path)
-    assert find_fixtures(None) == REPO_FIXTURES
+    assert find_fixtures(None) == SHIPPED_FIXTURES
+    assert SHIPPED_FIXTURES.resolve() == REPO_FIXTURES.resolve()  # the repository's fixtures/ links to them
     (tmp_path / "fixtures").mkdir()
     assert find_fixtures(None) == tmp_path / "fixtures"
 

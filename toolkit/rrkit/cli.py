@@ -251,7 +251,7 @@ def record(
     "--fixtures",
     "fixtures_dir",
     type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Directory of scripts; default: ./fixtures, else the fixtures folder of rrkit's repository.",
+    help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
 )
 @click.option(
     "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
@@ -508,7 +508,7 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
     "--fixtures",
     "fixtures_dir",
     type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Directory of scripts; default: ./fixtures, else the fixtures folder of rrkit's repository.",
+    help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
 )
 @click.option(
     "--codex",

@@ -72,14 +72,16 @@ def demo_options() -> ClientOptions:
     )
 
 
+SHIPPED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+"""The scripts installed with rrkit (the repository's `fixtures/` links here)."""
+
+
 def find_fixtures(explicit: Path | None = None) -> Path:
-    """`--fixtures DIR`, else `./fixtures`, else the `fixtures` folder of the repository rrkit runs from."""
+    """`--fixtures DIR`, else `./fixtures`, else the scripts shipped with rrkit."""
     if explicit is not None:
         return explicit
     here = Path.cwd() / "fixtures"
-    if here.is_dir():
-        return here
-    return Path(__file__).resolve().parents[2] / "fixtures"
+    return here if here.is_dir() else SHIPPED_FIXTURES
 
 
 def fixture_paths(directory: Path) -> list[Path]:
