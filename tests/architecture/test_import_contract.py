@@ -1,0 +1,99 @@
+"""The import contract of ARCHITECTURE.md: arrows point down only, `rrkit.protocol` is sans-I/O, the front
+ends are imported by nothing, and importing a low layer does not load the high ones."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "toolkit" / "rrkit"
+WEB = ("starlette", "uvicorn", "anyio", "httpx", "httpcore", "h11", "websockets", "click")
+"""Web and command-line frameworks: the I/O layers' business, never the protocol's or the scripts'."""
+FRONT_ENDS = ("rrkit.cli", "rrkit.pytest_plugin", "rrkit.__main__")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every rrkit module this file imports, type-only imports and imports inside functions included."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("rrkit")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.startswith("rrkit"):
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(path): _imports(path) for path in PACKAGE.rglob("*.py")}
+
+
+def _layer(module: str) -> str:
+    """A module's package inside rrkit (`rrkit.cassette.match` -> `cassette`; top-level modules are their own)."""
+    return module.split(".")[1] if module.count(".") >= 1 else "rrkit"
+
+
+def test_protocol_imports_no_other_rrkit_package() -> None:
+    for module, imported in _graph().items():
+        if _layer(module) == "protocol":
+            assert {_layer(target) for target in imported} <= {"protocol"}, (module, imported)
+
+
+def test_script_imports_only_protocol() -> None:
+    for module, imported in _graph().items():
+        if _layer(module) == "script":
+            assert {_layer(target) for target in imported} <= {"script", "protocol"}, (module, imported)
+
+
+def test_nothing_imports_the_front_ends() -> None:
+    for module, imported in _graph().items():
+        if module not in FRONT_ENDS:
+            assert not imported & set(FRONT_ENDS), (module, imported & set(FRONT_ENDS))
+
+
+def test_packages_import_each_other_without_cycles() -> None:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, imported in _graph().items():
+        for target in imported:
+            if target != "rrkit" and _layer(target) != _layer(module):
+                edges[_layer(module)].add(_layer(target))
+    seen: dict[str, str] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        if seen.get(node) == "done":
+            return
+        assert seen.get(node) != "open", "import cycle between packages: " + " -> ".join([*path, node])
+        seen[node] = "open"
+        for target in sorted(edges[node]):
+            visit(target, [*path, node])
+        seen[node] = "done"
+
+    for node in sorted(edges):
+        visit(node, [])
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"), [("rrkit.protocol", {"protocol"}), ("rrkit.script", {"protocol", "script"})]
+)
+def test_importing_a_low_layer_loads_no_web_framework_and_no_higher_layer(module: str, allowed: set[str]) -> None:
+    probe = f"import sys, {module}; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert not [name for name in loaded if name.split(".")[0] in WEB]
+    assert {_layer(name) for name in loaded if name.startswith("rrkit.")} <= allowed
