@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from rrkit.cassette import CassetteError, load_cassette
-from rrkit.cassette.modes import CassetteSession, RecordMode, parse_record_mode
+from rrkit.cassette.modes import CassetteSession
+from rrkit.cassette.recordmode import RecordMode, parse_record_mode
 from rrkit.script import Script, reply
 from rrkit.server import FakeServer
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from .cassette.match import MatchConfig, match_config_from_cli
-from .cassette.modes import CassetteSession, parse_record_mode
+from .cassette.modes import CassetteSession
+from .cassette.recordmode import parse_record_mode
 from .cassette.redact import Redactor
 from .cassette.store import CassetteError
 from .cassette.upstream import UpstreamSource

@@ -1,26 +1,48 @@
-"""Cassettes: recorded exchanges (wire vs logical request, events with timing, outcome), redacted and replayable."""
+"""Cassettes: recorded exchanges (wire vs logical request, events with timing, outcome), redacted and replayable.
 
-from .format import (
-    FORMAT_VERSION,
-    Cassette,
-    RecordedConnection,
-    RecordedEvent,
-    RecordedExchange,
-)
-from .match import MatchConfig, logical_content, logical_content_differences
-from .modes import CassetteSession, RecordMode, parse_record_mode
-from .normalize import Normalizer, normalize_cassette, stabilize_cassette
-from .proxy import RecordingProxy
-from .record import cassette_from_capture, cassette_from_trace
-from .redact import DEFAULT_HEADERS, MARKER, Redactor
-from .replay import CassetteSource
-from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
-from .upstream import UpstreamSource
+The names below load with their module on first use (PEP 562): the pytest plugin reads record modes at
+start-up without loading the replay server or the proxy."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .format import FORMAT_VERSION, Cassette, RecordedConnection, RecordedEvent, RecordedExchange
+    from .match import MatchConfig, logical_content, logical_content_differences, match_config_from_cli
+    from .modes import CassetteSession
+    from .normalize import Normalizer, normalize_cassette, stabilize_cassette
+    from .presets import PRESETS
+    from .proxy import RecordingProxy
+    from .record import cassette_from_capture, cassette_from_trace
+    from .recordmode import RecordMode, parse_record_mode
+    from .redact import DEFAULT_HEADERS, MARKER, Redactor
+    from .replay import CassetteSource
+    from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
+    from .upstream import UpstreamSource
+
+_HOMES = {
+    ".format": ("FORMAT_VERSION", "Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
+    ".match": ("MatchConfig", "logical_content", "logical_content_differences", "match_config_from_cli"),
+    ".modes": ("CassetteSession",),
+    ".normalize": ("Normalizer", "normalize_cassette", "stabilize_cassette"),
+    ".presets": ("PRESETS",),
+    ".proxy": ("RecordingProxy",),
+    ".record": ("cassette_from_capture", "cassette_from_trace"),
+    ".recordmode": ("RecordMode", "parse_record_mode"),
+    ".redact": ("DEFAULT_HEADERS", "MARKER", "Redactor"),
+    ".replay": ("CassetteSource",),
+    ".store": ("CassetteError", "dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
+    ".upstream": ("UpstreamSource",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "DEFAULT_HEADERS",
     "FORMAT_VERSION",
     "MARKER",
+    "PRESETS",
     "Cassette",
     "CassetteError",
     "CassetteSession",
@@ -40,9 +62,21 @@ __all__ = [
     "load_cassette",
     "logical_content",
     "logical_content_differences",
+    "match_config_from_cli",
     "normalize_cassette",
     "parse_cassette",
     "parse_record_mode",
     "save_cassette",
     "stabilize_cassette",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module 'rrkit.cassette' has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

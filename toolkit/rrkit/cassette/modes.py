@@ -1,10 +1,9 @@
-"""Record modes (vcrpy's names and meanings) and a session that serves one cassette in one mode."""
+"""A session that serves one cassette in one record mode (`recordmode`): what it answers from, what it writes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
 from ..script.models import Handshake, Script
@@ -13,25 +12,10 @@ from ..server.capture import Connection, Exchange
 from .format import Cassette, RecordedExchange
 from .match import MatchConfig
 from .record import cassette_from_capture
+from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
 from .store import CassetteError, load_cassette, save_cassette
-
-
-class RecordMode(StrEnum):
-    NONE = "none"  # replay only; an unmatched request is an error
-    ONCE = "once"  # record if the cassette does not exist, else replay only
-    NEW_EPISODES = "new_episodes"  # replay what matches, record the rest
-    ALL = "all"  # record everything (recorded exchanges are kept, never replayed)
-    REWRITE = "rewrite"  # start the cassette afresh and record everything
-
-
-def parse_record_mode(value: str | RecordMode) -> RecordMode:
-    try:
-        return RecordMode(value)
-    except ValueError:
-        valid = ", ".join(mode.value for mode in RecordMode)
-        raise ValueError(f"invalid record mode {value!r}; valid modes are: {valid}") from None
 
 
 @dataclass

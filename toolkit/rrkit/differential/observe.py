@@ -63,11 +63,21 @@ class WaitRanges:
     backoff_base: float = 0.2
     jitter: float = 0.1
     slack: float = 0.06  # the clients' own latency: reconnecting, rebuilding the request, a busy machine
-    none_below: float = 0.12
+    # An immediate retry still costs the client a reconnect, and more on a loaded machine: anything shorter than
+    # the first backoff step can be (180 ms, 200 ms less its jitter) is no wait at all.
+    none_below: float = 0.17
+
+    connect_timeout: float | None = None  # after an unanswered upgrade: "connect timeout" (+ the wait after it)
 
     def classify(self, gap: float, *, quiet: float | None = None) -> str:
         """`gap`: seconds from the end of the previous attempt; `quiet`: how long the client then waited on
         a connection the server kept open, before it gave up (a stall, an ignored error frame)."""
+        timeout = self.connect_timeout
+        if timeout is not None and abs(gap - timeout) <= 0.05 * timeout + self.slack:
+            return "connect timeout"
+        if timeout is not None and gap > timeout:
+            rest = self.classify(gap - timeout)
+            return f"connect timeout + {rest}" if not rest.startswith("other") else f"other({gap:.2f}s)"
         if quiet is not None and quiet >= 0.9 * self.idle_timeout:
             return "idle"
         if gap < self.none_below:
@@ -87,7 +97,7 @@ class Attempt:
 
     transport: str  # "http" or "ws"
     kind: str  # "full", "incremental", "warmup", or "upgrade" (a refused handshake)
-    wait: str  # before this attempt: "first", "none", "backoff", "named", "idle", "other(...)"
+    wait: str  # before this attempt: "first", "none", "backoff", "named", "idle", "other(...)"; "turn": a new turn
     outcome: str  # the server's outcome kind: completed, failed, refused, dropped, stalled, ...
     status: int | None = None
     headers: frozenset[str] = frozenset()
@@ -95,6 +105,9 @@ class Attempt:
     client_metadata: frozenset[str] = frozenset()
     request_kind: str | None = None  # x-codex-turn-metadata's: "prewarm" or "turn"
     turn_id: str | None = None
+    response_id: str | None = None  # the server's id for this attempt's response
+    previous_response_id: str | None = None  # the response an incremental request continues from
+    connection: int | None = None  # the WebSocket connection's id (None: HTTP)
 
     def __str__(self) -> str:
         wait = "" if self.wait == "first" else f"<{self.wait}> "
@@ -162,6 +175,9 @@ def _exchange(exchange: Exchange, start: float, connection: Connection | None) -
         frozenset(metadata),
         turn.get("request_kind"),
         turn.get("turn_id"),
+        exchange.response_id,
+        str(wire["previous_response_id"]) if wire.get("previous_response_id") else None,
+        exchange.connection_id,
     )
     end = exchange.started_at + (exchange.events[-1].at if exchange.events else 0.0)
     stalled = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.STALLED
@@ -191,15 +207,37 @@ def _refused(connection: Connection) -> _Seen:
         headers.get(TURN_STATE_HEADER),
         request_kind=turn.get("request_kind"),
         turn_id=turn.get("turn_id"),
+        connection=connection.id,
+    )
+    return _Seen(connection.started_at, connection.started_at, False, attempt)
+
+
+def _unanswered(connection: Connection) -> _Seen:
+    turn = _turn_metadata(connection.handshake_headers.get(TURN_METADATA_HEADER))
+    attempt = Attempt(
+        "ws",
+        "upgrade",
+        "first",
+        "unanswered",
+        headers=frozenset(name for name in WATCHED_HEADERS if name in connection.handshake_headers),
+        request_kind=turn.get("request_kind"),
+        turn_id=turn.get("turn_id"),
+        connection=connection.id,
     )
     return _Seen(connection.started_at, connection.started_at, False, attempt)
 
 
 def observe(
-    exchanges: Sequence[Exchange], connections: Sequence[Connection], outcome: str, ranges: WaitRanges
+    exchanges: Sequence[Exchange],
+    connections: Sequence[Connection],
+    outcome: str,
+    ranges: WaitRanges,
+    *,
+    unanswered: bool = False,
 ) -> Observation:
     """The attempts in arrival order, each with the kind of wait before it; a request that opened its socket
-    is timed from the upgrade."""
+    is timed from the upgrade. `unanswered`: also the upgrades the server had not answered (a scripted delay
+    the client gave up on), timed from their start."""
     by_id = {connection.id: connection for connection in connections}
     seen: list[_Seen] = []
     for exchange in exchanges:
@@ -208,6 +246,8 @@ def observe(
         start = connection.started_at if first_on_socket and connection is not None else exchange.started_at
         seen.append(_exchange(exchange, start, connection))
     seen += [_refused(c) for c in connections if c.status is not None and c.status != 101]
+    if unanswered:
+        seen += [_unanswered(c) for c in connections if c.status is None and not c.exchanges]
     seen.sort(key=lambda item: item.start)
     attempts: list[Attempt] = []
     for before, now in zip([None, *seen], seen, strict=False):

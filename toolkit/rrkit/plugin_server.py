@@ -1,0 +1,308 @@
+"""What the pytest plugin hands a test: the `RRKitServer` handle, the options from the marker and `rrkit_config`,
+the cassette session and the teardown checks (loaded by the fixtures, not at pytest start-up)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .cassette.format import Cassette
+from .cassette.match import MatchConfig, unknown_name
+from .cassette.modes import CassetteSession
+from .cassette.record import cassette_from_capture
+from .cassette.recordmode import RecordMode, parse_record_mode
+from .cassette.redact import Redactor
+from .cassette.replay import CassetteSource
+from .cassette.store import CassetteError
+from .protocol.outcome import OutcomeKind
+from .script.models import Handshake, Match, Reply, Script
+from .script.select import ReplySource
+from .server.app import NO_MATCH_CODE
+from .server.capture import Connection, Exchange
+from .server.runner import FakeServer
+
+DEFAULT_CONFIG: dict[str, Any] = {
+    "record_mode": RecordMode.NONE.value,
+    "upstream": None,  # a URL to record from; None records from the test's own script
+    "cassette_dir": "cassettes",  # relative to the test file's folder
+    "time_scale": 0.0,
+    "redact_headers": (),
+    "redact_paths": (),
+    "assert_all_used": True,
+    "assert_all_matched": True,
+    "assert_all_played": True,  # a replay-only cassette session fails if a recorded exchange was never requested
+    "match": None,  # how requests match recordings: a MatchConfig, or a mapping for MatchConfig.from_settings
+    "match_preset": None,  # preset name(s) added to `match`, e.g. "codex"
+    "allow_repeats": None,  # True lets a recorded exchange answer more than once (overrides `match`)
+}
+MARKER_KEYS = (
+    "cassette",
+    "record_mode",
+    "upstream",
+    "assert_all_used",
+    "assert_all_matched",
+    "assert_all_played",
+    "match",
+    "match_preset",
+    "allow_repeats",
+)
+"""The arguments `@pytest.mark.rrkit(...)` accepts."""
+_MAX_NAME = 100
+
+
+def safe_name(name: str) -> str:
+    """A file name from a test name: safe characters only, bounded length, parametrized ids kept distinct."""
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "test"
+    if len(cleaned) <= _MAX_NAME:
+        return cleaned
+    digest = hashlib.sha1(name.encode()).hexdigest()[:12]
+    return f"{cleaned[: _MAX_NAME - 13]}-{digest}"
+
+
+@dataclass
+class _Options:
+    test: str
+    cassette: Path | None
+    mode: RecordMode
+    upstream: str | None
+    config: dict[str, Any]
+    assert_all_used: bool
+    assert_all_matched: bool
+    assert_all_played: bool
+    match: MatchConfig
+
+
+def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) -> str | None:
+    return next((unknown_name(where, str(key), valid) for key in given if key not in valid), None)
+
+
+def _marked_and_config(request: pytest.FixtureRequest, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The test's `rrkit` marker arguments and its `rrkit_config` over the defaults, both checked for unknown keys."""
+    marker = request.node.get_closest_marker("rrkit")
+    marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    problem = _unknown_keys(marked, MARKER_KEYS, "@pytest.mark.rrkit argument") or _unknown_keys(
+        config, tuple(DEFAULT_CONFIG), "rrkit_config key"
+    )
+    if problem:
+        raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
+    return marked, {**DEFAULT_CONFIG, **config}
+
+
+def _match(test: str, marked: dict[str, Any], config: dict[str, Any]) -> MatchConfig:
+    """The matching configuration: the marker's `match` over rrkit_config's (two mappings merge key by key),
+    then the `match_preset` and `allow_repeats` shortcuts (the marker's over rrkit_config's)."""
+    configured, given = config["match"], marked.get("match")
+    if isinstance(configured, Mapping) and isinstance(given, Mapping):
+        given = {**configured, **given}
+    elif given is None:
+        given = configured
+    try:
+        if isinstance(given, MatchConfig):
+            match = given
+        elif given is None or isinstance(given, Mapping):
+            match = MatchConfig.from_settings(given or {})
+        else:
+            raise ValueError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
+        preset = marked.get("match_preset", config["match_preset"])
+        if preset:
+            match = replace(match, presets=(*match.presets, *((preset,) if isinstance(preset, str) else preset)))
+        repeats = marked.get("allow_repeats", config["allow_repeats"])
+        if repeats is not None:
+            match = replace(match, allow_repeats=bool(repeats))
+    except ValueError as error:
+        raise pytest.UsageError(f"{test}: rrkit match configuration: {error}") from None
+    return match
+
+
+def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options:
+    marked, config = _marked_and_config(request, config)
+    cli_mode = request.config.getoption("--rrkit-record-mode", default=None)
+    try:
+        mode = parse_record_mode(cli_mode or marked.get("record_mode") or config["record_mode"])
+    except ValueError as error:
+        raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
+    cassette = None
+    if "cassette" in marked or "record_mode" in marked:
+        folder = Path(str(request.node.path)).parent / config["cassette_dir"] / safe_name(request.node.module.__name__)
+        name = marked.get("cassette")
+        stem = safe_name(str(name)) if isinstance(name, str) else safe_name(request.node.name)
+        cassette = folder / (stem if stem.endswith(".json") else f"{stem}.json")
+    return _Options(
+        test=request.node.nodeid,
+        cassette=cassette,
+        mode=mode,
+        upstream=request.config.getoption("--rrkit-upstream", default=None)
+        or marked.get("upstream")
+        or config["upstream"],
+        config=config,
+        assert_all_used=bool(marked.get("assert_all_used", config["assert_all_used"])),
+        assert_all_matched=bool(marked.get("assert_all_matched", config["assert_all_matched"])),
+        assert_all_played=bool(marked.get("assert_all_played", config["assert_all_played"])),
+        match=_match(request.node.nodeid, marked, config),
+    )
+
+
+class RRKitServer:
+    """What a test holds: the running fake server, its script to add answers to, and what it captured."""
+
+    def __init__(self, server: FakeServer, script: Script, options: _Options, session: CassetteSession | None) -> None:
+        self.server, self.script, self.options, self.session = server, script, options, session
+
+    # -- addresses ------------------------------------------------------------------------------
+    @property
+    def http_url(self) -> str:
+        return self.server.http_url
+
+    @property
+    def ws_url(self) -> str:
+        return self.server.ws_url
+
+    @property
+    def responses_ws_url(self) -> str:
+        return self.server.responses_ws_url
+
+    # -- scripting ------------------------------------------------------------------------------
+    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> RRKitServer:
+        self.script.add(reply, when=when, times=times, repeat=repeat)
+        return self
+
+    def queue(self, *replies: Reply) -> RRKitServer:
+        self.script.queue(*replies)
+        return self
+
+    def add_handshake(self, handshake: Handshake) -> RRKitServer:
+        self.script.add_handshake(handshake)
+        return self
+
+    def allow_unused(self) -> None:
+        """Do not fail the test for scripted answers it never requested."""
+        self.options.assert_all_used = False
+
+    def allow_unmatched(self) -> None:
+        """Do not fail the test for requests that nothing answered."""
+        self.options.assert_all_matched = False
+
+    def allow_unplayed(self) -> None:
+        """Do not fail the test for recorded exchanges of its cassette it never requested."""
+        self.options.assert_all_played = False
+
+    # -- what was captured ----------------------------------------------------------------------
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self.server.exchanges
+
+    @property
+    def connections(self) -> list[Connection]:
+        return self.server.connections
+
+    def settle(self, timeout: float = 5.0) -> RRKitServer:
+        self.server.settle(timeout)
+        return self
+
+    @property
+    def recording(self) -> Cassette:
+        """A cassette of what this test's server saw (redacted); compare it with `rrkit_snapshot`."""
+        self.server.state.capture.wait_settled()
+        return cassette_from_capture(self.exchanges, self.connections, name=safe_name(self.options.test))
+
+    # -- teardown -------------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """What the teardown checks find wrong, each message saying what to do about it."""
+        found = []
+        test = self.options.test
+        if self.options.assert_all_matched:
+            for exchange in self.exchanges:
+                outcome = exchange.outcome
+                if outcome is not None and outcome.kind is OutcomeKind.REFUSED and outcome.code == NO_MATCH_CODE:
+                    hint = (
+                        f"run with --rrkit-record-mode=new_episodes to record it into {self.options.cassette}"
+                        if self.session is not None
+                        else "add a reply for it to the script"
+                    )
+                    found.append(
+                        f"{test}: exchange {exchange.id} ({exchange.transport}) was answered by nothing; {hint}, "
+                        "or mark the test @pytest.mark.rrkit(assert_all_matched=False).\n" + (outcome.message or "")
+                    )
+        if self.options.assert_all_used and self.session is None:
+            unused = self.server.state.source.unused()
+            if unused:
+                found.append(
+                    f"{test}: {len(unused)} scripted repl{'y was' if len(unused) == 1 else 'ies were'} never "
+                    f"requested: {', '.join(unused)}. Remove them, or mark the test "
+                    "@pytest.mark.rrkit(assert_all_used=False) (or call rrkit_server.allow_unused())."
+                )
+        source = self.server.state.source
+        replays_only = self.session is not None and not self.session.records
+        if self.options.assert_all_played and replays_only and isinstance(source, CassetteSource):
+            unplayed = source.unplayed()
+            if unplayed:
+                count = f"{len(unplayed)} recorded exchange{'' if len(unplayed) == 1 else 's'}"
+                found.append(
+                    f"{test}: {count} of {self.options.cassette} {'was' if len(unplayed) == 1 else 'were'} never "
+                    "requested:\n" + "".join(f"  - {line}\n" for line in unplayed) + "If the test no longer makes "
+                    "these requests, record the cassette again (--rrkit-record-mode=rewrite); if it may skip them, "
+                    "mark the test @pytest.mark.rrkit(assert_all_played=False) (or call rrkit_server.allow_unplayed())."
+                )
+        return found
+
+
+@contextlib.contextmanager
+def _directory_lock(folder: Path) -> Iterator[None]:
+    """Serialize cassette writes in one folder across processes (pytest-xdist workers)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _upstream_source(url: str) -> ReplySource:
+    from .cassette.upstream import UpstreamSource  # the proxy's relay, only needed when recording a URL
+
+    source: ReplySource = UpstreamSource(url)
+    return source
+
+
+def _make(options: _Options) -> tuple[FakeServer, Script, CassetteSession | None]:
+    script = Script()
+    if options.cassette is None:
+        return FakeServer(script), script, None
+    redactor = Redactor.with_extra(options.config["redact_headers"], options.config["redact_paths"])
+    try:
+        session = CassetteSession(
+            options.cassette,
+            options.mode,
+            upstream=_upstream_source(options.upstream) if options.upstream else script,
+            match=options.match,
+            redactor=redactor,
+            time_scale=float(options.config["time_scale"]),
+        )
+    except CassetteError as error:
+        pytest.fail(f"{options.test}: {error}", pytrace=False)
+    return FakeServer(source=session.source()), script, session
+
+
+def _finish(handle: RRKitServer) -> None:
+    if not handle.server.state.capture.wait_settled(5.0):
+        pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
+    session = handle.session
+    if session is not None and session.records:
+        with _directory_lock(session.path.parent):
+            session.save(handle.exchanges, handle.connections)
+    problems = handle.problems()
+    if problems:
+        pytest.fail("\n\n".join(problems), pytrace=False)
+
+
