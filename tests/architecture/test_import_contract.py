@@ -97,3 +97,14 @@ def test_importing_a_low_layer_loads_no_web_framework_and_no_higher_layer(module
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.split(".")[0] in WEB]
     assert {_layer(name) for name in loaded if name.startswith("rrkit.")} <= allowed
+
+
+def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_is_used() -> None:
+    probe = "import sys, rrkit.pytest_plugin; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert not [name for name in loaded if name.split(".")[0] in WEB]
+    assert {name for name in loaded if name.startswith("rrkit.")} == {
+        "rrkit.pytest_plugin",
+        "rrkit.cassette",
+        "rrkit.cassette.recordmode",
+    }
