@@ -139,3 +139,28 @@ async def test_async(rrkit_async_server):
 """
     )
     pytester.runpytest("-p", "asyncio", "-o", "asyncio_mode=strict").assert_outcomes(passed=1)
+
+
+def test_async_server_settle_and_recording_are_awaited_while_a_stream_still_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+import asyncio
+
+@pytest.mark.asyncio
+async def test_async(rrkit_async_server):
+    rrkit_async_server.add(reply(text("slowly", chunks=4)).delayed(each=0.1))
+    async with httpx.AsyncClient(base_url=rrkit_async_server.http_url) as client:
+        body = {"model": "m", "input": "hi", "stream": True}
+        streaming = asyncio.create_task(client.post("/responses", json=body))
+        while not rrkit_async_server.exchanges:
+            await asyncio.sleep(0.01)
+        with pytest.raises(TimeoutError, match="still streaming"):
+            await rrkit_async_server.settle(timeout=0.05)
+        cassette = await rrkit_async_server.recording()  # the server streams on this very loop meanwhile
+        assert (await streaming).status_code == 200
+    (exchange,) = cassette.exchanges
+    assert exchange.outcome.kind.value == "completed" and len(exchange.events) > 4
+"""
+    )
+    pytester.runpytest("-p", "asyncio", "-o", "asyncio_mode=strict").assert_outcomes(passed=1)

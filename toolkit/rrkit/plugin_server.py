@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -151,8 +151,10 @@ def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options
     )
 
 
-class RRKitServer:
-    """What a test holds: the running fake server, its script to add answers to, and what it captured."""
+class _Handle:
+    """What a test holds: the running fake server, its script to add answers to, what it captured, and the
+    teardown checks. `RRKitServer` waits for the server from the test's thread, `AsyncRRKitServer` on the loop
+    both share."""
 
     def __init__(self, server: FakeServer, script: Script, options: _Options, session: CassetteSession | None) -> None:
         self.server, self.script, self.options, self.session = server, script, options, session
@@ -171,15 +173,15 @@ class RRKitServer:
         return self.server.responses_ws_url
 
     # -- scripting ------------------------------------------------------------------------------
-    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> RRKitServer:
+    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> Self:
         self.script.add(reply, when=when, times=times, repeat=repeat)
         return self
 
-    def queue(self, *replies: Reply) -> RRKitServer:
+    def queue(self, *replies: Reply) -> Self:
         self.script.queue(*replies)
         return self
 
-    def add_handshake(self, handshake: Handshake) -> RRKitServer:
+    def add_handshake(self, handshake: Handshake) -> Self:
         self.script.add_handshake(handshake)
         return self
 
@@ -204,14 +206,7 @@ class RRKitServer:
     def connections(self) -> list[Connection]:
         return self.server.connections
 
-    def settle(self, timeout: float = 5.0) -> RRKitServer:
-        self.server.settle(timeout)
-        return self
-
-    @property
-    def recording(self) -> Cassette:
-        """A cassette of what this test's server saw (redacted); compare it with `rrkit_snapshot`."""
-        self.server.state.capture.wait_settled()
+    def _recording(self) -> Cassette:
         return cassette_from_capture(self.exchanges, self.connections, name=safe_name(self.options.test))
 
     # -- teardown -------------------------------------------------------------------------------
@@ -255,6 +250,37 @@ class RRKitServer:
         return found
 
 
+class RRKitServer(_Handle):
+    """The handle of `rrkit_server` and `rrkit_shared_server`, whose server runs in a background thread."""
+
+    def settle(self, timeout: float = 5.0) -> RRKitServer:
+        """Wait until every exchange has its outcome; TimeoutError naming the ones still streaming."""
+        self.server.settle(timeout)
+        return self
+
+    @property
+    def recording(self) -> Cassette:
+        """A cassette of what this test's server saw (redacted), once every exchange has its outcome; compare it
+        with `rrkit_snapshot`."""
+        self.settle()
+        return self._recording()
+
+
+class AsyncRRKitServer(_Handle):
+    """The handle of `rrkit_async_server`, whose server runs on the test's event loop: waiting is awaited, so
+    that the server goes on serving meanwhile."""
+
+    async def settle(self, timeout: float = 5.0) -> AsyncRRKitServer:
+        """Wait until every exchange has its outcome; TimeoutError naming the ones still streaming."""
+        await self.server.settle_async(timeout)
+        return self
+
+    async def recording(self, timeout: float = 5.0) -> Cassette:
+        """`await rrkit_async_server.recording()`: the cassette, once every exchange has its outcome."""
+        await self.settle(timeout)
+        return self._recording()
+
+
 @contextlib.contextmanager
 def _directory_lock(folder: Path) -> Iterator[None]:
     """Serialize cassette writes in one folder across processes (pytest-xdist workers)."""
@@ -294,7 +320,7 @@ def _make(options: _Options) -> tuple[FakeServer, Script, CassetteSession | None
     return FakeServer(source=session.source()), script, session
 
 
-def _finish(handle: RRKitServer) -> None:
+def _finish(handle: _Handle) -> None:
     if not handle.server.state.capture.wait_settled(5.0):
         pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
     session = handle.session

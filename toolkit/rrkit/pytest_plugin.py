@@ -13,11 +13,11 @@ import pytest
 from .cassette.recordmode import RecordMode, parse_record_mode
 
 if TYPE_CHECKING:
-    from .plugin_server import RRKitServer
+    from .plugin_server import AsyncRRKitServer, RRKitServer
     from .server.runner import FakeServer
     from .snapshot import RRKitSnapshotExtension
 
-__all__ = ["RRKitServer", "RRKitSnapshotExtension"]
+__all__ = ["AsyncRRKitServer", "RRKitServer", "RRKitSnapshotExtension"]
 
 
 def __getattr__(name: str) -> Any:
@@ -118,14 +118,15 @@ else:
     @pytest_asyncio.fixture
     async def rrkit_async_server(
         request: pytest.FixtureRequest, rrkit_config: dict[str, Any]
-    ) -> AsyncIterator[RRKitServer]:
-        """`rrkit_server` running on the test's own event loop (no thread)."""
-        from .plugin_server import RRKitServer, _finish, _make, _options
+    ) -> AsyncIterator[AsyncRRKitServer]:
+        """`rrkit_server` running on the test's own event loop (no thread): `await rrkit_async_server.settle()`,
+        `await rrkit_async_server.recording()`."""
+        from .plugin_server import AsyncRRKitServer, _finish, _make, _options
 
         options = _options(request, rrkit_config)
         server, script, session = _make(options)
         async with server:
-            handle = RRKitServer(server, script, options, session)
+            handle = AsyncRRKitServer(server, script, options, session)
             yield handle
             await server.settle_async()
             _finish(handle)
