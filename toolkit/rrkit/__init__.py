@@ -8,12 +8,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .protocol.errors import RRKitError
     from .script import Script, load_script
     from .server import FakeServer
 
-__all__ = ["FakeServer", "Script", "load_script"]
+__all__ = ["FakeServer", "RRKitError", "Script", "load_script"]
 
-_HOMES = {"FakeServer": ".server", "Script": ".script", "load_script": ".script"}
+_HOMES = {"FakeServer": ".server", "RRKitError": ".protocol.errors", "Script": ".script", "load_script": ".script"}
 
 
 def __getattr__(name: str) -> Any:

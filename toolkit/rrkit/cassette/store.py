@@ -14,10 +14,11 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from ..protocol.errors import RRKitError
 from .format import Cassette, RecordedExchange
 
 
-class CassetteError(ValueError):
+class CassetteError(RRKitError, ValueError):
     """A cassette that cannot be used; the message names the file, the place in it and the problem."""
 
 

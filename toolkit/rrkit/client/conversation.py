@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.errors import RRKitError
 from ..protocol.request import Item
 from .client import ModelClient
 from .prompt import Prompt, user_message
@@ -18,7 +19,7 @@ ToolHandler = Callable[[Item], Awaitable[str] | str]
 OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
 
 
-class TooManySamples(RuntimeError):
+class TooManySamples(RRKitError, RuntimeError):
     """The model kept asking for tool calls (or `end_turn: false`) beyond the turn's sampling limit."""
 
 

@@ -12,6 +12,7 @@ from ..protocol.errors import (
     WEBSOCKET_CONNECTION_LIMIT,
     Classification,
     ErrorKind,
+    RRKitError,
     classify_failure,
     classify_http_error,
     classify_statusless_error,
@@ -23,7 +24,7 @@ from ..protocol.outcome import Outcome, OutcomeKind
 OVERLOADED_MESSAGE = "Selected model is at capacity. Please try a different model."
 
 
-class ModelClientError(Exception):
+class ModelClientError(RRKitError):
     """A stream attempt that did not end in `response.completed`: what happened, and how it ended."""
 
     retryable: ClassVar[bool] = False

@@ -6,12 +6,14 @@ import zlib
 
 import zstandard
 
+from .errors import RRKitError
+
 ENCODINGS = ("gzip", "deflate", "zstd", "identity")
 MAX_DECODED = 256 * 1024 * 1024
 """A decoded body larger than this is refused: a small compressed body must not fill the memory."""
 
 
-class BodyEncodingError(ValueError):
+class BodyEncodingError(RRKitError, ValueError):
     """A body that cannot be decoded as its `Content-Encoding` says; the message says what to do."""
 
 

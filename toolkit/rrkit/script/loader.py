@@ -11,11 +11,12 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from ..protocol.errors import RRKitError
 from . import models
 from .models import Script
 
 
-class ScriptError(ValueError):
+class ScriptError(RRKitError, ValueError):
     """A script file that cannot be used; the message says which file, where in it, and what is wrong."""
 
 
