@@ -364,7 +364,7 @@ def test_record_command_forwards_until_stopped_then_writes_the_cassette(
     target = tmp_path / "recorded.json"
     with FakeServer(Script().add(reply(text("Recorded by the CLI.")))) as upstream:
         command = [sys.executable, "-m", "rrkit", "record", "--upstream", upstream.http_url]
-        command += ["--cassette", str(target), "--port", "0", "--header", "x-my-token"]
+        command += ["--cassette", str(target), "--port", "0", "--redact-header", "x-my-token"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:

@@ -99,7 +99,6 @@ async def test_sample_returns_tool_calls_to_the_caller_and_records_usage() -> No
         async with h.client.turn() as turn:
             result = await turn.sample(h.conversation().prompt().extended({"role": "user", "content": "Oslo?"}))
         assert [call["name"] for call in result.tool_calls] == ["get_weather"]
-        assert result.needs_follow_up
         assert result.usage is not None and result.usage["input_tokens"] == 50 and result.usage["total_tokens"] == 57
         assert h.client.usage == [result.usage]
 

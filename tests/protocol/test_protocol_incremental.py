@@ -21,7 +21,6 @@ from rrkit.protocol import (
     ResponsesRequest,
     changed_properties,
     decide,
-    incremental_delta,
     logical_from_wire,
     rebuild_logical,
     response_create,
@@ -164,12 +163,6 @@ def test_incremental_decide_after_warmup_with_empty_output() -> None:
     current = dict(base(), input=[*BASE["input"], user("now")])
     decision = decide(current, warmup, LastResponse("resp_warm", ()))
     assert decision.incremental == Incremental("resp_warm", [user("now")])
-
-
-def test_incremental_incremental_delta_is_decisions_delta() -> None:
-    current = next_request(CALL_OUTPUT)
-    assert incremental_delta(current, base(), LAST) == decide(current, base(), LAST).incremental
-    assert incremental_delta(dict(current, model="x"), base(), LAST) is None
 
 
 @given(

@@ -41,7 +41,19 @@ class Case:
     flow: tuple[str, ...]
     outcome: str
     budgets: Budgets = DEFAULT_BUDGETS
-    show: tuple[str, ...] = ()  # extra columns: "ts" (turn state sent), "turn" (request kind / turn id), "headers"
+    show: tuple[str, ...] = ()
+    """Extra columns: "ts" (turn state sent), "turn" (request kind / turn id), "headers", "metadata", "tid" (the
+    turn: T1, T2, ..., "-" for the prewarm), "chain" (the socket S1, S2, ... and the row an incremental request
+    continues from: "after #2")."""
+    turns: int = 1
+    """Turns of one session: over 1, Codex runs them through `codex app-server` (one thread) and the reference
+    client through `Conversation.run_turn` on one ModelClient; the outcome is each turn's, joined by " / ", and
+    the first attempt of each later turn waits "<turn>" (the pause between turns is the driver's)."""
+    slow: bool = False
+    """Marked `slow` (deselected by default: `pytest -m slow` runs it): a default that takes long to observe."""
+    connect_timeout: float | None = None
+    """Observe upgrades the server never answered ("unanswered") and name a wait of this many seconds after one
+    "connect timeout" (plus the wait after it: "connect timeout + backoff")."""
     reference_xfail: str | None = field(default=None, compare=False)
     """Why the reference client does not agree yet (the rule it breaks); None: it agrees."""
 
@@ -66,9 +78,21 @@ def always(answer: Reply, *, transport: str | None = None) -> Script:
 def render(observation: Observation, show: tuple[str, ...]) -> tuple[str, ...]:
     """The observation as table rows: one per attempt, with the extra columns a case asks for."""
     turn_ids: dict[str, str] = {}
+    sockets: dict[int, str] = {}
+    rows_of = {a.response_id: n for n, a in enumerate(observation.attempts, start=1) if a.response_id}
     rows = []
     for attempt in observation.attempts:
         row = str(attempt)
+        if "tid" in show:
+            turn = attempt.turn_id or ""
+            row += f" | {'-' if not turn else turn_ids.setdefault(turn, f'T{len(turn_ids) + 1}')}"
+        if "chain" in show:
+            socket = (
+                "-" if attempt.connection is None else sockets.setdefault(attempt.connection, f"S{len(sockets) + 1}")
+            )
+            previous = attempt.previous_response_id
+            after = "" if previous is None else f" after #{rows_of.get(previous, '?')}"
+            row += f" | {socket}{after}"
         if "ts" in show:
             row += f" | ts={attempt.turn_state or '-'}"
         if "turn" in show:
@@ -451,5 +475,109 @@ CASES: dict[str, Case] = {
         ),
         "completed",
         show=("metadata",),
+    ),
+    # -- several turns of one session (codex app-server) ----------------------------------------
+    "ws-fallback-to-http-lasts-for-the-session": Case(
+        "after the WebSocket budget is spent and the session falls back to HTTP, the next turn stays on HTTP",
+        always(dropped(), transport="ws"),
+        True,
+        (
+            f"{WARM} | -",
+            "<none> ws incremental -> dropped | T1",
+            "<backoff> ws full -> dropped | T1",
+            "<backoff> ws full -> dropped | T1",
+            "<none> http full -> completed | T1",
+            "<turn> http full -> completed | T2",
+        ),
+        "completed / completed",
+        SHORT,
+        show=("tid",),
+        turns=2,
+    ),
+    "upgrade-426-fallback-lasts-for-the-session": Case(
+        "after a 426 on the (prewarm's) upgrade the session is on HTTP: the next turn tries no upgrade",
+        Script(default=OK).add_handshake(refuse_upgrade(426, repeat=True)),
+        True,
+        ("ws upgrade -> refused 426 | -", "<none> http full -> completed | T1", "<turn> http full -> completed | T2"),
+        "completed / completed",
+        show=("tid",),
+        turns=2,
+    ),
+    "http-turn-state-is-not-sent-in-the-next-turn": Case(
+        "the HTTP turn-state token is sent back within its turn (retries included) but not in the next turn",
+        then_ok(dropped(OK.with_turn_state("ts-http-1"))),
+        False,
+        (
+            "http full -> dropped | T1 | ts=-",
+            "<backoff> http full -> completed | T1 | ts=ts-http-1",
+            "<turn> http full -> completed | T2 | ts=-",
+        ),
+        "completed / completed",
+        show=("ts", "tid"),
+        turns=2,
+    ),
+    "http-turn-state-of-a-completed-turn-is-not-sent-in-the-next-turn": Case(
+        "a turn-state token on the response that completes a turn is not sent in the next turn",
+        Script(default=OK).add(OK.with_turn_state("ts-http-1")),
+        False,
+        ("http full -> completed | T1 | ts=-", "<turn> http full -> completed | T2 | ts=-"),
+        "completed / completed",
+        show=("ts", "tid"),
+        turns=2,
+    ),
+    "ws-next-turn-continues-on-the-open-socket-without-a-warmup": Case(
+        "no warmup when the socket holds a last request: the next turn's first request continues from the turn "
+        "before's last response, on the same socket",
+        Script(default=OK),
+        True,
+        (
+            f"{WARM} | - | S1",
+            "<none> ws incremental -> completed | T1 | S1 after #1",
+            "<turn> ws incremental -> completed | T2 | S1 after #2",
+        ),
+        "completed / completed",
+        show=("tid", "chain"),
+        turns=2,
+    ),
+    "ws-next-turn-after-the-server-closed-the-socket-is-full-on-a-new-socket": Case(
+        "the server closed the socket after the turn's response.completed: the next turn opens a new socket at once "
+        "and sends the full request, without a warmup (the server records turn 1's reply as dropped: it closed the "
+        "socket after the last event)",
+        then_ok(OK.drop_after(100, close="frame", code=1000), when_ws=True),
+        True,
+        (
+            f"{WARM} | - | S1",
+            "<none> ws incremental -> dropped | T1 | S1 after #1",
+            "<turn> ws full -> completed | T2 | S2",
+        ),
+        "completed / completed",
+        show=("tid", "chain"),
+        turns=2,
+    ),
+    # -- defaults that are slow to observe (marked slow: `pytest -m slow tests/realclients`) ------------
+    "http-5xx-default-budgets-make-30-attempts": Case(
+        "request_max_retries defaults to 4 and stream_max_retries to 5: a 5xx every time costs 5 x 6 = 30 attempts",
+        always(reject(500, "server_error", "Oops.")),
+        False,
+        ("http full -> refused 500", *["<backoff> http full -> refused 500"] * 29),
+        "failed",
+        DEFAULTS,
+        slow=True,
+    ),
+    "ws-connect-timeout-defaults-to-15s": Case(
+        "an upgrade the server does not answer is given up after 15 s (the prewarm's too); the turn's own upgrade "
+        "timing out is a retryable failure: a new socket after backoff, with the full request",
+        Script(default=OK).add_handshake(Handshake(delay=40, times=2)),
+        True,
+        (
+            "ws upgrade -> unanswered",
+            "<connect timeout> ws upgrade -> unanswered",
+            "<connect timeout + backoff> ws full -> completed",
+        ),
+        "completed",
+        slow=True,
+        connect_timeout=15.0,
+        reference_xfail="the reference client gives up on the prewarm's unanswered upgrade after its warmup_timeout "
+        "(5 s), Codex only after the WebSocket connect timeout (15 s)",
     ),
 }

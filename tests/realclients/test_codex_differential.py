@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from rrkit.differential import Observation
-from rrkit.differential.run import observe_codex, observe_reference
+from rrkit.differential import Observation, WaitRanges
+from rrkit.differential.observe import named_delays
+from rrkit.differential.run import observe_codex, observe_codex_turns, observe_reference, observe_reference_turns
 
 from .codex import require_codex
 from .differential_cases import CASES, Case, render
 
 CODEX_TIMEOUT = 30.0
+SLOW_CODEX_TIMEOUT = 90.0
 
 
 def _params(for_reference: bool) -> list[object]:
@@ -23,8 +25,16 @@ def _params(for_reference: bool) -> list[object]:
         marks = []
         if for_reference and case.reference_xfail:
             marks.append(pytest.mark.xfail(strict=True, reason=case.reference_xfail))
+        if case.slow:
+            marks.append(pytest.mark.slow)
         params.append(pytest.param(name, marks=marks, id=name))
     return params
+
+
+def _ranges(case: Case) -> WaitRanges:
+    """The wait ranges of a case that names the connect timeout."""
+    budgets = case.budgets
+    return WaitRanges(named_delays(case.script), budgets.idle_timeout, connect_timeout=case.connect_timeout)
 
 
 def _check(case: Case, seen: Observation, who: str) -> None:
@@ -48,12 +58,40 @@ def _check(case: Case, seen: Observation, who: str) -> None:
 def test_codex_does_what_the_observation_table_says(name: str) -> None:
     case = CASES[name]
     codex = require_codex()
-    seen = observe_codex(codex, case.script, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT)
+    if case.connect_timeout is not None:
+        seen = observe_codex(
+            codex,
+            case.script,
+            websockets=case.websockets,
+            budgets=case.budgets,
+            ranges=_ranges(case),
+            unanswered=True,
+            timeout=SLOW_CODEX_TIMEOUT,
+        )
+    elif case.turns > 1:
+        seen = observe_codex_turns(
+            codex, case.script, case.turns, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT
+        )
+    else:
+        seen = observe_codex(
+            codex,
+            case.script,
+            websockets=case.websockets,
+            budgets=case.budgets,
+            timeout=SLOW_CODEX_TIMEOUT if case.slow else CODEX_TIMEOUT,
+        )
     _check(case, seen, "Codex CLI")
 
 
 @pytest.mark.parametrize("name", _params(for_reference=True))
 def test_reference_client_does_what_codex_does(name: str) -> None:
     case = CASES[name]
-    seen = observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
+    if case.connect_timeout is not None:
+        seen = observe_reference(
+            case.script, websockets=case.websockets, budgets=case.budgets, ranges=_ranges(case), unanswered=True
+        )
+    elif case.turns > 1:
+        seen = observe_reference_turns(case.script, case.turns, websockets=case.websockets, budgets=case.budgets)
+    else:
+        seen = observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
     _check(case, seen, "reference client")

@@ -198,7 +198,7 @@ def serve(
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
 @click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
-@click.option("--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
+@click.option("--redact-header", "--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
 @click.option("--redact-path", "paths", multiple=True, help="A JSON path to redact, e.g. input.*.content (repeatable).")
 @_match_options
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")

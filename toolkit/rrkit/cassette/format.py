@@ -75,7 +75,7 @@ class RecordedBody(_Model):
         return orjson.dumps(self.json_value)
 
 
-class Handshake(_Model):
+class RecordedHandshake(_Model):
     query: str | None = Field(None, description="the upgrade request's query string, secrets redacted")
     request_headers: dict[str, str] = {}
     status: int | None = None
@@ -85,7 +85,7 @@ class Handshake(_Model):
 class RecordedConnection(_Model):
     id: int
     transport: Literal["ws"] = "ws"
-    handshake: Handshake = Handshake()
+    handshake: RecordedHandshake = RecordedHandshake()
     closed_by: str | None = None
     close_code: int | None = None
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..protocol.outcome import OutcomeKind
 from ..server.capture import Connection, Exchange
-from .format import Cassette, Handshake, RecordedBody, RecordedConnection, RecordedEvent, RecordedExchange
+from .format import Cassette, RecordedBody, RecordedConnection, RecordedEvent, RecordedExchange, RecordedHandshake
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
 def recorded_connection(connection: Connection) -> RecordedConnection:
     return RecordedConnection(
         id=connection.id,
-        handshake=Handshake(
+        handshake=RecordedHandshake(
             query=connection.query or None,
             request_headers=dict(connection.handshake_headers),
             status=connection.status,
@@ -112,7 +112,7 @@ def cassette_from_trace(trace: Trace, *, name: str, redactor: Redactor | None = 
                 serial,
                 RecordedConnection(
                     id=serial,
-                    handshake=Handshake(
+                    handshake=RecordedHandshake(
                         request_headers=dict(entry.headers),
                         status=entry.handshake_status,
                         response_headers=dict(entry.response_headers),

@@ -50,11 +50,6 @@ class SampleResult:
     def tool_calls(self) -> list[Item]:
         return [item for item in self.items if item.get("type") in TOOL_CALL_TYPES]
 
-    @property
-    def needs_follow_up(self) -> bool:
-        """A tool call to answer, or `end_turn: false`: the turn continues with another sampling."""
-        return bool(self.tool_calls) or self.end_turn is False
-
 
 class TurnSession:
     """One turn: its id, a fresh (empty) turn-state token, the socket it borrowed, and its samplings."""

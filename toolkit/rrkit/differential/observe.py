@@ -73,10 +73,10 @@ class WaitRanges:
         """`gap`: seconds from the end of the previous attempt; `quiet`: how long the client then waited on
         a connection the server kept open, before it gave up (a stall, an ignored error frame)."""
         timeout = self.connect_timeout
-        if timeout is not None and abs(gap - timeout) <= 0.05 * timeout + self.slack:
-            return "connect timeout"
-        if timeout is not None and gap > timeout:
-            rest = self.classify(gap - timeout)
+        if timeout is not None and gap >= timeout - self.none_below:
+            rest = self.classify(max(0.0, gap - timeout))
+            if rest == "none":
+                return "connect timeout"
             return f"connect timeout + {rest}" if not rest.startswith("other") else f"other({gap:.2f}s)"
         if quiet is not None and quiet >= 0.9 * self.idle_timeout:
             return "idle"

@@ -12,8 +12,9 @@ from ..protocol.ids import IdGenerator
 from ..protocol.request import Item
 from ..script.models import Script
 from ..server.runner import FakeServer
+from .appserver import run_codex_turns
 from .codex import run_codex
-from .observe import Observation, WaitRanges, named_delays, observe
+from .observe import Attempt, Observation, WaitRanges, named_delays, observe
 from .settings import DEFAULT_BUDGETS, Budgets
 
 PROMPT = Prompt(model="gpt-test", instructions="You are a differential test client.")
@@ -55,24 +56,32 @@ def observe_codex(
     budgets: Budgets = DEFAULT_BUDGETS,
     ranges: WaitRanges | None = None,
     timeout: float = 30.0,
+    unanswered: bool = False,
 ) -> Observation:
-    """`codex exec` one turn against a fresh server playing `script`."""
+    """`codex exec` one turn against a fresh server playing `script` (`unanswered`: see `observe`)."""
     with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
         run = run_codex(binary, server.http_url, websockets=websockets, budgets=budgets, timeout=timeout)
         _settle(server)
         outcome = "timed out" if run.timed_out else "completed" if run.returncode == 0 else "failed"
-        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
+        ranges = ranges or _ranges(budgets, script)
+        seen = observe(server.exchanges, server.connections, outcome, ranges, unanswered=unanswered)
         return Observation(seen.attempts, seen.outcome, tuple(run.errors))
 
 
 def observe_reference(
-    script: Script, *, websockets: bool, budgets: Budgets = DEFAULT_BUDGETS, ranges: WaitRanges | None = None
+    script: Script,
+    *,
+    websockets: bool,
+    budgets: Budgets = DEFAULT_BUDGETS,
+    ranges: WaitRanges | None = None,
+    unanswered: bool = False,
 ) -> Observation:
     """The reference client's turn against a fresh server playing `script` (real waits, as Codex's)."""
     with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
         outcome, error = asyncio.run(reference_turn(server.http_url, websockets=websockets, budgets=budgets))
         _settle(server)
-        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
+        ranges = ranges or _ranges(budgets, script)
+        seen = observe(server.exchanges, server.connections, outcome, ranges, unanswered=unanswered)
         return Observation(seen.attempts, seen.outcome, (error,) if error else ())
 
 
@@ -83,3 +92,87 @@ def _ranges(budgets: Budgets, script: Script) -> WaitRanges:
 def _settle(server: FakeServer) -> None:
     with contextlib.suppress(TimeoutError):  # an exchange left running (a stall) is observed as it is
         server.settle(SETTLE_TIMEOUT)
+
+
+TURNS_SEPARATOR = " / "
+"""Joins the outcomes of a multi-turn observation's turns: "completed / completed"."""
+BETWEEN_TURNS = 0.05
+"""The reference client's pause between two turns, as Codex's (the server sees 12-27 ms between a turn's last
+response and the next turn's first request through `codex app-server`): what the server did in between (closing
+the socket) has reached the client. Without it the reference client can send on a socket whose close it has not
+read yet, and retries after backoff (6 runs in 20)."""
+
+
+async def reference_turns(
+    base_url: str, turns: int, *, websockets: bool, budgets: Budgets
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """`turns` turns of one reference-client session (one ModelClient, one Conversation), prewarmed once as
+    Codex's session is: each turn's outcome, and the errors."""
+    outcomes: list[str] = []
+    errors: list[str] = []
+    async with ModelClient(base_url, supports_websockets=websockets, options=reference_options(budgets)) as client:
+        conversation = Conversation(client, PROMPT)
+        await conversation.warmup()
+        for turn in range(turns):
+            if turn:
+                await asyncio.sleep(BETWEEN_TURNS)
+            try:
+                await conversation.run_turn(USER_INPUT, _tool)
+            except ModelClientError as error:
+                outcomes.append("failed")
+                errors.append(str(error))
+            else:
+                outcomes.append("completed")
+    return tuple(outcomes), tuple(errors)
+
+
+def next_turns_marked(attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:
+    """The first attempt of each turn after the first waits "turn": the pause between two turns is the driver's,
+    not a retry's. Turns are told apart by the turn id of the turn metadata (a prewarm has none)."""
+    marked: list[Attempt] = []
+    last_turn = ""
+    for attempt in attempts:
+        turn = attempt.turn_id or ""
+        if turn and last_turn and turn != last_turn:
+            attempt = replace(attempt, wait="turn")
+        last_turn = turn or last_turn
+        marked.append(attempt)
+    return tuple(marked)
+
+
+def observe_codex_turns(
+    binary: str,
+    script: Script,
+    turns: int,
+    *,
+    websockets: bool,
+    budgets: Budgets = DEFAULT_BUDGETS,
+    ranges: WaitRanges | None = None,
+    timeout: float = 30.0,
+) -> Observation:
+    """`turns` turns of one Codex session (`codex app-server`, one thread) against a fresh server playing
+    `script`; the outcome is the turns' outcomes joined by TURNS_SEPARATOR."""
+    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+        prompts = [USER_INPUT] * turns
+        run = run_codex_turns(binary, server.http_url, prompts, websockets=websockets, budgets=budgets, timeout=timeout)
+        _settle(server)
+        outcome = TURNS_SEPARATOR.join(run.outcomes)
+        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
+        return Observation(next_turns_marked(seen.attempts), seen.outcome, run.errors)
+
+
+def observe_reference_turns(
+    script: Script,
+    turns: int,
+    *,
+    websockets: bool,
+    budgets: Budgets = DEFAULT_BUDGETS,
+    ranges: WaitRanges | None = None,
+) -> Observation:
+    """`turns` turns of one reference-client session against a fresh server playing `script`."""
+    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+        outcomes, errors = asyncio.run(reference_turns(server.http_url, turns, websockets=websockets, budgets=budgets))
+        _settle(server)
+        outcome = TURNS_SEPARATOR.join(outcomes)
+        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
+        return Observation(next_turns_marked(seen.attempts), seen.outcome, errors)

@@ -35,7 +35,6 @@ from .incremental import (
     LastResponse,
     changed_properties,
     decide,
-    incremental_delta,
     logical_from_wire,
     rebuild_logical,
     response_create,
@@ -54,7 +53,6 @@ from .request import (
     input_items,
     is_warmup,
 )
-from .response import OutputItem, ResponseObject, Usage
 from .sse import KEEPALIVE, SSEDecoder, SSEMessage, encode_event, encode_json, encode_sse, iter_events
 
 __all__ = [
@@ -82,15 +80,12 @@ __all__ = [
     "LastResponse",
     "Outcome",
     "OutcomeKind",
-    "OutputItem",
     "ResponseCreateFrame",
     "ResponseEvents",
-    "ResponseObject",
     "ResponsesRequest",
     "Rule",
     "SSEDecoder",
     "SSEMessage",
-    "Usage",
     "Violation",
     "changed_properties",
     "check_order",
@@ -108,7 +103,6 @@ __all__ = [
     "failure_message",
     "from_lite",
     "identity_headers",
-    "incremental_delta",
     "input_items",
     "is_lite",
     "is_warmup",

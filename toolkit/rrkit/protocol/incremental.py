@@ -68,12 +68,6 @@ def decide(
     return Decision(Incremental(last_response.response_id, items[len(baseline) :]), "strict prefix")
 
 
-def incremental_delta(
-    current: Mapping[str, Any], last_request: Mapping[str, Any] | None, last_response: LastResponse | None
-) -> Incremental | None:
-    return decide(current, last_request, last_response).incremental
-
-
 def logical_from_wire(wire: Mapping[str, Any]) -> dict[str, Any]:
     """The logical request of a full wire request: the body less the fields that steer one wire request."""
     return {key: value for key, value in wire.items() if key not in WIRE_ONLY_FIELDS}

@@ -184,10 +184,6 @@ class LoopbackServer:
         self._thread.join()
         self._thread = None
 
-    def call_in_loop(self, function: Callable[[], Any]) -> None:
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(function)
-
     def __enter__(self) -> Self:
         return self.start_in_thread()
 

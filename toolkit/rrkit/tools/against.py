@@ -16,7 +16,14 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-from ..cassette.format import Cassette, Handshake, RecordedBody, RecordedConnection, RecordedEvent, RecordedExchange
+from ..cassette.format import (
+    Cassette,
+    RecordedBody,
+    RecordedConnection,
+    RecordedEvent,
+    RecordedExchange,
+    RecordedHandshake,
+)
 from ..client.ws_transport import websocket_url
 from ..protocol.events import ENDING_TYPES, SSE_COMMENT, response_id_of
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
@@ -149,7 +156,7 @@ class _Run:
         connections = [
             RecordedConnection(
                 id=live.recorded.id,
-                handshake=Handshake(
+                handshake=RecordedHandshake(
                     request_headers=dict(live.recorded.handshake.request_headers),
                     status=live.status,
                     response_headers=live.headers,
