@@ -577,7 +577,5 @@ CASES: dict[str, Case] = {
         "completed",
         slow=True,
         connect_timeout=15.0,
-        reference_xfail="the reference client gives up on the prewarm's unanswered upgrade after its warmup_timeout "
-        "(5 s), Codex only after the WebSocket connect timeout (15 s)",
     ),
 }

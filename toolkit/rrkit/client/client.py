@@ -118,8 +118,7 @@ class ModelClient:
             return None
         turn = TurnSession(self, 0, warmup=True)
         try:
-            async with asyncio.timeout(self.options.warmup_timeout if timeout is None else timeout):
-                return await turn.warm(prompt)
+            return await turn.warm(prompt, self.options.warmup_timeout if timeout is None else timeout)
         except UpgradeRequired as error:
             await self.fall_back(0, f"WebSocket upgrade refused during warmup: {error}")
         except TimeoutError:

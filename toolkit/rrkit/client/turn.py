@@ -136,10 +136,12 @@ class TurnSession:
             attempt += 1
             current = prompt.with_history(history)
 
-    async def warm(self, prompt: Prompt) -> str:
-        """One `generate: false` request over a socket; returns the id that becomes the next baseline."""
+    async def warm(self, prompt: Prompt, timeout: float) -> str:
+        """One `generate: false` request over a socket; returns the id that becomes the next baseline. The
+        upgrade is bounded by the WebSocket connect timeout, as any upgrade (Codex 0.169.0 waits that long on
+        the prewarm's); `timeout` bounds the warmup's answer."""
         entry = self._new_entry(prompt, "ws", 0, warmup=True)
-        result = await self._attempt(entry, [], None)
+        result = await self._attempt(entry, [], None, answer_timeout=timeout)
         return result.response_id
 
     # -- one attempt ------------------------------------------------------------------------------
@@ -159,11 +161,19 @@ class TurnSession:
             )
         )
 
-    async def _attempt(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
-        """Send `entry.logical` once over `entry.transport` and read its stream; the trace records how it ended."""
+    async def _attempt(
+        self,
+        entry: TraceEntry,
+        history: list[Item],
+        on_delta: DeltaCallback | None,
+        *,
+        answer_timeout: float | None = None,
+    ) -> SampleResult:
+        """Send `entry.logical` once over `entry.transport` and read its stream; the trace records how it ended.
+        `answer_timeout` (WebSocket) bounds what follows the upgrade."""
         try:
             if entry.transport == "ws":
-                result = await self._attempt_ws(entry, history, on_delta)
+                result = await self._attempt_ws(entry, history, on_delta, answer_timeout)
             else:
                 result = await self._attempt_http(entry, history, on_delta)
         except ModelClientError as error:
@@ -203,8 +213,16 @@ class TurnSession:
         entry.connection = self._ws.serial
         return self._ws
 
-    async def _attempt_ws(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
-        ws = await self._websocket(entry)
+    async def _attempt_ws(
+        self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None, answer_timeout: float | None
+    ) -> SampleResult:
+        ws = await self._websocket(entry)  # bounded by the WebSocket connect timeout, not by `answer_timeout`
+        async with asyncio.timeout(answer_timeout):
+            return await self._exchange_ws(ws, entry, history, on_delta)
+
+    async def _exchange_ws(
+        self, ws: WebSocketSession, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None
+    ) -> SampleResult:
         logical = entry.logical
         if entry.warmup:
             decision = Decision(None, "warmup")
