@@ -30,6 +30,15 @@ class _FileError(click.ClickException):
     exit_code = 2
 
 
+_fixtures_option = click.option(
+    "--fixtures",
+    "fixtures_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
+)
+"""The scripts `rrkit demo` and `rrkit compare-codex` run."""
+
+
 def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, host: str, port: int) -> None:
     """Run a server in the foreground, printing its URLs once it listens, until Ctrl-C."""
 
@@ -248,12 +257,7 @@ def record(
 
 
 @main.command()
-@click.option(
-    "--fixtures",
-    "fixtures_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
-)
+@_fixtures_option
 @click.option(
     "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
 )
@@ -505,12 +509,7 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
 
 
 @main.command("compare-codex")
-@click.option(
-    "--fixtures",
-    "fixtures_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
-)
+@_fixtures_option
 @click.option(
     "--codex",
     "codex_path",
