@@ -386,3 +386,28 @@ def test_cli_help_shows_an_example() -> None:
     assert result.exit_code == 0
     assert "rrkit diff cassettes/tool-loop.ws.json" in result.output
     assert "--strict" in result.output and "--view [logical|wire|both]" in result.output
+
+
+def test_codex_identity_headers_count_by_presence_not_by_their_per_session_values() -> None:
+    import asyncio
+
+    from rrkit.cassette import cassette_from_capture
+    from rrkit.client import Conversation, ModelClient, Prompt
+    from rrkit.script import Script, reply
+    from rrkit.server import FakeServer
+    from rrkit.tools.diff import diff_cassettes
+
+    async def session(session_id: str) -> Cassette:
+        async with FakeServer(Script(default=reply("Hello."))) as server:
+            async with ModelClient(server.http_url, supports_websockets=False, session_id=session_id) as client:
+                await Conversation(client, Prompt(model="gpt-test")).run_turn("Hi.")
+            await server.settle_async()
+            return cassette_from_capture(server.exchanges, server.connections)
+
+    first, second = asyncio.run(session("session-a")), asyncio.run(session("session-b"))
+    assert first.exchanges[0].request_headers["session-id"] != second.exchanges[0].request_headers["session-id"]
+    assert diff_cassettes(first, second).equal
+    assert {d.path for d in diff_cassettes(first, second, strict=True).differences} >= {"request_headers.session-id"}
+    first.exchanges[0].request_headers.pop("thread-id")
+    (missing,) = [d for d in diff_cassettes(first, second).differences if "thread-id" in d.path]
+    assert missing.a.value is None and missing.b.value is not None

@@ -15,6 +15,13 @@ from ..cassette.format import Cassette, RecordedBody, RecordedConnection, Record
 from ..cassette.match import JsonPath, shown
 from ..cassette.normalize import VOLATILE_HEADERS
 from ..protocol import events as ev
+from ..protocol.headers import (
+    CLIENT_REQUEST_ID_HEADER,
+    SESSION_ID_HEADER,
+    THREAD_ID_HEADER,
+    TURN_METADATA_HEADER,
+    WINDOW_ID_HEADER,
+)
 from ..protocol.request import INPUT_FIELD, input_items
 from .diff_report import DIFF_FORMAT, VIEWS, CassetteSummary, Difference, DiffReport, Kind, Side, View
 from .diff_values import MISSING, VOLATILE_KEYS, Change, Comparer, Path, align, ignored, pairs_of, path_text
@@ -43,6 +50,11 @@ VOLATILE_HEADER_PATTERNS: tuple[str, ...] = (
 )
 """Headers not compared unless strict: per run (host, date, request id, WebSocket keys, length, user agent),
 negotiated by the HTTP library (`NEGOTIATION_HEADERS`), or per machine and SDK release (`x-stainless-*`)."""
+SESSION_HEADERS = frozenset(
+    {SESSION_ID_HEADER, THREAD_ID_HEADER, CLIENT_REQUEST_ID_HEADER, WINDOW_ID_HEADER, TURN_METADATA_HEADER}
+)
+"""Codex's per-session identity headers: whether a request carries them is compared, not their values (ids new
+in every session, unless strict)."""
 WIRE_STEERING = ("previous_response_id", INPUT_FIELD)
 """What a delta and a full request carry differently; the rest of two such wire requests is still compared."""
 
@@ -136,7 +148,7 @@ def _header_map(headers: Mapping[str, str], strict: bool) -> dict[str, str]:
     if strict:
         return lowered
     return {
-        name: value
+        name: "*" if name in SESSION_HEADERS else value
         for name, value in lowered.items()
         if not any(fnmatch.fnmatchcase(name, pattern) for pattern in VOLATILE_HEADER_PATTERNS)
     }
