@@ -15,18 +15,12 @@ import orjson
 from pydantic import ValidationError
 
 from ..protocol.errors import RRKitError
+from ..script.loader import json_place
 from .format import Cassette, RecordedExchange
 
 
 class CassetteError(RRKitError, ValueError):
     """A cassette that cannot be used; the message names the file, the place in it and the problem."""
-
-
-def _place(loc: tuple[int | str, ...]) -> str:
-    place = ""
-    for key in loc:
-        place += f"[{key}]" if isinstance(key, int) else (f".{key}" if place else str(key))
-    return place or "(top level)"
 
 
 def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:
@@ -38,7 +32,7 @@ def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:
         return Cassette.model_validate(data)
     except ValidationError as error:
         lines = [f"{path}: invalid cassette ({error.error_count()} problem(s)):"]
-        lines += [f"  - {_place(problem['loc'])}: {problem['msg']}" for problem in error.errors()[:20]]
+        lines += [f"  - {json_place(problem['loc'])}: {problem['msg']}" for problem in error.errors()[:20]]
         raise CassetteError("\n".join(lines)) from None
 
 

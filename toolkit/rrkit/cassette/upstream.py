@@ -85,7 +85,7 @@ def _is_transport_header(name: str, drop: frozenset[str]) -> bool:
     return name in drop or name.startswith("sec-websocket-")
 
 
-def request_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def forwarded_request_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's request headers to send upstream: all but hop-by-hop and transport ones."""
     return {k.lower(): v for k, v in headers.items() if not _is_transport_header(k.lower(), _REQUEST_DROP)}
 
@@ -304,7 +304,7 @@ class UpstreamSource:
     async def _select_http(self, request: RequestView) -> Answer:
         """POST the body as the client sent it (encoded, if it was) with the client's query string; relay the
         answer: a stream event by event, anything else as one whole body with its status."""
-        headers = request_headers(request.headers)
+        headers = forwarded_request_headers(request.headers)
         headers["accept-encoding"] = "identity"
         headers.setdefault("content-type", "application/json")
         if request.body is not None:
@@ -370,7 +370,7 @@ class UpstreamSource:
 
     # -- WebSocket ------------------------------------------------------------------------------
     async def _connect(self, headers: Mapping[str, str], query: str) -> ClientConnection:
-        forwarded = request_headers(headers)
+        forwarded = forwarded_request_headers(headers)
         user_agent = forwarded.pop("user-agent", None)
         return await connect(
             _with_query(self.ws_url, query),

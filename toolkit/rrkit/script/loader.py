@@ -38,7 +38,8 @@ def _yaml_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None
     return line
 
 
-def _place(loc: tuple[int | str, ...]) -> str:
+def json_place(loc: tuple[int | str, ...]) -> str:
+    """Where a validation error is, in a file's own terms: `responses[0].output[1].chunks`."""
     place = ""
     for key in loc:
         place += f"[{key}]" if isinstance(key, int) else (f".{key}" if place else str(key))
@@ -69,7 +70,7 @@ def _describe(error: ValidationError, path: Path, tree: yaml.Node | None) -> str
         loc = _file_loc(problem["loc"])
         line = _yaml_line(tree, loc) if tree is not None else None
         where = f"line {line}, " if line else ""
-        lines.append(f"  - {where}{_place(loc)}: {_problem(problem, loc)}")
+        lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc)}")
     return "\n".join(lines)
 
 

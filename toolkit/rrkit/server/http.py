@@ -25,7 +25,7 @@ from .respond import (
     Responder,
     ServerState,
     connection_transport,
-    request_headers,
+    scope_headers,
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
@@ -46,7 +46,7 @@ class _Answer(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await self.request.body()
         exchange = self.state.capture.new_exchange(
-            "http", request_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
+            "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
         gone = asyncio.Event()
         watcher = asyncio.create_task(_watch_disconnect(receive, gone))

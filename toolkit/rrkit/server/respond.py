@@ -66,7 +66,7 @@ class Rejected(Exception):
         return Outcome(OutcomeKind.REFUSED, status=self.status, code=fields.get("code"), message=fields.get("message"))
 
 
-def request_headers(scope: Scope) -> dict[str, str]:
+def scope_headers(scope: Scope) -> dict[str, str]:
     headers: dict[str, str] = {}
     for name, value in scope.get("headers", []):
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")

@@ -24,7 +24,7 @@ from .respond import (
     ServerState,
     Stored,
     connection_transport,
-    request_headers,
+    scope_headers,
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
@@ -217,7 +217,7 @@ class _WebSocketSession:
 async def websocket_responses(websocket: WebSocket) -> None:
     state: ServerState = websocket.app.state.rrkit
     query = websocket.scope.get("query_string", b"").decode("latin-1")
-    connection = state.capture.new_connection(request_headers(websocket.scope), query)
+    connection = state.capture.new_connection(scope_headers(websocket.scope), query)
     try:
         await _serve_websocket(state, websocket, connection)
     finally:
