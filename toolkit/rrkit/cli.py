@@ -235,8 +235,7 @@ def record(
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     try:
         source = UpstreamSource(upstream)
-        redactor = Redactor.with_extra(headers, paths)
-        redactor.remember(source.secrets)
+        redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
         mode = parse_record_mode(record_mode)
         session = CassetteSession(
             cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"

@@ -44,11 +44,8 @@ class RecordingProxy(FakeServer):
 
     # -- the recording --------------------------------------------------------------------------
     def _cassette(self, name: str, redactor: Redactor | None) -> Cassette:
-        chosen = redactor or self.redactor
-        # A Redactor remembers the secrets it saw: a fresh copy per cassette keeps cassettes independent.
-        fresh = Redactor(chosen.headers, chosen.paths, chosen.marker) if chosen is not None else Redactor()
-        fresh.remember(self.upstream.secrets)
-        return cassette_from_capture(self.exchanges, self.connections, name=name, source="proxy", redactor=fresh)
+        policy = (redactor or self.redactor or Redactor()).knowing(self.upstream.secrets)
+        return cassette_from_capture(self.exchanges, self.connections, name=name, source="proxy", redactor=policy)
 
     def cassette(self, name: str = "", *, redactor: Redactor | None = None, settle_timeout: float = 5.0) -> Cassette:
         """The redacted cassette of everything forwarded so far, once running streams have ended.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
@@ -66,9 +66,11 @@ def url_secrets(url: str, names: Iterable[str] = ()) -> list[str]:
     return [secret for secret in found if secret]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Redactor:
-    """Replaces header values and JSON paths with a marker, then scrubs every copy of those secrets.
+    """The redaction policy: header names and JSON paths whose values are replaced by a marker, and secrets
+    known beforehand (those of an upstream's URL). Every copy of what it redacts is scrubbed too; each
+    `apply` is a pass of its own, so a policy can serve any number of cassettes.
 
     Paths are dotted with `*` for any key or list item, rooted at a request or event:
     `metadata.user`, `input.*.content`, `response.instructions`.
@@ -77,11 +79,29 @@ class Redactor:
     headers: tuple[str, ...] = DEFAULT_HEADERS
     paths: tuple[str, ...] = ()
     marker: str = MARKER
-    secrets: set[str] = field(default_factory=set)
+    known_secrets: tuple[str, ...] = ()
 
     @classmethod
     def with_extra(cls, headers: Iterable[str] = (), paths: Iterable[str] = ()) -> Redactor:
         return cls(tuple(dict.fromkeys([*DEFAULT_HEADERS, *(h.lower() for h in headers)])), tuple(paths))
+
+    def knowing(self, secrets: Iterable[str]) -> Redactor:
+        """This policy, also scrubbing these values wherever they appear (say, the secrets of an upstream URL)."""
+        return replace(self, known_secrets=(*self.known_secrets, *secrets))
+
+    def apply(self, cassette: Cassette) -> Cassette:
+        """Redact a whole cassette in place (and return it); idempotent."""
+        return _Pass(self).apply(cassette)
+
+
+class _Pass:
+    """One redaction of one cassette: the policy, and the secrets seen so far in it."""
+
+    def __init__(self, policy: Redactor) -> None:
+        self.headers, self.paths, self.marker = policy.headers, policy.paths, policy.marker
+        self.secrets: set[str] = set()
+        for secret in policy.known_secrets:
+            self._remember(secret)
 
     def redact_headers(self, headers: dict[str, str]) -> dict[str, str]:
         result = {}
@@ -99,11 +119,6 @@ class Redactor:
         for secret in query_secrets(query, self.headers):
             self._remember(secret)
         return redact_query(query, self.headers, self.marker)
-
-    def remember(self, secrets: Iterable[str]) -> None:
-        """Scrub these values wherever they appear (say, the secrets of the upstream's URL)."""
-        for secret in secrets:
-            self._remember(secret)
 
     def _remember(self, value: str) -> None:
         for part in [value, *re.split(r"[\s;,=]+", value)]:
