@@ -15,6 +15,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from ..protocol.outcome import Outcome
+from ..protocol.vocabulary import ClosedBy, Transport
 
 FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on incompatible changes
 
@@ -86,13 +87,13 @@ class RecordedConnection(_Model):
     id: int
     transport: Literal["ws"] = "ws"
     handshake: RecordedHandshake = RecordedHandshake()
-    closed_by: str | None = None
+    closed_by: ClosedBy | None = None
     close_code: int | None = None
 
 
 class RecordedExchange(_Model):
     id: int
-    transport: Literal["http", "ws"]
+    transport: Transport
     connection: int | None = None
     started_at: float = Field(0.0, description="seconds since the cassette's first exchange")
     query: str | None = Field(None, description="the HTTP request's query string, secrets redacted")

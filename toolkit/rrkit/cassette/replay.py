@@ -14,6 +14,7 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import STATED_KINDS, OutcomeKind
 from ..protocol.request import INPUT_FIELD, input_items, is_warmup
+from ..protocol.vocabulary import CloseKind
 from ..script.models import Fault, Handshake, Reject
 from ..script.plan import RecordedReply, VerbatimBody
 from ..script.select import NoMatch, RequestView, _item_text
@@ -24,7 +25,7 @@ _REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-af
 
 
 def recorded_reply(
-    exchange: RecordedExchange, close: str = "tcp", close_code: int = 1011, time_scale: float = 0.0
+    exchange: RecordedExchange, close: CloseKind = "tcp", close_code: int = 1011, time_scale: float = 0.0
 ) -> RecordedReply:
     """The reply that plays an exchange back, recorded faults (drops, stalls, refusals) included."""
     outcome = exchange.outcome
@@ -136,7 +137,8 @@ class CassetteSource:
     def _reply(self, exchange: RecordedExchange, connection_id: int | None) -> RecordedReply:
         connection = self._connections.get(exchange.connection) if exchange.connection is not None else None
         by_frame = connection is not None and connection.closed_by == "server" and connection.close_code
-        close, code = ("frame", connection.close_code or 1011) if connection and by_frame else ("tcp", 1011)
+        close: CloseKind = "frame" if connection is not None and by_frame else "tcp"
+        code = (connection.close_code or 1011) if connection is not None and by_frame else 1011
         reply = recorded_reply(exchange, close, code, self.time_scale)
 
         def rename(recorded_id: str) -> str:

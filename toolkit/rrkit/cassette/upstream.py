@@ -31,6 +31,7 @@ from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import SSEDecoder
+from ..protocol.vocabulary import Transport
 from ..script.models import Handshake, Reject, Reply
 from ..script.plan import LiveReply, PlannedEvent, StreamCut, VerbatimBody, planned_event, sse_comment
 from ..script.select import Answer, NoMatch, RequestView
@@ -145,7 +146,7 @@ def _upstream_error(message: str, code: str = "upstream_unreachable") -> dict[st
     return errors.error_body(f"rrkit proxy: {message}", type_="server_error", code=code)
 
 
-def _planned(raw: str, transport: str) -> PlannedEvent:
+def _planned(raw: str, transport: Transport) -> PlannedEvent:
     """One upstream event made ready for the client's transport; anything but a JSON object with a string
     `type` is a protocol error, which cuts the stream."""
     text = raw.strip()
@@ -343,7 +344,7 @@ class UpstreamSource:
         body_of = VerbatimBody(response.status_code, content, content_type or "application/octet-stream")
         return LiveReply(body=body_of, turn_state=turn_state, headers=forwarded)
 
-    async def _relay_sse(self, response: httpx.Response, transport: str) -> AsyncIterator[PlannedEvent]:
+    async def _relay_sse(self, response: httpx.Response, transport: Transport) -> AsyncIterator[PlannedEvent]:
         """Each event (and keep-alive comment) as soon as its bytes arrive; a stream that ends (or breaks)
         before a terminal event is cut."""
         decoder = SSEDecoder(keep_comments=True)
@@ -469,7 +470,7 @@ class UpstreamSource:
             self._drop(connection_id, socket)
 
     async def _relay_ws(
-        self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: str
+        self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: Transport
     ) -> AsyncIterator[PlannedEvent]:
         planned = first
         while True:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+from ..protocol.vocabulary import Transport
 from .errors import ModelClientError, UpgradeRequired
-from .trace import Transport
 
 Sleep = Callable[[float], Awaitable[None]]
 Clock = Callable[[], float]

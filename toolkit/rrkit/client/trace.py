@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..protocol.outcome import Outcome, OutcomeKind
-
-Transport = Literal["http", "ws"]
+from ..protocol.vocabulary import Transport
 
 
 @dataclass(frozen=True, slots=True)

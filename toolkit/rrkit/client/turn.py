@@ -21,12 +21,13 @@ from ..protocol.headers import (
 from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
+from ..protocol.vocabulary import Transport
 from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
 from .events import Completed, Created, Delta, OutputItemDone, map_event
 from .prompt import Prompt
 from .retry import RetryBudget, Step
 from .sse_transport import SSEStream, open_sse
-from .trace import TraceEntry, Transport
+from .trace import TraceEntry
 from .ws_transport import WebSocketSession
 
 if TYPE_CHECKING:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol.errors import UPGRADE_REQUIRED, failure_message
+from ..protocol.vocabulary import CloseKind
 from .models import (
     CustomToolCallOut,
     ErrorEvent,
@@ -161,7 +162,7 @@ def accept_upgrade(
     turn_state: str | None = None,
     delay: float = 0.0,
     close_after: int | None = None,
-    close: str = "frame",
+    close: CloseKind = "frame",
     close_code: int = 1000,
     times: int = 1,
     repeat: bool = False,

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from ..protocol.vocabulary import CloseKind, Transport
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -153,7 +155,7 @@ class Fault(_Strict):
     """Transport faults around the planned events."""
 
     drop_after: Annotated[int, Field(ge=0)] | None = Field(None, description="cut the connection after N events")
-    close: Literal["tcp", "frame"] = Field("tcp", description="WebSocket: bare TCP close, or a close frame")
+    close: CloseKind = Field("tcp", description="WebSocket: bare TCP close, or a close frame")
     close_code: Annotated[int, Field(ge=1000, le=4999)] = 1011
     close_reason: str = ""
     stall_after: Annotated[int, Field(ge=0)] | None = Field(None, description="send N events, then nothing")
@@ -207,7 +209,7 @@ class Reply(_Strict):
         return self
 
     # -- builder methods: each returns a changed copy ----------------------------------------
-    def drop_after(self, events: int, *, close: Literal["tcp", "frame"] = "tcp", code: int = 1011) -> Reply:
+    def drop_after(self, events: int, *, close: CloseKind = "tcp", code: int = 1011) -> Reply:
         return self._with_fault(drop_after=events, close=close, close_code=code)
 
     def stall_after(self, events: int) -> Reply:
@@ -230,7 +232,7 @@ class Reply(_Strict):
 class Match(_Strict):
     """A rule on the incoming request; every field given must hold."""
 
-    transport: Literal["http", "ws"] | None = None
+    transport: Transport | None = None
     model: str | None = None
     generate: bool | None = None
     incremental: bool | None = Field(None, description="the wire request carries previous_response_id")
@@ -262,7 +264,7 @@ class Handshake(_Once):
     turn_state: str | None = Field(None, description="x-codex-turn-state on the 101 response")
     headers: dict[str, str] = {}
     close_after: Annotated[int, Field(ge=1)] | None = Field(None, description="close after N requests")
-    close: Literal["tcp", "frame"] = "frame"
+    close: CloseKind = "frame"
     close_code: Annotated[int, Field(ge=1000, le=4999)] = 1000
 
     @property

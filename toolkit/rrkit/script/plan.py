@@ -13,6 +13,7 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import response_of_body
 from ..protocol.sse import encode_comment, encode_json, encode_sse
+from ..protocol.vocabulary import CloseKind, Transport
 from .models import (
     CustomToolCallOut,
     ErrorFrame,
@@ -69,7 +70,7 @@ class PlannedEvent:
 class StreamCut(Exception):
     """Raised by a live stream whose source was cut: the client's connection is cut the same way."""
 
-    def __init__(self, close: str = "tcp", code: int = 1011, reason: str = "") -> None:
+    def __init__(self, close: CloseKind = "tcp", code: int = 1011, reason: str = "") -> None:
         super().__init__(f"upstream stream cut ({close}, {code})")
         self.close, self.code, self.reason = close, code, reason
 
@@ -110,7 +111,7 @@ class ResponsePlan:
                 await self.live.on_finish()
 
 
-def planned_event(raw: str, transport: str, delay: float = 0.0) -> PlannedEvent:
+def planned_event(raw: str, transport: Transport, delay: float = 0.0) -> PlannedEvent:
     """A verbatim event (compact JSON text) made ready for `transport`; a kept SSE comment goes out as one."""
     event = json.loads(raw)
     kind = event.get("type")
@@ -125,7 +126,7 @@ def sse_comment(text: str) -> PlannedEvent:
     return PlannedEvent({"type": SSE_COMMENT, "comment": text}, encode_comment(text), 0.0)
 
 
-def _planned(events: list[Event], delays: list[float], transport: str) -> list[PlannedEvent]:
+def _planned(events: list[Event], delays: list[float], transport: Transport) -> list[PlannedEvent]:
     if transport == "ws":
         return [PlannedEvent(e, encode_json(e).decode(), d) for e, d in zip(events, delays, strict=True)]
     return [PlannedEvent(e, encode_sse(str(e["type"]), encode_json(e)), d) for e, d in zip(events, delays, strict=True)]
@@ -135,7 +136,7 @@ def _delays(offsets: Sequence[float], scale: float = 1.0) -> list[float]:
     return [max(0.0, now - before) * scale for before, now in zip([0.0, *offsets], offsets, strict=False)]
 
 
-def _render_recorded(reply: RecordedReply, transport: str) -> ResponsePlan:
+def _render_recorded(reply: RecordedReply, transport: Transport) -> ResponsePlan:
     timed = [(at, raw) for at, raw in reply.events if transport != "ws" or f'"type":"{SSE_COMMENT}"' not in raw]
     raws = [raw for _, raw in timed]
     events = [json.loads(raw) for raw in raws]
@@ -160,7 +161,7 @@ def _body_response_id(body: VerbatimBody) -> str | None:
 
 
 def render(
-    reply: Reply | RecordedReply | LiveReply, request: Mapping[str, Any], *, transport: str, ids: IdGenerator
+    reply: Reply | RecordedReply | LiveReply, request: Mapping[str, Any], *, transport: Transport, ids: IdGenerator
 ) -> ResponsePlan:
     """The plan for one reply to one logical request; `WARMUP_REPLY` gets created + completed, no output."""
     if isinstance(reply, RecordedReply):

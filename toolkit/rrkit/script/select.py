@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..protocol.request import input_items, is_warmup
+from ..protocol.vocabulary import Transport
 from .models import Handshake, Match, Reply, Script, Step
 from .plan import WARMUP_REPLY, LiveReply, RecordedReply
 
@@ -20,7 +21,7 @@ class RequestView:
     """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
     what a relay forwards as it came: the query string and the body's bytes as sent (encoded, if they were)."""
 
-    transport: str
+    transport: Transport
     headers: Mapping[str, str]
     wire: Mapping[str, Any]
     logical: Mapping[str, Any]

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.outcome import Outcome
+from ..protocol.vocabulary import ClosedBy, Transport
 
 
 @dataclass
@@ -21,7 +22,7 @@ class Exchange:
     """One request and the server's answer to it."""
 
     id: int
-    transport: str  # "http" or "ws"
+    transport: Transport
     connection_id: int | None
     request_headers: dict[str, str]
     wire_request: dict[str, Any] | None
@@ -66,7 +67,7 @@ class Connection:
     response_headers: dict[str, str] = field(default_factory=dict)
     exchanges: list[Exchange] = field(default_factory=list)
     close_code: int | None = None
-    closed_by: str | None = None  # "server", "client" or "tcp"
+    closed_by: ClosedBy | None = None
     started_at: float = field(default_factory=time.time)
     query: str = ""  # the upgrade request's query string, as sent
     ended_at: float | None = None  # when the server cut the socket or saw the client leave
@@ -82,7 +83,7 @@ class Capture:
 
     def new_exchange(
         self,
-        transport: str,
+        transport: Transport,
         headers: dict[str, str],
         wire: dict[str, Any] | None,
         connection: Connection | None = None,

@@ -18,6 +18,7 @@ from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.sse import encode_json
+from ..protocol.vocabulary import CloseKind
 from ..script.select import Answer
 from .capture import Exchange
 from .respond import (
@@ -166,7 +167,7 @@ class _SSEChannel:
     async def stall(self) -> None:
         await first_of(self.gone, self.stopping)
 
-    async def cut(self, close: str, code: int, reason: str) -> None:
+    async def cut(self, close: CloseKind, code: int, reason: str) -> None:
         """End the connection without the body's final chunk, so the client sees a cut stream."""
         transport = connection_transport(self.scope)
         if transport is None:

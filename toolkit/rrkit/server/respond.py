@@ -18,6 +18,7 @@ from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
+from ..protocol.vocabulary import Transport
 from ..script.plan import RecordedReply, ResponsePlan, render
 from ..script.select import Answer, NoMatch, ReplySource, RequestView
 from .capture import Capture, Exchange
@@ -107,7 +108,7 @@ class Responder:
     def __init__(self, state: ServerState) -> None:
         self.state = state
 
-    def parse(self, body: Any, *, transport: str) -> dict[str, Any]:
+    def parse(self, body: Any, *, transport: Transport) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise Rejected(
                 400, errors.error_body(f"The request body must be a JSON object, got {type(body).__name__}.")

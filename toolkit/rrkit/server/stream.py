@@ -9,6 +9,7 @@ from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..protocol.vocabulary import CloseKind
 from ..script.plan import ResponsePlan, StreamCut
 from .capture import Exchange, SentEvent
 
@@ -29,7 +30,7 @@ class Channel(Protocol):
     async def stall(self) -> None:
         """Send nothing until the client gives up or the server stops."""
 
-    async def cut(self, close: str, code: int, reason: str) -> None:
+    async def cut(self, close: CloseKind, code: int, reason: str) -> None:
         """End the connection mid-stream: a bare TCP close, or (WebSocket) a close frame with `code`."""
 
     async def finish(self) -> None:

@@ -14,6 +14,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
+from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
@@ -200,7 +201,7 @@ class _WebSocketSession:
         if self.gone.is_set():
             self._client_gone(self.gone_code)
 
-    async def cut(self, how: str, code: int, reason: str) -> None:
+    async def cut(self, how: CloseKind, code: int, reason: str) -> None:
         self.connection.ended_at = time.time()
         if how == "tcp":
             transport = connection_transport(self.ws.scope)

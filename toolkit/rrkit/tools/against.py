@@ -28,6 +28,7 @@ from ..client.ws_transport import websocket_url
 from ..protocol.events import ENDING_TYPES, SSE_COMMENT, response_id_of
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
 from ..protocol.sse import SSEDecoder
+from ..protocol.vocabulary import ClosedBy
 
 IDLE_TIMEOUT = 30.0
 """Seconds the server may stay silent mid-answer before the stream counts as stalled."""
@@ -109,7 +110,7 @@ class _Live:
     ws: ClientConnection | None = None
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
-    closed_by: str | None = None
+    closed_by: ClosedBy | None = None
     close_code: int | None = None
 
 
@@ -275,8 +276,8 @@ class _Run:
             live.status = refused.response.status_code
             live.headers = _kept(refused.response.headers.raw_items(), _NOT_KEPT_HANDSHAKE)
             return live
-        except (OSError, TimeoutError, WebSocketException) as error:
-            live.closed_by = f"failed: {error}"
+        except (OSError, TimeoutError, WebSocketException):
+            live.closed_by = "tcp"  # never opened: the connection itself failed
             return live
         live.status = 101
         if live.ws.response is not None:

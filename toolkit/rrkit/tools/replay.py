@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 import orjson
 from rich.console import Console
@@ -26,12 +26,12 @@ from ..client.conversation import Conversation
 from ..demo import demo_options
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
+from ..protocol.vocabulary import Transport
 from ..server.runner import FakeServer
 from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
 from .diff import VIEWS, DiffReport, View, diff_cassettes
 from .diff_render import render_report
 
-Transport = Literal["http", "ws"]
 COMMAND_TIMEOUT = 120.0
 """Seconds a client command may run before it is stopped (and the replay counts as failed)."""
 _TURN_ROLES = ("user", "developer", "system")
