@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 import pytest
+from recordings import record
 
-from rrkit.cassette import Cassette, CassetteSource, MatchConfig, cassette_from_capture
+from rrkit.cassette import Cassette, CassetteSource, MatchConfig
 from rrkit.cassette.match import compare
 from rrkit.protocol.incremental import logical_from_wire
-from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
 
 RUNS: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "codex-0.169.0-requests.json").read_text())["runs"]
@@ -30,13 +30,6 @@ def moved(value: Any, run: str, cwd: str, home: str) -> Any:
     return json.loads(raw)
 
 
-def record(requests: list[dict[str, Any]]) -> Cassette:
-    script = Script().queue(*(reply(text(f"answer {i}")) for i in range(len(requests))))
-    with FakeServer(script) as server, httpx.Client() as client:
-        for request in requests:
-            client.post(server.http_url + "/responses", json=request).raise_for_status()
-        server.settle()
-        return cassette_from_capture(server.exchanges, server.connections)
 
 
 def replayed(cassette: Cassette, config: MatchConfig, requests: list[dict[str, Any]]) -> list[str]:

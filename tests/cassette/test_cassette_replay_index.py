@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
+from recordings import record
 
-from rrkit.cassette import Cassette, CassetteSource, MatchConfig, cassette_from_capture
-from rrkit.script import Script, reply, text
+from rrkit.cassette import CassetteSource, MatchConfig
 from rrkit.server import FakeServer
 
 
@@ -17,14 +17,6 @@ def body(question: Any, **extra: Any) -> dict[str, Any]:
     return {"model": "gpt-test", "input": question, "stream": True, **extra}
 
 
-def record(requests: list[dict[str, Any]]) -> Cassette:
-    """A cassette where the i-th request is answered with `answer i`."""
-    script = Script().queue(*(reply(text(f"answer {i}")) for i in range(len(requests))))
-    with FakeServer(script) as server, httpx.Client() as client:
-        for request in requests:
-            client.post(server.http_url + "/responses", json=request).raise_for_status()
-        server.settle()
-        return cassette_from_capture(server.exchanges, server.connections)
 
 
 def answer(client: httpx.Client, server: FakeServer, request: dict[str, Any]) -> str:

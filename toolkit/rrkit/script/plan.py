@@ -139,8 +139,7 @@ def _delays(offsets: Sequence[float], scale: float = 1.0) -> list[float]:
 def _render_recorded(reply: RecordedReply, transport: Transport) -> ResponsePlan:
     timed = [(at, raw) for at, raw in reply.events if transport != "ws" or f'"type":"{SSE_COMMENT}"' not in raw]
     raws = [raw for _, raw in timed]
-    events = [json.loads(raw) for raw in raws]
-    recorded_id = response_id_of(events) if reply.body is None else _body_response_id(reply.body)
+    recorded_id = _first_response_id(raws) if reply.body is None else _body_response_id(reply.body)
     if reply.rename is not None and recorded_id:
         new_id = reply.rename(recorded_id)
         raws = [raw.replace(f'"{recorded_id}"', f'"{new_id}"') for raw in raws]
@@ -152,6 +151,15 @@ def _render_recorded(reply: RecordedReply, transport: Transport) -> ResponsePlan
     delays = _delays([at for at, _ in timed], reply.time_scale)
     planned = [planned_event(raw, transport, delay) for raw, delay in zip(raws, delays, strict=True)]
     return ResponsePlan(response_id_of([p.event for p in planned]) or "", planned, reply.fault)
+
+
+def _first_response_id(raws: Sequence[str]) -> str | None:
+    """The response id the first lifecycle event states, parsing no further than that event (each event is
+    parsed once more as it is planned)."""
+    for raw in raws:
+        if '"response"' in raw and (found := response_id_of([json.loads(raw)])):
+            return found
+    return None
 
 
 def _body_response_id(body: VerbatimBody) -> str | None:

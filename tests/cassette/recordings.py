@@ -1,0 +1,21 @@
+"""Cassettes made for tests by a scripted fake server, answering plain HTTP requests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from rrkit.cassette import Cassette, cassette_from_capture
+from rrkit.script import Script, reply, text
+from rrkit.server import FakeServer
+
+
+def record(requests: list[dict[str, Any]]) -> Cassette:
+    """A cassette where the i-th request is answered with `answer i`."""
+    script = Script().queue(*(reply(text(f"answer {i}")) for i in range(len(requests))))
+    with FakeServer(script) as server, httpx.Client() as client:
+        for request in requests:
+            client.post(server.http_url + "/responses", json=request).raise_for_status()
+        server.settle()
+        return cassette_from_capture(server.exchanges, server.connections)
