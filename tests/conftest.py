@@ -1,4 +1,4 @@
-"""Shared fixtures: a fake server per test on a free loopback port, and SDK clients pointed at it."""
+"""Shared fixtures: `serve`, guarded fake servers on free loopback ports, and the pytester a user's project has."""
 
 from __future__ import annotations
 
@@ -6,29 +6,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from rrkit.script import Script
-from rrkit.server import FakeServer
+from .errortrap import Serve
 
 
 @pytest.fixture
-def server() -> Iterator[FakeServer]:
-    with FakeServer() as running:
-        yield running
-
-
-@pytest.fixture
-def serve() -> Iterator[object]:
-    """`serve(script)` starts a server for this test playing `script`; all are stopped at teardown."""
-    started: list[FakeServer] = []
-
-    def start(script: Script | None = None) -> FakeServer:
-        running = FakeServer(script).start_in_thread()
-        started.append(running)
-        return running
-
-    yield start
-    for running in started:
-        running.stop_in_thread()
+def serve() -> Iterator[Serve]:
+    """A guarded fake server per call (see `Serve`): the one way tests start a `FakeServer`."""
+    guarded = Serve()
+    yield guarded
+    guarded.finish()
 
 
 @pytest.fixture

@@ -9,12 +9,15 @@ from rrkit.protocol import check_order
 from rrkit.script import Script, failed, reply
 from rrkit.server import FakeServer
 
+from .errortrap import Serve
+
 
 def strict_client(server: FakeServer) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0, _strict_response_validation=True)
 
 
-def test_sdk_streams_default_text_reply_with_create(server: FakeServer) -> None:
+def test_sdk_streams_default_text_reply_with_create(serve: Serve) -> None:
+    server = serve()
     client = strict_client(server)
     events = list(client.responses.create(model="gpt-test", input="Hello", stream=True))
     assert events[0].type == "response.created"
@@ -24,7 +27,8 @@ def test_sdk_streams_default_text_reply_with_create(server: FakeServer) -> None:
     assert check_order([event.model_dump() for event in events]) == []
 
 
-def test_sdk_stream_helper_returns_final_response(server: FakeServer) -> None:
+def test_sdk_stream_helper_returns_final_response(serve: Serve) -> None:
+    server = serve()
     client = strict_client(server)
     with client.responses.stream(model="gpt-test", input="Hello") as stream:
         final = stream.get_final_response()
@@ -34,7 +38,8 @@ def test_sdk_stream_helper_returns_final_response(server: FakeServer) -> None:
     assert server.exchanges[0].response_id == final.id
 
 
-def test_sdk_websocket_warmup_then_incremental_request(server: FakeServer) -> None:
+def test_sdk_websocket_warmup_then_incremental_request(serve: Serve) -> None:
+    server = serve()
     client = strict_client(server)
     context = [{"role": "user", "content": "You are in a test."}]
     with client.responses.connect() as connection:
@@ -64,7 +69,8 @@ def test_sdk_websocket_warmup_then_incremental_request(server: FakeServer) -> No
 
 
 @pytest.mark.parametrize("beta", [None, "responses_websockets=2026-02-06"])
-def test_websocket_upgrade_accepted_with_or_without_beta_header(server: FakeServer, beta: str | None) -> None:
+def test_websocket_upgrade_accepted_with_or_without_beta_header(serve: Serve, beta: str | None) -> None:
+    server = serve()
     client = strict_client(server)
     headers = {"OpenAI-Beta": beta} if beta else {}
     with client.responses.connect(extra_headers=headers) as connection:
@@ -79,7 +85,8 @@ def test_websocket_upgrade_accepted_with_or_without_beta_header(server: FakeServ
     assert server.connections[0].handshake_headers.get("openai-beta") == beta
 
 
-def test_sdk_non_streaming_create_gets_the_final_response_object(server: FakeServer) -> None:
+def test_sdk_non_streaming_create_gets_the_final_response_object(serve: Serve) -> None:
+    server = serve()
     client = strict_client(server)
     response = client.responses.create(model="gpt-test", input="Hello")
     assert response.status == "completed"
@@ -89,7 +96,8 @@ def test_sdk_non_streaming_create_gets_the_final_response_object(server: FakeSer
     assert exchange.outcome is not None and exchange.outcome.kind == "completed"
 
 
-def test_sdk_non_streaming_create_sees_a_failed_response_and_a_drop(server: FakeServer) -> None:
+def test_sdk_non_streaming_create_sees_a_failed_response_and_a_drop(serve: Serve) -> None:
+    server = serve()
     server.use(Script().queue(failed("invalid_prompt"), reply("never seen").drop_after(2)))
     client = strict_client(server)
     response = client.responses.create(model="gpt-test", input="Hello")

@@ -9,10 +9,10 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-import rrkit.script.plan as plan_module
-from rrkit.protocol import SSEDecoder, done_items, iter_events, response_create
+import rrkit.protocol.plan as plan_module
+from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, iter_events, response_create
 from rrkit.protocol.incremental import Incremental
-from rrkit.script import Script, function_call, render, reply, text
+from rrkit.script import Script, function_call, render_reply, reply, text
 from rrkit.server import FakeServer
 
 BASE: dict[str, Any] = {
@@ -106,7 +106,7 @@ def test_ten_thousand_events_stream_over_one_socket() -> None:
     assert server.exchanges[0].outcome is not None and server.exchanges[0].outcome.events_sent == len(events)
 
 
-def test_each_event_is_encoded_once_when_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_each_event_is_encoded_once_as_it_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
     original = plan_module.encode_json
 
@@ -116,12 +116,30 @@ def test_each_event_is_encoded_once_when_planned(monkeypatch: pytest.MonkeyPatch
         return original(payload)
 
     monkeypatch.setattr(plan_module, "encode_json", counting)
-    from rrkit.protocol import IdGenerator
-
     for transport in ("http", "ws"):
         calls = 0
-        plan = render(reply(text("hello world", chunks=5)), {"model": "m"}, transport=transport, ids=IdGenerator())
-        assert calls == len(plan.events)
+        hello = reply(text("hello world", chunks=5))
+        plan = render_reply(hello, {"model": "m"}, transport=transport, ids=IdGenerator())
+        assert calls == 0
+        sent = [planned async for planned in plan.events]
+        assert calls == len(sent) == 13
+
+
+async def test_a_scripted_plan_makes_each_event_only_when_it_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    made = 0
+    original = ResponseEvents._emit
+
+    def counting(self: ResponseEvents, type_: str, **fields: Any) -> Any:
+        nonlocal made
+        made += 1
+        return original(self, type_, **fields)
+
+    monkeypatch.setattr(ResponseEvents, "_emit", counting)
+    plan = render_reply(reply(text("x" * 100_000, chunks=100_000)), {"model": "m"}, transport="http", ids=IdGenerator())
+    assert plan.response_id.startswith("resp_") and made == 0
+    first = await anext(plan.events)
+    assert first.event["type"] == "response.created" and made == 2  # created and in_progress are made together
+    await plan.events.aclose()
 
 
 async def test_server_runs_on_the_current_event_loop() -> None:

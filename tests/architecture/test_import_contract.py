@@ -7,6 +7,7 @@ import ast
 import subprocess
 import sys
 from collections import defaultdict
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,15 @@ def _imports(path: Path) -> set[str]:
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            if target.startswith("rrkit"):
-                found.add(target)
+            if not target.startswith("rrkit"):
+                continue
+            # `from . import events` imports the module `events`, not only its package
+            submodules = {f"{target}.{alias.name}" for alias in node.names} & _MODULES
+            found |= submodules or {target}
     return found
+
+
+_MODULES = frozenset(_module_name(path) for path in PACKAGE.rglob("*.py"))
 
 
 def _graph() -> dict[str, set[str]]:
@@ -68,25 +75,35 @@ def test_nothing_imports_the_front_ends() -> None:
             assert not imported & set(FRONT_ENDS), (module, imported & set(FRONT_ENDS))
 
 
+def _assert_acyclic(edges: dict[str, set[str]], what: str) -> None:
+    try:
+        tuple(TopologicalSorter(edges).static_order())
+    except CycleError as error:
+        raise AssertionError(f"import cycle between {what}: " + " -> ".join(error.args[1])) from None
+
+
 def test_packages_import_each_other_without_cycles() -> None:
     edges: dict[str, set[str]] = defaultdict(set)
     for module, imported in _graph().items():
         for target in imported:
             if target != "rrkit" and _layer(target) != _layer(module):
                 edges[_layer(module)].add(_layer(target))
-    seen: dict[str, str] = {}
+    _assert_acyclic(edges, "packages")
 
-    def visit(node: str, path: list[str]) -> None:
-        if seen.get(node) == "done":
-            return
-        assert seen.get(node) != "open", "import cycle between packages: " + " -> ".join([*path, node])
-        seen[node] = "open"
-        for target in sorted(edges[node]):
-            visit(target, [*path, node])
-        seen[node] = "done"
 
-    for node in sorted(edges):
-        visit(node, [])
+def test_modules_import_each_other_without_cycles_not_even_type_only_ones() -> None:
+    """A package's `__init__` re-exports its modules; any other loop of imports between modules (type-only and
+    in-function imports included) is a cycle."""
+    graph = _graph()
+    edges = {
+        module: {t for t in imported if t in graph and t != module and not _is_package(t)}
+        for module, imported in graph.items()
+    }
+    _assert_acyclic(edges, "modules")
+
+
+def _is_package(module: str) -> bool:
+    return (PACKAGE.parent / module.replace(".", "/") / "__init__.py").exists()
 
 
 @pytest.mark.parametrize(
@@ -108,3 +125,25 @@ def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_
         "rrkit.cassette",
         "rrkit.cassette.recordmode",
     }
+
+
+def test_a_pytest_session_that_uses_no_rrkit_fixture_loads_no_server(tmp_path: Path) -> None:
+    """pytest looks up hook and `pytest_plugins` attributes on every plugin; the plugin's lazy attributes
+    must not answer those by importing the server."""
+    (tmp_path / "conftest.py").write_text(
+        "import sys\n\n\ndef pytest_collection_finish(session):\n"
+        "    print('LOADED', ' '.join(sorted(sys.modules)))\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--co", "-q", "-s", "-p", "no:cacheprovider"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = next(line for line in run.stdout.splitlines() if line.startswith("LOADED")).split()[1:]
+    assert "rrkit.pytest_plugin" in loaded
+    assert not [name for name in loaded if name.split(".")[0] in ("starlette", "uvicorn", "websockets")]
+    assert "rrkit.plugin_server" not in loaded

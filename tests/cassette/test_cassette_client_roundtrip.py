@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from client_session import request_kinds, run_session, seen, session_script
 
 from rrkit.cassette import CassetteSource, cassette_from_capture, load_cassette, save_cassette
 from rrkit.client import Trace
 from rrkit.protocol import OutcomeKind
 from rrkit.server import FakeServer
+
+from .client_session import request_kinds, run_session, seen, session_script
 
 TRANSPORTS = ("ws", "http")
 

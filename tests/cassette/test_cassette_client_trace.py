@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from client_session import PROMPT, SESSION_ID, request_kinds, run_session, session_script
 
 from rrkit.cassette import (
     MARKER,
@@ -20,6 +19,8 @@ from rrkit.client import ClientOptions, Conversation, ModelClient, RecordingSlee
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Script, refuse_upgrade, reply, text
 from rrkit.server import FakeServer
+
+from .client_session import PROMPT, SESSION_ID, request_kinds, run_session, session_script
 
 
 def views(cassette: Cassette) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from rrkit.cassette import CassetteError, load_cassette
-from rrkit.cassette.modes import CassetteSession
+from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.recordmode import RecordMode, parse_record_mode
 from rrkit.script import Script, reply
 from rrkit.server import FakeServer
@@ -22,12 +22,12 @@ def ask(server: FakeServer, question: str) -> httpx.Response:
     return httpx.post(server.http_url + "/responses", json={"model": "m", "input": question, "stream": True})
 
 
-def run(session: CassetteSession, *questions: str) -> tuple[list[int], list[str]]:
-    """Serve the session, ask the questions, save; return the statuses and the answer texts seen."""
-    with FakeServer(source=session.source()) as server:
+def run(deck: CassetteDeck, *questions: str) -> tuple[list[int], list[str]]:
+    """Serve the deck, ask the questions, save; return the statuses and the answer texts seen."""
+    with FakeServer(source=deck.source()) as server:
         responses = [ask(server, question) for question in questions]
         server.settle()
-        session.save(server.exchanges, server.connections)
+        deck.save(server.exchanges, server.connections)
     texts = []
     for response in responses:
         texts.append(next((line for line in response.text.splitlines() if '"response.output_text.done"' in line), ""))
@@ -40,12 +40,12 @@ def recorded_inputs(path: Path) -> list[object]:
 
 def test_once_records_a_missing_cassette_then_only_replays(tmp_path: Path) -> None:
     path = tmp_path / "once.json"
-    statuses, texts = run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    statuses, texts = run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
     assert statuses == [200, 200] and "first answer" in texts[0]
     assert recorded_inputs(path) == ["a", "b"]
-    session = CassetteSession(path, RecordMode.ONCE, upstream=upstream("second"))
-    assert not session.records
-    statuses, texts = run(session, "a", "c")
+    deck = CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("second"))
+    assert not deck.records
+    statuses, texts = run(deck, "a", "c")
     assert statuses == [200, 400]  # "c" was never recorded, and once-with-a-cassette does not record
     assert "first answer" in texts[0]
     assert recorded_inputs(path) == ["a", "b"]
@@ -53,21 +53,21 @@ def test_once_records_a_missing_cassette_then_only_replays(tmp_path: Path) -> No
 
 def test_none_replays_and_refuses_unrecorded_requests(tmp_path: Path) -> None:
     path = tmp_path / "none.json"
-    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteSession(path, RecordMode.NONE), "a", "z")
+    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteDeck.open(path, RecordMode.NONE), "a", "z")
     assert statuses == [200, 400] and "first answer" in texts[0]
     assert recorded_inputs(path) == ["a"]
 
 
 def test_none_without_a_cassette_says_how_to_record_it(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match=r"record mode 'none' only replays.*'once'"):
-        CassetteSession(tmp_path / "missing.json", RecordMode.NONE)
+        CassetteDeck.open(tmp_path / "missing.json", RecordMode.NONE)
 
 
 def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "episodes.json"
-    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteSession(path, RecordMode.NEW_EPISODES, upstream=upstream("second")), "a", "b")
+    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteDeck.open(path, RecordMode.NEW_EPISODES, upstream=upstream("second")), "a", "b")
     assert statuses == [200, 200]
     assert "first answer" in texts[0] and "second answer" in texts[1]
     cassette = load_cassette(path)
@@ -77,23 +77,32 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
 
 def test_all_records_everything_again_and_keeps_what_was_recorded(tmp_path: Path) -> None:
     path = tmp_path / "all.json"
-    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteSession(path, RecordMode.ALL, upstream=upstream("second")), "a")
+    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(CassetteDeck.open(path, RecordMode.ALL, upstream=upstream("second")), "a")
     assert statuses == [200] and "second answer" in texts[0]
     assert recorded_inputs(path) == ["a", "a"]
 
 
 def test_rewrite_starts_the_cassette_afresh(tmp_path: Path) -> None:
     path = tmp_path / "rewrite.json"
-    run(CassetteSession(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
-    statuses, texts = run(CassetteSession(path, RecordMode.REWRITE, upstream=upstream("second")), "c")
+    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    statuses, texts = run(CassetteDeck.open(path, RecordMode.REWRITE, upstream=upstream("second")), "c")
     assert statuses == [200] and "second answer" in texts[0]
     assert recorded_inputs(path) == ["c"]
 
 
 def test_recording_modes_need_an_upstream(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match="needs an upstream"):
-        CassetteSession(tmp_path / "x.json", RecordMode.ALL)
+        CassetteDeck.open(tmp_path / "x.json", RecordMode.ALL)
+
+
+def test_a_deck_reads_its_cassette_when_opened_never_when_constructed(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("{not json")
+    assert CassetteDeck(path, RecordMode.ONCE, None, upstream=upstream("first")).records  # told what it holds
+    with pytest.raises(CassetteError, match=r"broken\.json: line 1, column 2: invalid JSON"):
+        CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first"))
+    assert CassetteDeck.open(path, "rewrite", upstream=upstream("first")).existing is None  # starts afresh unread
 
 
 def test_invalid_record_mode_lists_the_valid_ones() -> None:
@@ -131,14 +140,14 @@ def test_new_episodes_over_websocket_records_the_delta_on_its_recorded_connectio
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ws.json"
-    first = CassetteSession(path, RecordMode.ONCE, upstream=upstream("first"))
+    first = CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first"))
     with FakeServer(source=first.source()) as server:
         websocket_turns(server, "q1")
         server.settle()
         first.save(server.exchanges, server.connections)
     recorded_id = load_cassette(path).exchanges[0].response_id
 
-    more = CassetteSession(path, RecordMode.NEW_EPISODES, upstream=upstream("new"))
+    more = CassetteDeck.open(path, RecordMode.NEW_EPISODES, upstream=upstream("new"))
     with FakeServer(source=more.source()) as server:
         ends = websocket_turns(server, "q1", "q2")
         server.settle()
@@ -153,5 +162,5 @@ def test_new_episodes_over_websocket_records_the_delta_on_its_recorded_connectio
     assert delta.logical_request is not None
     assert [item.get("content") for item in delta.logical_request["input"]][::2] == ["q1", "q2"]
 
-    with FakeServer(source=CassetteSession(path, RecordMode.NONE).source()) as replay:
+    with FakeServer(source=CassetteDeck.open(path, RecordMode.NONE).source()) as replay:
         assert [end["type"] for end in websocket_turns(replay, "q1", "q2")] == ["response.completed"] * 2

@@ -9,12 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
-from recordings import record
 
 from rrkit.cassette import Cassette, CassetteSource, MatchConfig
 from rrkit.cassette.match import compare
 from rrkit.protocol.incremental import logical_from_wire
 from rrkit.server import FakeServer
+
+from .recordings import record
 
 RUNS: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "codex-0.169.0-requests.json").read_text())["runs"]
 CODEX = MatchConfig.preset("codex")

@@ -24,7 +24,6 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as ws_connect
 
-from errortrap import ErrorTrap
 from rrkit.cassette import Cassette, cassette_from_capture, load_cassette
 from rrkit.cassette.modes import FallbackSource
 from rrkit.cassette.proxy import RecordingProxy
@@ -35,23 +34,20 @@ from rrkit.protocol.sse import SSEDecoder, iter_events
 from rrkit.script import Script, accept_upgrade, function_call, refuse_upgrade, reject, reply, text
 from rrkit.server import FakeServer
 
+from ..errortrap import Serve
+
 TERMINAL = ("response.completed", "response.failed", "response.incomplete", "error")
 CONTEXT = [{"role": "user", "content": "You are in a proxy test."}]
 SECRET = "sk-secret-3f9a7c21d4e5b6a8c0d2e4f6"
 
 
 @contextmanager
-def proxied(script: Script) -> Iterator[tuple[FakeServer, RecordingProxy]]:
-    """An upstream fake server playing `script`, and a recording proxy in front of it; neither may log an
-    error, stopping included."""
-    trap = ErrorTrap()
-    try:
-        with FakeServer(script) as upstream, RecordingProxy(upstream.http_url) as proxy:
-            trap.attach()
-            yield upstream, proxy
-    finally:
-        trap.detach()
-    assert not trap.records, "a server logged errors:\n" + "\n".join(trap.format(r) for r in trap.records)
+def proxied(serve: Serve, script: Script) -> Iterator[tuple[FakeServer, RecordingProxy]]:
+    """An upstream fake server playing `script`, and a recording proxy in front of it, both guarded by `serve`:
+    neither may log an error, stopping included."""
+    with serve.running(script) as upstream, RecordingProxy(upstream.http_url) as proxy:
+        serve.guard(proxy)
+        yield upstream, proxy
 
 
 def sdk(proxy: RecordingProxy, api_key: str = "sk-test") -> openai.OpenAI:
@@ -106,9 +102,9 @@ def proxy_ws(proxy: RecordingProxy, **headers: str) -> ClientConnection:
 # Real clients through the proxy see what the upstream sent; the cassette keeps wire and logical requests
 
 
-def test_sdk_over_sse_sees_upstream_events_and_cassette_keeps_wire_and_logical_request() -> None:
+def test_sdk_over_sse_sees_upstream_events_and_cassette_keeps_wire_and_logical_request(serve: Serve) -> None:
     script = Script().add(reply(text("Hello through the proxy.", chunks=3), function_call("lookup", {"q": 1})))
-    with proxied(script) as (upstream, proxy):
+    with proxied(serve, script) as (upstream, proxy):
         events = until_terminal(iter(sdk(proxy).responses.create(model="gpt-test", input=CONTEXT, stream=True)))
         cassette = proxy.cassette("sse")
         upstream.settle()
@@ -125,8 +121,8 @@ def test_sdk_over_sse_sees_upstream_events_and_cassette_keeps_wire_and_logical_r
     assert recorded.outcome is not None and recorded.outcome.kind is OutcomeKind.COMPLETED
 
 
-def test_sdk_over_websocket_warmup_then_incremental_request_records_the_rebuilt_logical_requests() -> None:
-    with proxied(Script().add(reply(text("Hello over WebSocket.", chunks=2)))) as (upstream, proxy):
+def test_sdk_over_websocket_warmup_then_incremental_request_records_the_rebuilt_logical_requests(serve: Serve) -> None:
+    with proxied(serve, Script().add(reply(text("Hello over WebSocket.", chunks=2)))) as (upstream, proxy):
         with sdk(proxy).responses.connect() as connection:
             connection.response.create(model="gpt-test", input=CONTEXT, generate=False)
             warmup = until_terminal(iter(connection))
@@ -150,16 +146,16 @@ def test_sdk_over_websocket_warmup_then_incremental_request_records_the_rebuilt_
     assert cassette.connections[0].handshake.status == 101
 
 
-def test_websocket_delta_on_a_response_upstream_never_saw_is_sent_as_the_full_logical_request() -> None:
+def test_websocket_delta_on_a_response_upstream_never_saw_is_sent_as_the_full_logical_request(serve: Serve) -> None:
     """A warmup replayed from a cassette, then a new request recorded through the upstream (new_episodes)."""
-    with FakeServer() as earlier:
+    with serve.running() as earlier:
         with sdk_ws(earlier) as connection:
             connection.response.create(model="gpt-test", input=CONTEXT, generate=False)
             until_terminal(iter(connection))
         earlier.settle()
         recorded = cassette_from_capture(earlier.exchanges, earlier.connections)
 
-    with proxied(Script().add(reply(text("Fresh from upstream.")))) as (upstream, proxy):
+    with proxied(serve, Script().add(reply(text("Fresh from upstream.")))) as (upstream, proxy):
         proxy.use(FallbackSource(CassetteSource(recorded), proxy.upstream))
         with sdk_ws(proxy) as connection:
             connection.response.create(model="gpt-test", input=CONTEXT, generate=False)
@@ -179,9 +175,9 @@ def test_websocket_delta_on_a_response_upstream_never_saw_is_sent_as_the_full_lo
     assert sent.logical_request is not None and sent.logical_request["input"] == [*CONTEXT, question]
 
 
-def test_http_turn_state_and_upstream_response_headers_pass_both_ways() -> None:
+def test_http_turn_state_and_upstream_response_headers_pass_both_ways(serve: Serve) -> None:
     upstream_reply = reply("ok", headers={"x-ratelimit-remaining-requests": "99"}).with_turn_state("ts-http")
-    with proxied(Script(default=upstream_reply)) as (upstream, proxy):
+    with proxied(serve, Script(default=upstream_reply)) as (upstream, proxy):
         with httpx.Client(trust_env=False, timeout=10) as client:
             response = client.post(
                 proxy.http_url + "/responses",
@@ -202,9 +198,9 @@ def test_http_turn_state_and_upstream_response_headers_pass_both_ways() -> None:
 # No buffering: each event reaches the client when the upstream sends it
 
 
-def test_first_sse_event_reaches_the_client_before_the_upstream_finished_the_stream() -> None:
+def test_first_sse_event_reaches_the_client_before_the_upstream_finished_the_stream(serve: Serve) -> None:
     upstream_progress: list[tuple[int, bool]] = []
-    with proxied(Script().add(reply(text("a b c", chunks=3)).delayed(each=0.1))) as (upstream, proxy):
+    with proxied(serve, Script().add(reply(text("a b c", chunks=3)).delayed(each=0.1))) as (upstream, proxy):
 
         def on_event(event: dict[str, Any]) -> None:
             if not upstream_progress:
@@ -219,8 +215,8 @@ def test_first_sse_event_reaches_the_client_before_the_upstream_finished_the_str
     assert still_running and sent_when_client_got_first < total
 
 
-def test_first_websocket_event_reaches_the_client_before_the_upstream_finished_the_stream() -> None:
-    with proxied(Script().add(reply(text("a b c", chunks=3)).delayed(each=0.1))) as (upstream, proxy):
+def test_first_websocket_event_reaches_the_client_before_the_upstream_finished_the_stream(serve: Serve) -> None:
+    with proxied(serve, Script().add(reply(text("a b c", chunks=3)).delayed(each=0.1))) as (upstream, proxy):
         with proxy_ws(proxy) as socket:
             socket.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "hi"}))
             first = json.loads(socket.recv(timeout=10))
@@ -237,9 +233,9 @@ def test_first_websocket_event_reaches_the_client_before_the_upstream_finished_t
 # Faults pass through
 
 
-def test_upstream_429_with_retry_after_reaches_the_sdk_client_and_is_recorded_as_refused() -> None:
+def test_upstream_429_with_retry_after_reaches_the_sdk_client_and_is_recorded_as_refused(serve: Serve) -> None:
     script = Script().add(reject(429, "rate_limit_exceeded", "Slow down.", retry_after=7))
-    with proxied(script) as (_upstream, proxy):
+    with proxied(serve, script) as (_upstream, proxy):
         with pytest.raises(openai.RateLimitError) as raised:
             sdk(proxy).responses.create(model="gpt-test", input="hi", stream=True)
         cassette = proxy.cassette()
@@ -252,9 +248,9 @@ def test_upstream_429_with_retry_after_reaches_the_sdk_client_and_is_recorded_as
     assert recorded.outcome.status == 429 and recorded.response_headers["retry-after"] == "7"
 
 
-def test_http_mid_stream_drop_reaches_the_client_as_an_incomplete_body() -> None:
+def test_http_mid_stream_drop_reaches_the_client_as_an_incomplete_body(serve: Serve) -> None:
     seen: list[dict[str, Any]] = []
-    with proxied(Script().add(reply(text("never finished", chunks=4)).drop_after(3))) as (_upstream, proxy):
+    with proxied(serve, Script().add(reply(text("never finished", chunks=4)).drop_after(3))) as (_upstream, proxy):
         with pytest.raises(httpx.HTTPError):
             sse_events(proxy, {"model": "gpt-test", "input": "hi", "stream": True}, seen.append)
         cassette = proxy.cassette()
@@ -266,9 +262,11 @@ def test_http_mid_stream_drop_reaches_the_client_as_an_incomplete_body() -> None
 
 
 @pytest.mark.parametrize(("close", "expected_code"), [("frame", 1011), ("tcp", 1006)])
-def test_websocket_mid_stream_drop_reaches_the_client_with_the_same_close(close: str, expected_code: int) -> None:
+def test_websocket_mid_stream_drop_reaches_the_client_with_the_same_close(
+    serve: Serve, close: str, expected_code: int
+) -> None:
     script = Script().add(reply(text("never finished", chunks=4)).drop_after(2, close=close, code=1011))
-    with proxied(script) as (_upstream, proxy):
+    with proxied(serve, script) as (_upstream, proxy):
         with proxy_ws(proxy) as socket:
             socket.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "hi"}))
             got = [json.loads(socket.recv(timeout=10)) for _ in range(2)]
@@ -283,8 +281,8 @@ def test_websocket_mid_stream_drop_reaches_the_client_with_the_same_close(close:
     assert recorded.outcome is not None and recorded.outcome.kind is OutcomeKind.DROPPED
 
 
-def test_websocket_426_upgrade_refusal_reaches_the_client_with_its_body() -> None:
-    with proxied(Script().add_handshake(refuse_upgrade(426))) as (_upstream, proxy):
+def test_websocket_426_upgrade_refusal_reaches_the_client_with_its_body(serve: Serve) -> None:
+    with proxied(serve, Script().add_handshake(refuse_upgrade(426))) as (_upstream, proxy):
         with pytest.raises(InvalidStatus) as refused:
             proxy_ws(proxy)
         cassette = proxy.cassette()
@@ -295,8 +293,8 @@ def test_websocket_426_upgrade_refusal_reaches_the_client_with_its_body() -> Non
     assert cassette.connections[0].handshake.status == 426
 
 
-def test_websocket_upgrade_turn_state_from_upstream_reaches_the_client() -> None:
-    with proxied(Script().add_handshake(accept_upgrade(turn_state="ts-42"))) as (_upstream, proxy):
+def test_websocket_upgrade_turn_state_from_upstream_reaches_the_client(serve: Serve) -> None:
+    with proxied(serve, Script().add_handshake(accept_upgrade(turn_state="ts-42"))) as (_upstream, proxy):
         with proxy_ws(proxy) as socket:
             assert socket.response is not None
             assert socket.response.headers["x-codex-turn-state"] == "ts-42"
@@ -304,9 +302,9 @@ def test_websocket_upgrade_turn_state_from_upstream_reaches_the_client() -> None
     assert cassette.connections[0].handshake.response_headers["x-codex-turn-state"] == "ts-42"
 
 
-def test_websocket_error_frame_with_status_reaches_the_client_and_the_socket_stays_usable() -> None:
+def test_websocket_error_frame_with_status_reaches_the_client_and_the_socket_stays_usable(serve: Serve) -> None:
     script = Script().queue(reject(429, "rate_limit_exceeded", "Slow down.", retry_after=2), reply("After the error."))
-    with proxied(script) as (_upstream, proxy):
+    with proxied(serve, script) as (_upstream, proxy):
         with proxy_ws(proxy) as socket:
             socket.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": "hi"}))
             error = json.loads(socket.recv(timeout=10))
@@ -323,8 +321,8 @@ def test_websocket_error_frame_with_status_reaches_the_client_and_the_socket_sta
     assert completed.outcome is not None and completed.outcome.kind is OutcomeKind.COMPLETED
 
 
-def test_unreachable_upstream_is_a_502_for_the_client() -> None:
-    with FakeServer() as gone:
+def test_unreachable_upstream_is_a_502_for_the_client(serve: Serve) -> None:
+    with serve.running() as gone:
         dead_url = gone.http_url
     with RecordingProxy(dead_url, connect_timeout=2) as proxy:
         with pytest.raises(openai.InternalServerError) as raised:
@@ -339,8 +337,8 @@ def test_unreachable_upstream_is_a_502_for_the_client() -> None:
 # Secrets and the command line
 
 
-def test_bearer_secret_through_the_proxy_leaves_no_trace_in_the_cassette_file(tmp_path: Path) -> None:
-    with proxied(Script(default=reply("ok"))) as (upstream, proxy):
+def test_bearer_secret_through_the_proxy_leaves_no_trace_in_the_cassette_file(serve: Serve, tmp_path: Path) -> None:
+    with proxied(serve, Script(default=reply("ok"))) as (upstream, proxy):
         client = sdk(proxy, api_key=SECRET)
         until_terminal(iter(client.responses.create(model="gpt-test", input="hi", stream=True)))
         with client.responses.connect() as connection:
@@ -359,10 +357,10 @@ def test_bearer_secret_through_the_proxy_leaves_no_trace_in_the_cassette_file(tm
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_record_command_forwards_until_stopped_then_writes_the_cassette(
-    tmp_path: Path, stop_signal: signal.Signals
+    serve: Serve, tmp_path: Path, stop_signal: signal.Signals
 ) -> None:
     target = tmp_path / "recorded.json"
-    with FakeServer(Script().add(reply(text("Recorded by the CLI.")))) as upstream:
+    with serve.running(Script().add(reply(text("Recorded by the CLI.")))) as upstream:
         command = [sys.executable, "-m", "rrkit", "record", "--upstream", upstream.http_url]
         command += ["--cassette", str(target), "--port", "0", "--redact-header", "x-my-token"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -406,7 +404,7 @@ def test_record_command_rejects_a_bad_upstream_url(tmp_path: Path, url: str) -> 
     assert not (tmp_path / "c.json").exists()
 
 
-def test_proxy_is_usable_on_the_current_event_loop() -> None:
+def test_proxy_is_usable_on_the_current_event_loop(serve: Serve) -> None:
     """`async with RecordingProxy(...)` serves on the test's own loop and writes with `cassette_async`."""
 
     async def scenario(upstream_url: str) -> Cassette:
@@ -418,7 +416,7 @@ def test_proxy_is_usable_on_the_current_event_loop() -> None:
                 assert response.status_code == 200
             return await proxy.cassette_async("async")
 
-    with FakeServer(Script().add(reply("async"))) as upstream:
+    with serve.running(Script().add(reply("async"))) as upstream:
         cassette = asyncio.run(scenario(upstream.http_url))
     (recorded,) = cassette.exchanges
     assert recorded.outcome is not None and recorded.outcome.kind is OutcomeKind.COMPLETED

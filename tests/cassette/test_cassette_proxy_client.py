@@ -4,11 +4,12 @@ requests are the ones the client logged, over SSE and over WebSocket (warmup, in
 from __future__ import annotations
 
 import pytest
-from client_session import request_kinds, run_session, session_script
 
 from rrkit.cassette import RecordingProxy
 from rrkit.client import view_mismatches
 from rrkit.server import FakeServer
+
+from .client_session import request_kinds, run_session, session_script
 
 
 @pytest.mark.parametrize("transport", ["http", "ws"])

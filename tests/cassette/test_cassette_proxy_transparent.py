@@ -15,7 +15,6 @@ import httpx
 import openai
 import pytest
 import zstandard
-from rawupstream import RawUpstream, silent, sse, whole
 from websockets.sync.client import connect as ws_connect
 
 from rrkit.cassette import Cassette, load_cassette
@@ -25,6 +24,8 @@ from rrkit.protocol import OutcomeKind
 from rrkit.protocol.events import SSE_COMMENT
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
+
+from .rawupstream import RawUpstream, silent, sse, whole
 
 SECRET = "sk-proj-7c21d4e5b6a8c0d2e4f63f9a"
 BODY = {"model": "gpt-test", "input": "hi", "stream": True}

@@ -7,10 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
-from recordings import record
 
 from rrkit.cassette import CassetteSource, MatchConfig
 from rrkit.server import FakeServer
+
+from .recordings import record
 
 
 def body(question: Any, **extra: Any) -> dict[str, Any]:

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from client_support import BUDGET, REQUEST_BUDGET, TRANSPORTS, backoff, item_types, served, text_reply_with, wire_inputs
 
 from rrkit.client import (
     ConnectionLimitReached,
@@ -36,6 +35,17 @@ from rrkit.protocol import (
     OutcomeKind,
 )
 from rrkit.script import Match, Script, error_event, failed, incomplete, load_script, reject, reply, text
+
+from .client_support import (
+    BUDGET,
+    REQUEST_BUDGET,
+    TRANSPORTS,
+    backoff,
+    item_types,
+    served,
+    text_reply_with,
+    wire_inputs,
+)
 
 NOT_RETRIED: dict[str, type[ModelClientError]] = {
     "context_length_exceeded": ContextWindowExceeded,

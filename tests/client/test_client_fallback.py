@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 import pytest
-from client_support import BUDGET, REQUEST_BUDGET, backoff, served
 
 from rrkit.client import (
     ClientOptions,
@@ -17,6 +16,8 @@ from rrkit.client import (
 )
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Match, Script, accept_upgrade, failed, refuse_upgrade, reject, reply
+
+from .client_support import BUDGET, REQUEST_BUDGET, backoff, served
 
 WS_ONLY = Match(transport="ws")
 

@@ -6,11 +6,12 @@ import json
 from typing import Any
 
 import pytest
-from client_support import TRANSPORTS, served
 
 from rrkit.protocol import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_METADATA_HEADER
 from rrkit.script import Script, function_call, reject, reply
 from rrkit.server import Exchange, FakeServer
+
+from .client_support import TRANSPORTS, served
 
 THREAD = "thread-0001"
 

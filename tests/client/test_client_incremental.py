@@ -7,11 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from client_support import PROMPT, WEATHER_TOOL, served, verbatim, wire_inputs
 
 from rrkit.client import Prompt, user_message
 from rrkit.protocol import COMPARED_FIELDS, IGNORED_FIELDS, Item, ResponseEvents, changed_properties
 from rrkit.script import Script, function_call, reply, text
+
+from .client_support import PROMPT, WEATHER_TOOL, served, verbatim, wire_inputs
 
 TOOL_OUTPUT = "sunny, 21C"
 

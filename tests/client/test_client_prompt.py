@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from client_support import PROMPT, WEATHER_TOOL
-
 from rrkit.client import ModelClient, compile_lite, compile_request, user_message
 from rrkit.protocol import ResponsesRequest, from_lite, is_lite
+
+from .client_support import PROMPT, WEATHER_TOOL
 
 
 def test_a_prompt_compiles_to_a_request_with_tool_choice_auto_and_stream_true() -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from client_support import TRANSPORTS, item_types, served, wire_inputs
 
 from rrkit.client import Delta, TextDelta, ToolInputDelta, tool_output
 from rrkit.protocol import Item
 from rrkit.script import Script, function_call, reasoning, reply, text
+
+from .client_support import TRANSPORTS, item_types, served, wire_inputs
 
 
 def two_tool_calls_then_answer() -> Script:

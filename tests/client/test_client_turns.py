@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from client_support import served
-
 from rrkit.protocol import TURN_STATE_HEADER
 from rrkit.script import Script, accept_upgrade, function_call, reject, reply
+
+from .client_support import served
 
 
 async def test_incremental_requests_continue_across_turns_on_one_connection() -> None:

@@ -126,6 +126,39 @@ def test_shared(rrkit_shared_server, n):
     pytester.runpytest().assert_outcomes(passed=3)
 
 
+def test_rrkit_config_is_a_frozen_config_a_conftest_replaces_or_extends_as_a_mapping(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(
+        """
+import dataclasses
+import pytest
+
+@pytest.fixture
+def rrkit_config(rrkit_config):
+    return dataclasses.replace(rrkit_config, assert_all_used=False, redact_headers="x-team-key")
+"""
+    )
+    pytester.makepyfile(
+        HEADER
+        + """
+import dataclasses
+from rrkit.pytest_plugin import RRKitConfig
+
+def test_replaced(rrkit_config, rrkit_server):
+    assert isinstance(rrkit_config, RRKitConfig) and rrkit_config.redact_headers == ("x-team-key",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rrkit_config.time_scale = 1.0
+    rrkit_server.queue(reply("one"), reply("never requested"))  # assert_all_used=False from the conftest
+    post(rrkit_server)
+
+def test_extended_as_a_mapping():
+    assert RRKitConfig.of({**RRKitConfig(), "record_mode": "once"}) == RRKitConfig(record_mode="once")
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
 def test_async_server_runs_on_the_test_event_loop(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         HEADER
@@ -157,6 +190,8 @@ async def test_async(rrkit_async_server):
             await asyncio.sleep(0.01)
         with pytest.raises(TimeoutError, match="still streaming"):
             await rrkit_async_server.settle(timeout=0.05)
+        with pytest.raises(TimeoutError, match="still streaming"):
+            await rrkit_async_server.recording(timeout=0.05)
         cassette = await rrkit_async_server.recording()  # the server streams on this very loop meanwhile
         assert (await streaming).status_code == 200
     (exchange,) = cassette.exchanges

@@ -13,7 +13,7 @@ WRITER = """
 import sys
 from pathlib import Path
 
-from rrkit.cassette.modes import CassetteSession
+from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.recordmode import RecordMode
 from rrkit.plugin_server import _directory_lock
 from rrkit.protocol.outcome import Outcome, OutcomeKind
@@ -24,9 +24,9 @@ path, label, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 for n in range(count):
     request = {"model": "m", "input": f"{label}-{n}"}
     with _directory_lock(path.parent):  # what the plugin holds around a test's cassette write
-        session = CassetteSession(path, RecordMode.ALL, upstream=Script())
+        deck = CassetteDeck.open(path, RecordMode.ALL, upstream=Script())
         done = Outcome(OutcomeKind.COMPLETED)
-        session.save([Exchange(0, "http", None, {}, request, logical_request=request, outcome=done)], [])
+        deck.save([Exchange(0, "http", None, {}, request, logical_request=request, outcome=done)], [])
 """
 WRITES = 25
 

@@ -144,6 +144,13 @@ def rrkit_config(rrkit_config):
             "*unknown match preset 'codx' (did you mean 'codex'?); valid: codex, openai-sdk*",
         ),
         ('cassette="talk"', '"match": {"normalize": {"input": "("}}', "*normalize 'input': invalid regex '('*"),
+        ('cassette="talk"', '"time_scale": "fast"', "*rrkit_config key 'time_scale' must be a number, got 'fast'*"),
+        (
+            'cassette="talk"',
+            '"record_mode": "often"',
+            "*rrkit_config key 'record_mode': invalid record mode 'often'; valid modes are: none, once*",
+        ),
+        ('cassette="talk"', '"redact_paths": [1]', "*rrkit_config key 'redact_paths' must be a name or a list*"),
     ],
 )
 def test_unknown_or_invalid_settings_are_usage_errors_with_the_closest_valid_name(

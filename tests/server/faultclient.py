@@ -22,6 +22,8 @@ from websockets.sync.client import ClientConnection, connect
 from rrkit.protocol import Outcome, SSEDecoder, iter_events
 from rrkit.server import Exchange, FakeServer
 
+from ..errortrap import Serve as Serve  # re-exported: the type of the `serve` fixture
+
 WAIT = 5.0
 """The longest a wait that should end may take (generous, for a loaded 2-core machine)."""
 
@@ -30,8 +32,6 @@ BODY: dict[str, Any] = {"model": "gpt-test", "input": [USER], "stream": True}
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete", "error"})
 
 T = TypeVar("T")
-Serve = Callable[..., FakeServer]
-"""The type of the `serve` fixture: `serve(script)` starts a server playing `script`."""
 
 
 def body(**changes: Any) -> dict[str, Any]:

@@ -9,7 +9,14 @@ import socket
 import httpx
 import openai
 import pytest
-from faultclient import (
+
+from rrkit.protocol import FAILURE_CODES, OutcomeKind
+from rrkit.protocol.errors import GENERIC_FAILURE_MESSAGE
+from rrkit.script import Reply, Script, error_event, failed, incomplete, reject, reply, text
+from rrkit.script.models import Reject
+from rrkit.server import TURN_STATE_HEADER
+
+from .faultclient import (
     BODY,
     Serve,
     body,
@@ -22,12 +29,6 @@ from faultclient import (
     sdk,
     text_of,
 )
-
-from rrkit.protocol import FAILURE_CODES, OutcomeKind
-from rrkit.protocol.errors import GENERIC_FAILURE_MESSAGE
-from rrkit.script import Reply, Script, error_event, failed, incomplete, reject, reply, text
-from rrkit.script.models import Reject
-from rrkit.server import TURN_STATE_HEADER
 
 TEN_EVENTS = reply(text("abcdefghij", chunks=3))  # created, in_progress, added, part, 3 deltas, done x3, completed
 

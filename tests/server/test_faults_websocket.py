@@ -7,20 +7,6 @@ import json
 import time
 
 import pytest
-from faultclient import (
-    BODY,
-    Serve,
-    body,
-    finished,
-    outcome,
-    reset_connection,
-    text_of,
-    wait_until,
-    ws_connect,
-    ws_read,
-    ws_request,
-    ws_send_raw,
-)
 from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import ClientConnection
 
@@ -39,6 +25,21 @@ from rrkit.script import (
     text,
 )
 from rrkit.server import TURN_STATE_HEADER, Connection, FakeServer
+
+from .faultclient import (
+    BODY,
+    Serve,
+    body,
+    finished,
+    outcome,
+    reset_connection,
+    text_of,
+    wait_until,
+    ws_connect,
+    ws_read,
+    ws_request,
+    ws_send_raw,
+)
 
 TEN_EVENTS = reply(text("abcdefghij", chunks=3))
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from faultclient import (
+
+from rrkit.protocol import OutcomeKind
+from rrkit.script import Match, Script, reply
+from rrkit.server import NO_MATCH_CODE, FakeServer
+
+from .faultclient import (
     BODY,
     USER,
     Serve,
@@ -18,10 +23,6 @@ from faultclient import (
     ws_connect,
     ws_request,
 )
-
-from rrkit.protocol import OutcomeKind
-from rrkit.script import Match, Script, reply
-from rrkit.server import NO_MATCH_CODE, FakeServer
 
 TOOL_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from faultclient import Serve, body, finished, post_sse, ws_connect, ws_read, ws_request
 from websockets.exceptions import InvalidStatus
 
+from rrkit.protocol.events import RESPONSE_METADATA
 from rrkit.script import (
-    RESPONSE_METADATA,
     Handshake,
     Script,
     accept_upgrade,
@@ -21,6 +20,8 @@ from rrkit.script import (
     reply,
 )
 from rrkit.server import TURN_STATE_HEADER
+
+from .faultclient import Serve, body, finished, post_sse, ws_connect, ws_read, ws_request
 
 METADATA = {"session_id": "s-1", "x-codex-turn-state": "ts-echoed"}
 

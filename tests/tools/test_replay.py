@@ -110,7 +110,7 @@ def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
 
     cassette = asyncio.run(record())
     assert cassette.exchanges[1].request_headers["x-codex-turn-state"] == "ts-http-1"
-    monkeypatch.setattr(rrkit.client.turn.TurnSession, "_capture_turn_state", lambda self, headers: None)
+    monkeypatch.setattr(rrkit.client.turn.Turn, "_capture_turn_state", lambda self, headers: None)
     result = asyncio.run(replay_cassette(cassette, ReferenceClient()))
     assert not result.ok
     first = result.report.differences[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .cassette.match import MatchConfig, match_config_from_cli
-from .cassette.modes import CassetteSession
+from .cassette.modes import CassetteDeck
 from .cassette.recordmode import parse_record_mode
 from .cassette.redact import Redactor
 from .cassette.store import CassetteError
@@ -93,10 +93,10 @@ def _match_config(
         raise click.UsageError(str(error)) from None
 
 
-def _report_unplayed(session: CassetteSession, source: ReplySource) -> None:
-    """In a replay-only session, say which recorded exchanges no request played (they may be stale)."""
+def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
+    """When the deck only replays, say which recorded exchanges no request played (they may be stale)."""
     unplayed = getattr(source, "unplayed", None)
-    if session.records or unplayed is None:
+    if deck.records or unplayed is None:
         return
     never = unplayed()
     if never:
@@ -156,7 +156,7 @@ def serve(
       rrkit serve --cassette codex.json --match-preset codex
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
-    session: CassetteSession | None = None
+    deck: CassetteDeck | None = None
     if upstream is not None and (cassette_path is None or script_path is not None):
         raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
@@ -164,7 +164,7 @@ def serve(
         script = load_script(script_path) if script_path else None
         if cassette_path is not None:
             answers = UpstreamSource(upstream) if upstream is not None else script
-            session = CassetteSession(
+            deck = CassetteDeck.open(
                 cassette_path,
                 parse_record_mode(record_mode),
                 upstream=answers,
@@ -172,8 +172,8 @@ def serve(
                 time_scale=time_scale,
                 source_name="proxy" if upstream is not None else "fake-server",
             )
-            server = FakeServer(source=session.source(), host=host, port=port, log_level=log_level)
-            what = f"cassette {str(cassette_path)!r} (record mode {session.mode.value})"
+            server = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level)
+            what = f"cassette {str(cassette_path)!r} (record mode {deck.mode.value})"
         else:
             script = script or default_script()
             server = FakeServer(script, host=host, port=port, log_level=log_level)
@@ -182,9 +182,9 @@ def serve(
         raise click.ClickException(str(error)) from None
 
     _run_until_stopped(server.serve_forever, f"rrkit: serving {what}", "Press Ctrl-C to stop.", host, port)
-    if session is not None:
-        _report_unplayed(session, server.state.source)
-        if (written := session.save(server.exchanges, server.connections)) is not None:
+    if deck is not None:
+        _report_unplayed(deck, server.state.source)
+        if (written := deck.save(server.exchanges, server.connections)) is not None:
             click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
     click.echo("rrkit: stopped")
 
@@ -237,20 +237,20 @@ def record(
         source = UpstreamSource(upstream)
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
         mode = parse_record_mode(record_mode)
-        session = CassetteSession(
+        deck = CassetteDeck.open(
             cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"
         )
-        proxy = FakeServer(source=session.source(), host=host, port=port, log_level=log_level)
+        proxy = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level)
     except (CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
-    headline = f"rrkit: recording {source.shown_url} into {cassette_path} (record mode {session.mode.value})"
+    headline = f"rrkit: recording {source.shown_url} into {cassette_path} (record mode {deck.mode.value})"
     _run_until_stopped(proxy.serve_forever, headline, "Press Ctrl-C to stop and write the cassette.", host, port)
-    _report_unplayed(session, proxy.state.source)
-    written = session.save(proxy.exchanges, proxy.connections)
+    _report_unplayed(deck, proxy.state.source)
+    written = deck.save(proxy.exchanges, proxy.connections)
     count = sum(1 for exchange in proxy.exchanges if not exchange.replayed)
     if written is None:
-        click.echo(f"rrkit: record mode {session.mode.value}: {cassette_path} kept as it was")
+        click.echo(f"rrkit: record mode {deck.mode.value}: {cassette_path} kept as it was")
     else:
         click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {written}")
 

@@ -1,5 +1,5 @@
-"""What the pytest plugin hands a test: the `RRKitServer` handle, the options from the marker and `rrkit_config`,
-the cassette session and the teardown checks (loaded by the fixtures, not at pytest start-up)."""
+"""What the pytest plugin hands a test: the `RRKitServer` handle, the options from the marker and `RRKitConfig`,
+the cassette deck and the teardown checks (loaded by the fixtures, not at pytest start-up)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import fcntl
 import hashlib
 import os
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Self
 
@@ -17,7 +17,7 @@ import pytest
 
 from .cassette.format import Cassette
 from .cassette.match import MatchConfig, unknown_name
-from .cassette.modes import CassetteSession
+from .cassette.modes import CassetteDeck
 from .cassette.record import cassette_from_capture
 from .cassette.recordmode import RecordMode, parse_record_mode
 from .cassette.redact import Redactor
@@ -30,20 +30,89 @@ from .server.app import NO_MATCH_CODE
 from .server.capture import Connection, Exchange
 from .server.runner import FakeServer
 
-DEFAULT_CONFIG: dict[str, Any] = {
-    "record_mode": RecordMode.NONE.value,
-    "upstream": None,  # a URL to record from; None records from the test's own script
-    "cassette_dir": "cassettes",  # relative to the test file's folder
-    "time_scale": 0.0,
-    "redact_headers": (),
-    "redact_paths": (),
-    "assert_all_used": True,
-    "assert_all_matched": True,
-    "assert_all_played": True,  # a replay-only cassette session fails if a recorded exchange was never requested
-    "match": None,  # how requests match recordings: a MatchConfig, or a mapping for MatchConfig.from_settings
-    "match_preset": None,  # preset name(s) added to `match`, e.g. "codex"
-    "allow_repeats": None,  # True lets a recorded exchange answer more than once (overrides `match`)
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "upstream": ((str, type(None)), "a URL or None"),
+    "cassette_dir": ((str, os.PathLike), "a folder path"),
+    "time_scale": ((int, float), "a number"),
+    "assert_all_used": ((bool,), "True or False"),
+    "assert_all_matched": ((bool,), "True or False"),
+    "assert_all_played": ((bool,), "True or False"),
+    "match": ((MatchConfig, Mapping, type(None)), "a MatchConfig, a mapping of match settings, or None"),
+    "allow_repeats": ((bool, type(None)), "True, False or None"),
 }
+
+
+@dataclass(frozen=True)
+class RRKitConfig(Mapping[str, Any]):
+    """Project-wide settings of the rrkit fixtures: what the `rrkit_config` fixture returns. Override the fixture
+    in a conftest.py returning `{**rrkit_config, "record_mode": "once"}` (a mapping over the defaults, checked
+    by `RRKitConfig.of`) or `dataclasses.replace(rrkit_config, record_mode="once")`."""
+
+    record_mode: RecordMode = RecordMode.NONE
+    upstream: str | None = None  # a URL to record from; None records from the test's own script
+    cassette_dir: str | os.PathLike[str] = "cassettes"  # relative to the test file's folder
+    time_scale: float = 0.0
+    redact_headers: tuple[str, ...] = ()
+    redact_paths: tuple[str, ...] = ()
+    assert_all_used: bool = True
+    assert_all_matched: bool = True
+    assert_all_played: bool = True  # a replay-only cassette fails the test if a recorded exchange was never requested
+    match: MatchConfig | Mapping[str, Any] | None = None  # a MatchConfig, or settings for MatchConfig.from_settings
+    match_preset: str | tuple[str, ...] | None = None  # preset name(s) added to `match`, e.g. "codex"
+    allow_repeats: bool | None = None  # True lets a recorded exchange answer more than once (overrides `match`)
+
+    def __post_init__(self) -> None:
+        """Check every value, so that a bad one fails naming its key; names lists become tuples."""
+        try:
+            object.__setattr__(self, "record_mode", parse_record_mode(self.record_mode))
+        except ValueError as error:
+            raise ValueError(f"rrkit_config key 'record_mode': {error}") from None
+        for key, (kinds, what) in _KINDS.items():
+            value = getattr(self, key)
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise ValueError(f"rrkit_config key {key!r} must be {what}, got {value!r}")
+        for key in ("redact_headers", "redact_paths"):
+            object.__setattr__(self, key, _names(key, getattr(self, key)))
+        if self.match_preset is not None:
+            object.__setattr__(self, "match_preset", _names("match_preset", self.match_preset))
+
+    @classmethod
+    def of(cls, settings: RRKitConfig | Mapping[str, Any]) -> RRKitConfig:
+        """`settings` as an RRKitConfig: a mapping's keys over the defaults; ValueError naming an unknown key
+        (with the closest valid one) or a bad value."""
+        if isinstance(settings, RRKitConfig):
+            return settings
+        if not isinstance(settings, Mapping):
+            raise ValueError(f"rrkit_config must return an RRKitConfig or a mapping, got {settings!r}")
+        problem = _unknown_keys(settings, CONFIG_KEYS, "rrkit_config key")
+        if problem:
+            raise ValueError(problem)
+        return cls(**settings)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in CONFIG_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(CONFIG_KEYS)
+
+    def __len__(self) -> int:
+        return len(CONFIG_KEYS)
+
+
+CONFIG_KEYS = tuple(field.name for field in fields(RRKitConfig))
+"""The keys of `rrkit_config`."""
+
+
+def _names(key: str, value: object) -> tuple[str, ...]:
+    """A name or a list of names, as a tuple."""
+    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, Iterable) else None
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"rrkit_config key {key!r} must be a name or a list of names, got {value!r}")
+    return names
+
+
 MARKER_KEYS = (
     "cassette",
     "record_mode",
@@ -74,7 +143,7 @@ class _Options:
     cassette: Path | None
     mode: RecordMode
     upstream: str | None
-    config: dict[str, Any]
+    config: RRKitConfig
     assert_all_used: bool
     assert_all_matched: bool
     assert_all_played: bool
@@ -85,22 +154,25 @@ def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) 
     return next((unknown_name(where, str(key), valid) for key in given if key not in valid), None)
 
 
-def _marked_and_config(request: pytest.FixtureRequest, config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The test's `rrkit` marker arguments and its `rrkit_config` over the defaults, both checked for unknown keys."""
+def _marked_and_config(
+    request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str, Any]
+) -> tuple[dict[str, Any], RRKitConfig]:
+    """The test's `rrkit` marker arguments (checked for unknown keys) and its `rrkit_config`, checked."""
     marker = request.node.get_closest_marker("rrkit")
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    problem = _unknown_keys(marked, MARKER_KEYS, "@pytest.mark.rrkit argument") or _unknown_keys(
-        config, tuple(DEFAULT_CONFIG), "rrkit_config key"
-    )
-    if problem:
-        raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
-    return marked, {**DEFAULT_CONFIG, **config}
+    problem = _unknown_keys(marked, MARKER_KEYS, "@pytest.mark.rrkit argument")
+    if problem is None:
+        try:
+            return marked, RRKitConfig.of(config)
+        except ValueError as error:
+            problem = str(error)
+    raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
 
 
-def _match(test: str, marked: dict[str, Any], config: dict[str, Any]) -> MatchConfig:
+def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfig:
     """The matching configuration: the marker's `match` over rrkit_config's (two mappings merge key by key),
     then the `match_preset` and `allow_repeats` shortcuts (the marker's over rrkit_config's)."""
-    configured, given = config["match"], marked.get("match")
+    configured, given = config.match, marked.get("match")
     if isinstance(configured, Mapping) and isinstance(given, Mapping):
         given = {**configured, **given}
     elif given is None:
@@ -112,10 +184,10 @@ def _match(test: str, marked: dict[str, Any], config: dict[str, Any]) -> MatchCo
             match = MatchConfig.from_settings(given or {})
         else:
             raise ValueError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
-        preset = marked.get("match_preset", config["match_preset"])
+        preset = marked.get("match_preset", config.match_preset)
         if preset:
             match = replace(match, presets=(*match.presets, *((preset,) if isinstance(preset, str) else preset)))
-        repeats = marked.get("allow_repeats", config["allow_repeats"])
+        repeats = marked.get("allow_repeats", config.allow_repeats)
         if repeats is not None:
             match = replace(match, allow_repeats=bool(repeats))
     except ValueError as error:
@@ -123,16 +195,16 @@ def _match(test: str, marked: dict[str, Any], config: dict[str, Any]) -> MatchCo
     return match
 
 
-def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options:
-    marked, config = _marked_and_config(request, config)
+def _options(request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str, Any]) -> _Options:
+    marked, checked = _marked_and_config(request, config)
     cli_mode = request.config.getoption("--rrkit-record-mode", default=None)
     try:
-        mode = parse_record_mode(cli_mode or marked.get("record_mode") or config["record_mode"])
+        mode = parse_record_mode(cli_mode or marked.get("record_mode") or checked.record_mode)
     except ValueError as error:
         raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
     cassette = None
     if "cassette" in marked or "record_mode" in marked:
-        folder = Path(str(request.node.path)).parent / config["cassette_dir"] / safe_name(request.node.module.__name__)
+        folder = Path(str(request.node.path)).parent / checked.cassette_dir / safe_name(request.node.module.__name__)
         name = marked.get("cassette")
         stem = safe_name(str(name)) if isinstance(name, str) else safe_name(request.node.name)
         cassette = folder / (stem if stem.endswith(".json") else f"{stem}.json")
@@ -142,12 +214,12 @@ def _options(request: pytest.FixtureRequest, config: dict[str, Any]) -> _Options
         mode=mode,
         upstream=request.config.getoption("--rrkit-upstream", default=None)
         or marked.get("upstream")
-        or config["upstream"],
-        config=config,
-        assert_all_used=bool(marked.get("assert_all_used", config["assert_all_used"])),
-        assert_all_matched=bool(marked.get("assert_all_matched", config["assert_all_matched"])),
-        assert_all_played=bool(marked.get("assert_all_played", config["assert_all_played"])),
-        match=_match(request.node.nodeid, marked, config),
+        or checked.upstream,
+        config=checked,
+        assert_all_used=bool(marked.get("assert_all_used", checked.assert_all_used)),
+        assert_all_matched=bool(marked.get("assert_all_matched", checked.assert_all_matched)),
+        assert_all_played=bool(marked.get("assert_all_played", checked.assert_all_played)),
+        match=_match(request.node.nodeid, marked, checked),
     )
 
 
@@ -156,8 +228,8 @@ class _Handle:
     teardown checks. `RRKitServer` waits for the server from the test's thread, `AsyncRRKitServer` on the loop
     both share."""
 
-    def __init__(self, server: FakeServer, script: Script, options: _Options, session: CassetteSession | None) -> None:
-        self.server, self.script, self.options, self.session = server, script, options, session
+    def __init__(self, server: FakeServer, script: Script, options: _Options, deck: CassetteDeck | None) -> None:
+        self.server, self.script, self.options, self.deck = server, script, options, deck
 
     # -- addresses ------------------------------------------------------------------------------
     @property
@@ -220,14 +292,14 @@ class _Handle:
                 if outcome is not None and outcome.kind is OutcomeKind.REFUSED and outcome.code == NO_MATCH_CODE:
                     hint = (
                         f"run with --rrkit-record-mode=new_episodes to record it into {self.options.cassette}"
-                        if self.session is not None
+                        if self.deck is not None
                         else "add a reply for it to the script"
                     )
                     found.append(
                         f"{test}: exchange {exchange.id} ({exchange.transport}) was answered by nothing; {hint}, "
                         "or mark the test @pytest.mark.rrkit(assert_all_matched=False).\n" + (outcome.message or "")
                     )
-        if self.options.assert_all_used and self.session is None:
+        if self.options.assert_all_used and self.deck is None:
             unused = self.server.state.source.unused()
             if unused:
                 found.append(
@@ -236,7 +308,7 @@ class _Handle:
                     "@pytest.mark.rrkit(assert_all_used=False) (or call rrkit_server.allow_unused())."
                 )
         source = self.server.state.source
-        replays_only = self.session is not None and not self.session.records
+        replays_only = self.deck is not None and not self.deck.records
         if self.options.assert_all_played and replays_only and isinstance(source, CassetteSource):
             unplayed = source.unplayed()
             if unplayed:
@@ -301,34 +373,32 @@ def _upstream_source(url: str) -> ReplySource:
     return source
 
 
-def _make(options: _Options) -> tuple[FakeServer, Script, CassetteSession | None]:
+def _make(options: _Options) -> tuple[FakeServer, Script, CassetteDeck | None]:
     script = Script()
     if options.cassette is None:
         return FakeServer(script), script, None
-    redactor = Redactor.with_extra(options.config["redact_headers"], options.config["redact_paths"])
+    redactor = Redactor.with_extra(options.config.redact_headers, options.config.redact_paths)
     try:
-        session = CassetteSession(
+        deck = CassetteDeck.open(
             options.cassette,
             options.mode,
             upstream=_upstream_source(options.upstream) if options.upstream else script,
             match=options.match,
             redactor=redactor,
-            time_scale=float(options.config["time_scale"]),
+            time_scale=float(options.config.time_scale),
         )
     except CassetteError as error:
         pytest.fail(f"{options.test}: {error}", pytrace=False)
-    return FakeServer(source=session.source()), script, session
+    return FakeServer(source=deck.source()), script, deck
 
 
 def _finish(handle: _Handle) -> None:
     if not handle.server.state.capture.wait_settled(5.0):
         pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
-    session = handle.session
-    if session is not None and session.records:
-        with _directory_lock(session.path.parent):
-            session.save(handle.exchanges, handle.connections)
+    deck = handle.deck
+    if deck is not None and deck.records:
+        with _directory_lock(deck.path.parent):
+            deck.save(handle.exchanges, handle.connections)
     problems = handle.problems()
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
-
-

@@ -5,7 +5,8 @@ fixture is used (`plugin_server`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -13,15 +14,25 @@ import pytest
 from .cassette.recordmode import RecordMode, parse_record_mode
 
 if TYPE_CHECKING:
-    from .plugin_server import AsyncRRKitServer, RRKitServer
+    from .plugin_server import AsyncRRKitServer, RRKitConfig, RRKitServer
     from .server.runner import FakeServer
     from .snapshot import RRKitSnapshotExtension
 
-__all__ = ["AsyncRRKitServer", "RRKitServer", "RRKitSnapshotExtension"]
+__all__ = ["AsyncRRKitServer", "RRKitConfig", "RRKitServer", "RRKitSnapshotExtension"]
 
 
 def __getattr__(name: str) -> Any:
     """`RRKitServer`, `RRKitSnapshotExtension` and the helpers stay importable from here, loaded on use."""
+    if name.startswith(("__", "pytest_")):
+        # pytest probes plugins for `pytest_plugins` (and tools for dunders) at start-up: answering those by
+        # importing `plugin_server` would load the server and its web framework in every test session
+        raise AttributeError(f"module 'rrkit.pytest_plugin' has no attribute {name!r}")
+    if name == "rrkit_async_server":
+        try:
+            fixture = globals()[name] = _async_server_fixture()
+        except ImportError:  # pragma: no cover - the async fixture needs pytest-asyncio
+            raise AttributeError(f"{name} needs pytest-asyncio") from None
+        return fixture
     if name == "RRKitSnapshotExtension":
         from .snapshot import RRKitSnapshotExtension
 
@@ -61,22 +72,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def rrkit_config() -> dict[str, Any]:
-    """Project-wide defaults for the rrkit fixtures; override this fixture in a conftest.py to change them."""
-    from .plugin_server import DEFAULT_CONFIG
+def rrkit_config() -> RRKitConfig:
+    """Project-wide settings of the rrkit fixtures (`RRKitConfig`); override this fixture in a conftest.py to change
+    them: `return {**rrkit_config, "record_mode": "once"}` (or `dataclasses.replace(rrkit_config, ...)`)."""
+    from .plugin_server import RRKitConfig
 
-    return dict(DEFAULT_CONFIG)
+    return RRKitConfig()
 
 
 @pytest.fixture
-def rrkit_server(request: pytest.FixtureRequest, rrkit_config: dict[str, Any]) -> Iterator[RRKitServer]:
+def rrkit_server(
+    request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]
+) -> Iterator[RRKitServer]:
     """A fresh fake Responses server for this test, on a free loopback port, in a background thread."""
     from .plugin_server import RRKitServer, _finish, _make, _options
 
     options = _options(request, rrkit_config)
-    server, script, session = _make(options)
+    server, script, deck = _make(options)
     with server:
-        handle = RRKitServer(server, script, options, session)
+        handle = RRKitServer(server, script, options, deck)
         yield handle
         _finish(handle)
 
@@ -93,7 +107,7 @@ def rrkit_session_server() -> Iterator[FakeServer]:
 
 @pytest.fixture
 def rrkit_shared_server(
-    request: pytest.FixtureRequest, rrkit_config: dict[str, Any], rrkit_session_server: FakeServer
+    request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any], rrkit_session_server: FakeServer
 ) -> Iterator[RRKitServer]:
     """Like `rrkit_server`, on the session's server: faster, with its state reset for each test."""
     from .plugin_server import RRKitServer, _finish, _options
@@ -109,31 +123,40 @@ def rrkit_shared_server(
     _finish(handle)
 
 
-try:
+def _async_server_fixture() -> Any:
+    """`rrkit_async_server`, made on first use (`__getattr__`): importing pytest-asyncio costs ten times the rest
+    of the plugin, and a session that has its plugin loaded has imported it already."""
     import pytest_asyncio
-except ImportError:  # pragma: no cover - the async fixture needs pytest-asyncio
-    pass
-else:
 
     @pytest_asyncio.fixture
     async def rrkit_async_server(
-        request: pytest.FixtureRequest, rrkit_config: dict[str, Any]
+        request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]
     ) -> AsyncIterator[AsyncRRKitServer]:
         """`rrkit_server` running on the test's own event loop (no thread): `await rrkit_async_server.settle()`,
         `await rrkit_async_server.recording()`."""
         from .plugin_server import AsyncRRKitServer, _finish, _make, _options
 
         options = _options(request, rrkit_config)
-        server, script, session = _make(options)
+        server, script, deck = _make(options)
         async with server:
-            handle = AsyncRRKitServer(server, script, options, session)
+            handle = AsyncRRKitServer(server, script, options, deck)
             yield handle
             await server.settle_async()
             _finish(handle)
 
+    return rrkit_async_server
+
+
+def __dir__() -> list[str]:
+    """pytest finds fixtures through `dir()`: the async one is listed where pytest-asyncio is loaded."""
+    names = [*globals()]
+    if "pytest_asyncio" in sys.modules:
+        names.append("rrkit_async_server")
+    return sorted(set(names))
+
 
 @pytest.fixture
-def rrkit_snapshot(snapshot: Any, request: pytest.FixtureRequest, rrkit_config: dict[str, Any]) -> Any:
+def rrkit_snapshot(snapshot: Any, request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]) -> Any:
     """syrupy's `snapshot` storing normalized cassettes: `assert rrkit_server.recording == rrkit_snapshot`.
     Headers the test's match configuration leaves out (its presets') are left out of the snapshot too."""
     from .plugin_server import _marked_and_config, _match

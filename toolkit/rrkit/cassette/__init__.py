@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .format import FORMAT_VERSION, Cassette, RecordedConnection, RecordedEvent, RecordedExchange
     from .match import MatchConfig, logical_content, logical_content_differences, match_config_from_cli
-    from .modes import CassetteSession
+    from .modes import CassetteDeck
     from .normalize import Normalizer, normalize_cassette, stabilize_cassette
     from .presets import PRESETS
     from .proxy import RecordingProxy
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 _HOMES = {
     ".format": ("FORMAT_VERSION", "Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
     ".match": ("MatchConfig", "logical_content", "logical_content_differences", "match_config_from_cli"),
-    ".modes": ("CassetteSession",),
+    ".modes": ("CassetteDeck",),
     ".normalize": ("Normalizer", "normalize_cassette", "stabilize_cassette"),
     ".presets": ("PRESETS",),
     ".proxy": ("RecordingProxy",),
@@ -44,8 +44,8 @@ __all__ = [
     "MARKER",
     "PRESETS",
     "Cassette",
+    "CassetteDeck",
     "CassetteError",
-    "CassetteSession",
     "CassetteSource",
     "MatchConfig",
     "Normalizer",

@@ -1,4 +1,5 @@
-"""A session that serves one cassette in one record mode (`recordmode`): what it answers from, what it writes."""
+"""`CassetteDeck`: plays one cassette and records onto it in one record mode (`recordmode`): what the server
+answers from, and what gets written."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..protocol.plan import ResponsePlan
 from ..script.models import Handshake, Script
-from ..script.select import Answer, NoMatch, ReplySource, RequestView, ScriptState
+from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Connection, Exchange
 from .format import Cassette, RecordedExchange
 from .match import MatchConfig
@@ -25,7 +27,7 @@ class FallbackSource:
     first: ReplySource
     then: ReplySource
 
-    async def select(self, request: RequestView) -> Answer | NoMatch:
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         answer = await self.first.select(request)
         return await self.then.select(request) if isinstance(answer, NoMatch) else answer
 
@@ -68,27 +70,27 @@ class FallbackSource:
 
 
 @dataclass
-class CassetteSession:
-    """One cassette served in one record mode: what the server answers from, and what gets written.
+class CassetteDeck:
+    """One cassette played in one record mode, and recorded onto: what the server answers from, and what gets
+    written. `CassetteDeck.open(path, mode, ...)` reads the cassette; the constructor does no I/O.
 
-    `upstream` answers whatever is recorded: a script (played by the fake server) or a reply source
-    such as a proxy's upstream.
+    `existing` is what the cassette held when opened (None: no such file yet, or a mode that starts afresh).
+    `upstream` answers whatever is recorded: a script (played by the fake server) or a reply source such as a
+    proxy's upstream.
     """
 
     path: Path
-    mode: RecordMode = RecordMode.NONE
+    mode: RecordMode
+    existing: Cassette | None
     upstream: Script | ReplySource | None = None
     match: MatchConfig = field(default_factory=MatchConfig)
     redactor: Redactor = field(default_factory=Redactor)
     time_scale: float = 0.0
     name: str = ""
     source_name: str = "fake-server"  # what records: the fake server, or a proxy ("proxy")
+    replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
 
     def __post_init__(self) -> None:
-        self.path = Path(self.path)
-        self.mode = parse_record_mode(self.mode)
-        self.replay: CassetteSource | None = None  # what replays the cassette, once `source()` made it
-        self.existing = load_cassette(self.path) if self.path.exists() and self.mode != RecordMode.REWRITE else None
         if self.mode is RecordMode.NONE and self.existing is None:
             raise CassetteError(
                 f"{self.path}: no such cassette, and record mode 'none' only replays. "
@@ -100,9 +102,38 @@ class CassetteSession:
                 "(a URL to proxy, or a script for the fake server)."
             )
 
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        mode: RecordMode | str = RecordMode.NONE,
+        *,
+        upstream: Script | ReplySource | None = None,
+        match: MatchConfig | None = None,
+        redactor: Redactor | None = None,
+        time_scale: float = 0.0,
+        name: str = "",
+        source_name: str = "fake-server",
+    ) -> CassetteDeck:
+        """The deck of the cassette at `path` (read unless `mode` is `rewrite`); CassetteError naming the file
+        when it cannot be read, or cannot serve this mode."""
+        path, mode = Path(path), parse_record_mode(mode)
+        existing = load_cassette(path) if path.exists() and mode is not RecordMode.REWRITE else None
+        return cls(
+            path,
+            mode,
+            existing,
+            upstream=upstream,
+            match=match if match is not None else MatchConfig(),
+            redactor=redactor if redactor is not None else Redactor(),
+            time_scale=time_scale,
+            name=name,
+            source_name=source_name,
+        )
+
     @property
     def records(self) -> bool:
-        """Whether this session can add exchanges to the cassette."""
+        """Whether this deck adds exchanges to the cassette."""
         if self.mode is RecordMode.ONCE:
             return self.existing is None
         return self.mode is not RecordMode.NONE

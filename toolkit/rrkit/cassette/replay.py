@@ -12,58 +12,15 @@ from typing import Any
 
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.outcome import STATED_KINDS, OutcomeKind
+from ..protocol.outcome import STATED_KINDS
+from ..protocol.plan import ResponsePlan
 from ..protocol.request import INPUT_FIELD, input_items, is_warmup
 from ..protocol.vocabulary import CloseKind
-from ..script.models import Fault, Handshake, Reject
-from ..script.plan import RecordedReply, VerbatimBody
+from ..script.models import Handshake
 from ..script.select import NoMatch, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
 from .match import MatchConfig, canonical, compare, digest, shown
-
-_REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
-
-
-def recorded_reply(
-    exchange: RecordedExchange, close: CloseKind = "tcp", close_code: int = 1011, time_scale: float = 0.0
-) -> RecordedReply:
-    """The reply that plays an exchange back, recorded faults (drops, stalls, refusals) included."""
-    outcome = exchange.outcome
-    headers = {k: v for k, v in exchange.response_headers.items() if k.lower() in _REPLAYED_HEADERS}
-    reject = None
-    fault = Fault()
-    recorded_body = exchange.response_body
-    if recorded_body is not None and not exchange.events:
-        # A whole body that was not played from events (relayed: a response object, an error, a page): served as
-        # it was sent. A body the fake server played from events is played again, into the same body.
-        body = VerbatimBody(exchange.response_status or 200, recorded_body.content, recorded_body.content_type)
-        return RecordedReply(
-            events=[],
-            turn_state=headers.get(TURN_STATE_HEADER),
-            headers={k: v for k, v in headers.items() if k != TURN_STATE_HEADER},
-            body=body,
-        )
-    if outcome is not None and outcome.kind is OutcomeKind.REFUSED:
-        reject = Reject(
-            status=outcome.status or exchange.response_status or 500,
-            code=outcome.code,
-            message=outcome.message,
-            headers=headers,
-        )
-    elif outcome is not None and outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.DISCONNECTED):
-        fault = Fault(
-            drop_after=len(exchange.events), close="frame" if close == "frame" else "tcp", close_code=close_code
-        )
-    elif outcome is not None and outcome.kind is OutcomeKind.STALLED:
-        fault = Fault(stall_after=len(exchange.events))
-    return RecordedReply(
-        events=[(recorded.at, recorded.raw) for recorded in exchange.events],
-        fault=fault,
-        reject=reject,
-        turn_state=headers.get(TURN_STATE_HEADER),
-        headers={k: v for k, v in headers.items() if k != TURN_STATE_HEADER},
-        time_scale=time_scale,
-    )
+from .playback import render_recording
 
 
 @dataclass
@@ -113,14 +70,14 @@ class CassetteSource:
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
 
-    async def select(self, request: RequestView) -> RecordedReply | NoMatch:
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         incoming = request.logical if self.match.on == "logical" else request.wire
         key = digest(self.match.view(incoming))
         with self._lock:
             position = self._take(key)
         if position is None:
             return await asyncio.to_thread(self._no_match, request, key)
-        return self._reply(self._exchanges[position], request.connection_id)
+        return self._plan(self._exchanges[position], request)
 
     def _take(self, key: bytes) -> int | None:
         """(Under the lock.) The exchange that answers a request with this key, marked as played."""
@@ -134,12 +91,12 @@ class CassetteSource:
             return bucket[played]
         return bucket[-1] if self.match.allow_repeats else None
 
-    def _reply(self, exchange: RecordedExchange, connection_id: int | None) -> RecordedReply:
+    def _plan(self, exchange: RecordedExchange, request: RequestView) -> ResponsePlan:
         connection = self._connections.get(exchange.connection) if exchange.connection is not None else None
         by_frame = connection is not None and connection.closed_by == "server" and connection.close_code
         close: CloseKind = "frame" if connection is not None and by_frame else "tcp"
         code = (connection.close_code or 1011) if connection is not None and by_frame else 1011
-        reply = recorded_reply(exchange, close, code, self.time_scale)
+        connection_id = request.connection_id
 
         def rename(recorded_id: str) -> str:
             key = (connection_id, recorded_id)
@@ -148,7 +105,10 @@ class CassetteSource:
                 self._recorded_ids[(connection_id, self._renames[key])] = recorded_id
             return self._renames[key]
 
-        return RecordedReply(**{**reply.__dict__, "rename": rename})
+        scale = self.time_scale
+        return render_recording(
+            exchange, transport=request.transport, close=close, close_code=code, time_scale=scale, rename=rename
+        )
 
     def _feature_table(self) -> list[tuple[frozenset[int], int]]:
         """Per exchange, its (field, value) hashes and input length: what ranks the closest ones cheaply."""

@@ -29,12 +29,13 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from ..protocol import errors
 from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.outcome import response_id_of_body
+from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, VerbatimBody, sse_comment, verbatim
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import SSEDecoder
 from ..protocol.vocabulary import Transport
-from ..script.models import Handshake, Reject, Reply
-from ..script.plan import LiveReply, PlannedEvent, StreamCut, VerbatimBody, planned_event, sse_comment
-from ..script.select import Answer, NoMatch, RequestView
+from ..script.models import Handshake
+from ..script.select import NoMatch, RequestView
 from .redact import redact_url, url_secrets
 
 log = logging.getLogger("rrkit.proxy")
@@ -155,7 +156,7 @@ def _planned(raw: str, transport: Transport) -> PlannedEvent:
     try:
         if transport != "ws" and ("\n" in text or "\r" in text):
             text = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))  # SSE data: one line
-        planned = planned_event(text, transport)
+        planned = verbatim(text, transport)
     except ValueError:
         raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
     if not isinstance(planned.event.get("type"), str):
@@ -180,7 +181,7 @@ def _cut_of(closed: ConnectionClosed) -> StreamCut:
     return StreamCut("tcp", reason="upstream closed the socket without a close frame")
 
 
-async def _cut_at_once(cut: StreamCut) -> AsyncIterator[PlannedEvent]:
+async def _cut_at_once(cut: StreamCut) -> AsyncGenerator[PlannedEvent, None]:
     raise cut
     yield  # an async generator that never yields
 
@@ -235,7 +236,7 @@ class UpstreamSource:
         return text
 
     # -- ReplySource ----------------------------------------------------------------------------
-    async def select(self, request: RequestView) -> Answer | NoMatch:
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         if request.transport == "ws":
             return await self._select_ws(request)
         return await self._select_http(request)
@@ -302,7 +303,7 @@ class UpstreamSource:
             )
         return self._http
 
-    async def _select_http(self, request: RequestView) -> Answer:
+    async def _select_http(self, request: RequestView) -> ResponsePlan:
         """POST the body as the client sent it (encoded, if it was) with the client's query string; relay the
         answer: a stream event by event, anything else as one whole body with its status."""
         headers = forwarded_request_headers(request.headers)
@@ -321,30 +322,32 @@ class UpstreamSource:
         except httpx.HTTPError as error:
             message = self._shown(f"POST {url} failed: {type(error).__name__}: {error}")
             log.warning("rrkit proxy: %s", message)
-            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message)))
         forwarded = response_headers(response.headers.multi_items())
         turn_state = response.headers.get(TURN_STATE_HEADER)
         content_type = response.headers.get("content-type", "")
         if 200 <= response.status_code < 300 and content_type.split(";")[0].strip().lower() == "text/event-stream":
-            return LiveReply(
-                events=self._relay_sse(response, request.transport),
+            return ResponsePlan(
+                self._relay_sse(response, request.transport),
                 turn_state=turn_state,
                 headers=forwarded,
                 model=response.headers.get("openai-model"),
-                on_finish=response.aclose,
+                release=response.aclose,
             )
         try:
             content = await response.aread()
         except httpx.HTTPError as error:
             message = self._shown(f"POST {url}: the answer broke off: {type(error).__name__}: {error}")
             log.warning("rrkit proxy: %s", message)
-            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message)))
         finally:
             await response.aclose()
         body_of = VerbatimBody(response.status_code, content, content_type or "application/octet-stream")
-        return LiveReply(body=body_of, turn_state=turn_state, headers=forwarded)
+        return ResponsePlan(
+            response_id=response_id_of_body(content) or "", body=body_of, turn_state=turn_state, headers=forwarded
+        )
 
-    async def _relay_sse(self, response: httpx.Response, transport: Transport) -> AsyncIterator[PlannedEvent]:
+    async def _relay_sse(self, response: httpx.Response, transport: Transport) -> AsyncGenerator[PlannedEvent, None]:
         """Each event (and keep-alive comment) as soon as its bytes arrive; a stream that ends (or breaks)
         before a terminal event is cut."""
         decoder = SSEDecoder(keep_comments=True)
@@ -384,7 +387,7 @@ class UpstreamSource:
             max_size=None,
         )
 
-    async def _socket(self, request: RequestView) -> _UpstreamSocket | Reply:
+    async def _socket(self, request: RequestView) -> _UpstreamSocket | Rejection:
         """This connection's upstream socket; opened now if its handshake was answered elsewhere (a cassette)."""
         socket = self._sockets.get(request.connection_id)
         if socket is not None:
@@ -396,10 +399,10 @@ class UpstreamSource:
             status = status if 400 <= status <= 599 else UPSTREAM_ERROR_STATUS
             body = _json_body(refused.response.body, status)
             headers = response_headers(refused.response.headers.raw_items())
-            return Reply(reject=Reject(status=status, body=body, headers=headers))
+            return Rejection(status, body, headers)
         except (OSError, TimeoutError, WebSocketException) as error:
             message = self._shown(f"WebSocket upgrade to {self.ws_url} failed: {error}")
-            return Reply(reject=Reject(status=UPSTREAM_ERROR_STATUS, body=_upstream_error(message)))
+            return Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message))
         socket = self._sockets[request.connection_id] = _UpstreamSocket(ws, request.query)
         return socket
 
@@ -415,10 +418,10 @@ class UpstreamSource:
             del self._sockets[connection_id]
         self._close_later(socket)
 
-    async def _select_ws(self, request: RequestView) -> Answer:
+    async def _select_ws(self, request: RequestView) -> ResponsePlan:
         socket = await self._socket(request)
-        if isinstance(socket, Reply):
-            return socket
+        if isinstance(socket, Rejection):
+            return ResponsePlan(rejection=socket)
         frame = dict(request.wire)
         previous = frame.get("previous_response_id")
         rebuilt = "previous_response_id" not in request.logical
@@ -433,19 +436,19 @@ class UpstreamSource:
             raw = await self._recv(socket)
         except ConnectionClosed as closed:
             self._drop(request.connection_id, socket)
-            return LiveReply(events=_cut_at_once(_cut_of(closed)))
+            return ResponsePlan(_cut_at_once(_cut_of(closed)))
         except TimeoutError:
             self._drop(request.connection_id, socket)
-            return LiveReply(events=_cut_at_once(StreamCut("tcp", reason="upstream sent nothing")))
+            return ResponsePlan(_cut_at_once(StreamCut("tcp", reason="upstream sent nothing")))
         try:
             first = _planned(raw, request.transport)
         except StreamCut as cut:
             self._drop(request.connection_id, socket)
-            return LiveReply(events=_cut_at_once(cut))
+            return ResponsePlan(_cut_at_once(cut))
         rejection = _rejection(first.event)
         if rejection is not None:
-            return rejection
-        return LiveReply(events=self._relay_ws(request.connection_id, socket, first, request.transport))
+            return ResponsePlan(rejection=rejection)
+        return ResponsePlan(self._relay_ws(request.connection_id, socket, first, request.transport))
 
     async def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
         """Forward a client frame that is not a request (`response.steer`, a frame type this proxy does not
@@ -471,7 +474,7 @@ class UpstreamSource:
 
     async def _relay_ws(
         self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: Transport
-    ) -> AsyncIterator[PlannedEvent]:
+    ) -> AsyncGenerator[PlannedEvent, None]:
         planned = first
         while True:
             event = planned.event
@@ -496,7 +499,7 @@ class UpstreamSource:
                 raise
 
 
-def _rejection(event: Mapping[str, Any]) -> Reply | None:
+def _rejection(event: Mapping[str, Any]) -> Rejection | None:
     """An upstream `error` frame with an error status, as the same rejection (the app sends it as a frame)."""
     status = event.get("status")
     if event.get("type") != ERROR or not isinstance(status, int) or not 400 <= status <= 599:
@@ -505,4 +508,4 @@ def _rejection(event: Mapping[str, Any]) -> Reply | None:
     body = {"error": error if isinstance(error, dict) else {"message": str(error or event.get("message", ""))}}
     raw_headers = event.get("headers")
     headers = {str(k): str(v) for k, v in raw_headers.items()} if isinstance(raw_headers, dict) else {}
-    return Reply(reject=Reject(status=status, body=body, headers=headers))
+    return Rejection(status, body, headers)

@@ -44,8 +44,8 @@ from .events import (
 from .prompt import Prompt, compile_lite, compile_prompt, compile_request, user_message
 from .retry import ClientOptions, RecordingSleep, RetryBudget, RetryPolicy
 from .trace import Fallback, ReceivedEvent, Trace, TraceEntry
-from .turn import SampleResult, TurnSession
-from .ws_transport import WebSocketSession
+from .turn import SampleResult, Turn
+from .ws_transport import ResponsesSocket
 
 __all__ = [
     "ClientOptions",
@@ -77,6 +77,7 @@ __all__ = [
     "RefusalDelta",
     "ResponseEvent",
     "ResponseIncomplete",
+    "ResponsesSocket",
     "RetryBudget",
     "RetryLimitReached",
     "RetryPolicy",
@@ -91,13 +92,12 @@ __all__ = [
     "ToolInputDelta",
     "Trace",
     "TraceEntry",
+    "Turn",
     "TurnResult",
-    "TurnSession",
     "Unauthorized",
     "UpgradeRequired",
     "UsageLimitReached",
     "UsageNotIncluded",
-    "WebSocketSession",
     "compile_lite",
     "compile_prompt",
     "compile_request",

@@ -1,35 +1,29 @@
-"""The session-level ModelClient: provider, auth, prompt cache key, HTTP fallback state, cached socket."""
+"""The session-level ModelClient: provider, auth, prompt cache key; it builds each turn from its collaborators."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-import httpx
-from websockets.protocol import State
-
 from ..protocol.headers import identity_headers
 from ..protocol.outcome import Outcome, OutcomeKind
+from .connections import Connections
 from .errors import UpgradeRequired
-from .prompt import Encoding, Prompt, compile_prompt
+from .prompt import Encoding, Prompt, RequestDefaults
 from .retry import ClientOptions
-from .trace import Fallback, Trace
-from .turn import TurnSession
-from .ws_transport import WebSocketSession, websocket_url
-
-_CLOSE_TIMEOUT = 1.0  # seconds a polite WebSocket close may take before the socket is simply dropped
-log = logging.getLogger("rrkit.client")
+from .session_state import SessionState
+from .trace import Trace
+from .turn import Turn
 
 
 class ModelClient:
     """One per session. WebSocket is preferred while the provider supports it and the session has
-    not fallen back; `websockets_disabled` then holds for every later turn."""
+    not fallen back; `websockets_disabled` then holds for every later turn.
+
+    It owns the session's connections and state and hands them, with its request defaults and options, to
+    each turn it starts."""
 
     def __init__(
         self,
@@ -45,23 +39,19 @@ class ModelClient:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.responses_url = self.base_url + "/responses"
-        self.ws_url = websocket_url(self.base_url)
         self.api_key = api_key
-        self.supports_websockets = supports_websockets
         self.session_id = session_id or str(uuid.uuid4())
         self.thread_id = thread_id or self.session_id
         self.prompt_cache_key = prompt_cache_key or self.session_id
         self.encoding: Encoding = encoding
         self.options = options or ClientOptions()
         self.extra_headers = dict(headers or {})
-        self.websockets_disabled = False
-        self.trace = Trace()
-        self.usage: list[dict[str, Any]] = []
-        timeout = httpx.Timeout(self.options.connect_timeout, read=None)
-        self.http = httpx.AsyncClient(timeout=timeout, trust_env=False)
-        self._cached: WebSocketSession | None = None
-        self._connections = 0
+        self._state = SessionState(supports_websockets)
+        self._connections = Connections(
+            self.base_url,
+            connect_timeout=self.options.connect_timeout,
+            websocket_connect_timeout=self.options.websocket_connect_timeout,
+        )
         self._turns = 0
 
     async def __aenter__(self) -> ModelClient:
@@ -73,21 +63,38 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        cached, self._cached = self._cached, None
-        if cached is not None:
-            await self.discard(cached)
-        await self.http.aclose()
+        await self._connections.aclose()
 
-    # -- what a request carries -----------------------------------------------------------------
+    # -- what the session has seen ----------------------------------------------------------------
+    @property
+    def trace(self) -> Trace:
+        return self._state.trace
+
+    @property
+    def usage(self) -> list[dict[str, Any]]:
+        """The usage of every completed response of the session, in order."""
+        return self._state.usage
+
+    @property
+    def supports_websockets(self) -> bool:
+        return self._state.supports_websockets
+
+    @property
+    def websockets_disabled(self) -> bool:
+        """The session fell back to HTTP (`trace.fallbacks` says when and why)."""
+        return self._state.fallback is not None
+
     @property
     def use_websockets(self) -> bool:
-        return self.supports_websockets and not self.websockets_disabled
+        return self._state.use_websockets
 
+    # -- what a request carries -----------------------------------------------------------------
     def compile(self, prompt: Prompt) -> dict[str, Any]:
         """The logical request: the prompt compiled, with the session's cache key unless the prompt sets one."""
-        if prompt.prompt_cache_key is None:
-            prompt = replace(prompt, prompt_cache_key=self.prompt_cache_key)
-        return compile_prompt(prompt, self.encoding)
+        return self._defaults().compile(prompt)
+
+    def _defaults(self) -> RequestDefaults:
+        return RequestDefaults(self.headers(), self.prompt_cache_key, self.encoding)
 
     def headers(self) -> dict[str, str]:
         headers = {"originator": "rrkit", **identity_headers(self.session_id, self.thread_id), **self.extra_headers}
@@ -101,10 +108,21 @@ class ModelClient:
             return self.options.new_id()
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"rrkit:{self.thread_id}:turn:{turn}"))
 
-    def turn(self) -> TurnSession:
+    def turn(self) -> Turn:
         """A new turn (use as `async with client.turn() as turn:`): its turn-state token starts empty."""
         self._turns += 1
-        return TurnSession(self, self._turns)
+        return self._turn(self._turns, self.new_turn_id(self._turns))
+
+    def _turn(self, index: int, turn_id: str, *, warmup: bool = False) -> Turn:
+        return Turn(
+            index,
+            turn_id,
+            defaults=self._defaults(),
+            options=self.options,
+            connections=self._connections,
+            state=self._state,
+            warmup=warmup,
+        )
 
     async def warmup(self, prompt: Prompt, *, timeout: float | None = None) -> str | None:
         """Best effort `generate: false` over a socket; its id becomes the first real request's baseline.
@@ -114,13 +132,14 @@ class ModelClient:
         """
         if not self.use_websockets:
             return None
-        if self._cached is not None and self._cached.last_request is not None:
+        if self._connections.has_baseline:
             return None
-        turn = TurnSession(self, 0, warmup=True)
+        turn = self._turn(0, "", warmup=True)
         try:
             return await turn.warm(prompt, self.options.warmup_timeout if timeout is None else timeout)
         except UpgradeRequired as error:
-            await self.fall_back(0, f"WebSocket upgrade refused during warmup: {error}")
+            if self._state.fall_back(0, f"WebSocket upgrade refused during warmup: {error}"):
+                await self._connections.drop_cached()
         except TimeoutError:
             entry = self.trace.entries[-1] if self.trace.entries else None
             if entry is not None and entry.warmup:
@@ -130,44 +149,3 @@ class ModelClient:
         finally:
             await turn.finish()
         return None
-
-    # -- fallback and the socket cache ----------------------------------------------------------
-    async def fall_back(self, turn: int, reason: str) -> None:
-        """Disable WebSockets for the whole session and drop the socket with its baseline."""
-        if self.websockets_disabled:
-            return
-        self.websockets_disabled = True
-        self.trace.fallbacks.append(Fallback(turn, reason))
-        log.warning("falling back to HTTP for the rest of the session: %s", reason)
-        cached, self._cached = self._cached, None
-        if cached is not None:
-            await self.discard(cached)
-
-    @property
-    def websocket_serial(self) -> int:
-        """The serial number of the last WebSocket connection opened or attempted (0: none yet)."""
-        return self._connections
-
-    async def open_websocket(self, headers: Mapping[str, str]) -> WebSocketSession:
-        self._connections += 1
-        return await WebSocketSession.open(
-            self.ws_url, headers, serial=self._connections, timeout=self.options.websocket_connect_timeout
-        )
-
-    def take_cached(self) -> WebSocketSession | None:
-        cached, self._cached = self._cached, None
-        if cached is not None and cached.connection.state is not State.OPEN:
-            return None
-        return cached
-
-    async def give_back(self, ws: WebSocketSession) -> None:
-        """A turn ended with this socket healthy: keep it for the next turn (with its baseline)."""
-        if self.use_websockets and self._cached is None and ws.connection.state is State.OPEN:
-            self._cached = ws
-        else:
-            await self.discard(ws)
-
-    async def discard(self, ws: WebSocketSession) -> None:
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(_CLOSE_TIMEOUT):
-                await ws.aclose()

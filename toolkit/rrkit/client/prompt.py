@@ -1,4 +1,4 @@
-"""The client's Prompt and its pure compilation to a Responses request (standard or Lite encoding)."""
+"""The client's Prompt, its pure compilation to a Responses request (standard or Lite), a session's defaults."""
 
 from __future__ import annotations
 
@@ -89,6 +89,22 @@ def compile_lite(prompt: Prompt) -> dict[str, Any]:
 
 def compile_prompt(prompt: Prompt, encoding: Encoding = "standard") -> dict[str, Any]:
     return compile_lite(prompt) if encoding == "lite" else compile_request(prompt)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDefaults:
+    """What a session puts on every request: its headers, and in the body its prompt cache key (unless the
+    prompt sets one) and encoding."""
+
+    headers: Mapping[str, str]
+    prompt_cache_key: str
+    encoding: Encoding = "standard"
+
+    def compile(self, prompt: Prompt) -> dict[str, Any]:
+        """The logical request of `prompt`."""
+        if prompt.prompt_cache_key is None:
+            prompt = replace(prompt, prompt_cache_key=self.prompt_cache_key)
+        return compile_prompt(prompt, self.encoding)
 
 
 def user_message(text: str) -> Item:

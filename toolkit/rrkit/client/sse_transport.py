@@ -11,9 +11,10 @@ import httpx
 
 from ..protocol.sse import SSEDecoder
 from .errors import connect_failed, dropped, http_error
+from .stream import EventStream
 
 
-class SSEStream:
+class SSEStream(EventStream):
     """One open `text/event-stream` response: raw event dicts in order, None at EOF."""
 
     def __init__(self, response: httpx.Response) -> None:

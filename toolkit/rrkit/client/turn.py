@@ -1,4 +1,4 @@
-"""The turn-level session: this turn's streams, its turn-state token, and the sampling loop with retries."""
+"""One turn of a client session: its streams, its turn-state token, and the sampling loop with retries."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol.events import ERROR
 from ..protocol.headers import (
@@ -22,16 +22,16 @@ from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
 from ..protocol.vocabulary import Transport
+from .connections import Connections
 from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
 from .events import Completed, Created, Delta, OutputItemDone, map_event
-from .prompt import Prompt
-from .retry import RetryBudget, Step
-from .sse_transport import SSEStream, open_sse
+from .prompt import Prompt, RequestDefaults
+from .retry import ClientOptions, RetryBudget, Step
+from .session_state import SessionState
+from .sse_transport import SSEStream
+from .stream import EventStream
 from .trace import TraceEntry
-from .ws_transport import WebSocketSession
-
-if TYPE_CHECKING:
-    from .client import ModelClient
+from .ws_transport import ResponsesSocket
 
 DeltaCallback = Callable[[Delta], None]
 TOOL_CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -52,23 +52,40 @@ class SampleResult:
         return [item for item in self.items if item.get("type") in TOOL_CALL_TYPES]
 
 
-class TurnSession:
-    """One turn: its id, a fresh (empty) turn-state token, the socket it borrowed, and its samplings."""
+class Turn:
+    """One turn: its id, a fresh (empty) turn-state token, the socket it borrowed, and its samplings.
 
-    def __init__(self, client: ModelClient, index: int, *, warmup: bool = False) -> None:
-        self.client = client
+    It gets from its ModelClient what it needs and nothing more: the request defaults and options, the session's
+    connections (where the socket is borrowed from and given back) and state (fallback, trace, usage).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        turn_id: str,
+        *,
+        defaults: RequestDefaults,
+        options: ClientOptions,
+        connections: Connections,
+        state: SessionState,
+        warmup: bool = False,
+    ) -> None:
         self.index = index
-        self.warmup = warmup
-        self.turn_id = "" if warmup else client.new_turn_id(index)
+        self.turn_id = turn_id
         """The same on every request and retry of the turn; empty on the prewarm."""
+        self.warmup = warmup
         self.turn_state: str | None = None
         """`x-codex-turn-state` of an HTTP response: empty at the start of every turn, captured once, sent
         back within it. A token on a 101 is not captured: Codex 0.169 never sends it back."""
         self.usage: list[dict[str, Any]] = []
         self.samples = 0
-        self._ws: WebSocketSession | None = None
+        self._defaults = defaults
+        self._options = options
+        self._connections = connections
+        self._state = state
+        self._socket: ResponsesSocket | None = None
 
-    async def __aenter__(self) -> TurnSession:
+    async def __aenter__(self) -> Turn:
         return self
 
     async def __aexit__(
@@ -77,10 +94,15 @@ class TurnSession:
         await self.finish()
 
     async def finish(self) -> None:
-        """End of turn: a healthy socket goes back to the client's cache; the turn state is forgotten."""
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            await self.client.give_back(ws)
+        """End of turn: a healthy socket goes back to the cache (unless the session fell back to HTTP); the turn
+        state is forgotten."""
+        socket, self._socket = self._socket, None
+        if socket is None:
+            return
+        if self._state.use_websockets:
+            await self._connections.give_back(socket)
+        else:
+            await self._connections.discard(socket)
 
     # -- headers --------------------------------------------------------------------------------
     @property
@@ -89,7 +111,7 @@ class TurnSession:
         return turn_metadata(self.turn_id, PREWARM_KIND if self.warmup else TURN_KIND)
 
     def request_headers(self) -> dict[str, str]:
-        headers = {**self.client.headers(), TURN_METADATA_HEADER: self.metadata}
+        headers = {**self._defaults.headers, TURN_METADATA_HEADER: self.metadata}
         if self.turn_state:
             headers[TURN_STATE_HEADER] = self.turn_state
         return headers
@@ -111,17 +133,17 @@ class TurnSession:
         """
         history = list(prompt.history) if history is None else history
         self.samples += 1
-        options = self.client.options
+        options = self._options
         budget = RetryBudget(options.retry, options.rng)
         attempt = 0
         current = prompt
         while True:
-            transport: Transport = "ws" if self.client.use_websockets else "http"
+            transport: Transport = "ws" if self._state.use_websockets else "http"
             entry = self._new_entry(current, transport, attempt)
             try:
                 return await self._attempt(entry, history, on_delta)
             except ModelClientError as error:
-                step = budget.after(error, transport, can_fall_back=self.client.use_websockets)
+                step = budget.after(error, transport, can_fall_back=self._state.use_websockets)
                 if step.step is Step.FAIL:
                     raise
                 if step.step is Step.FALL_BACK:
@@ -130,7 +152,8 @@ class TurnSession:
                         if isinstance(error, UpgradeRequired)
                         else f"WebSocket retry budget of {options.retry.max_retries} spent; last error: {error}"
                     )
-                    await self.client.fall_back(self.index, why)
+                    if self._state.fall_back(self.index, why):
+                        await self._connections.drop_cached()
                 else:
                     entry.retry_delay, entry.retry_level = step.delay, step.level
                     await options.sleep(step.delay)
@@ -147,7 +170,7 @@ class TurnSession:
 
     # -- one attempt ------------------------------------------------------------------------------
     def _new_entry(self, prompt: Prompt, transport: Transport, attempt: int, *, warmup: bool = False) -> TraceEntry:
-        trace = self.client.trace
+        trace = self._state.trace
         metadata = {**(prompt.client_metadata or {}), TURN_METADATA_HEADER: self.metadata}
         return trace.add(
             TraceEntry(
@@ -157,8 +180,8 @@ class TurnSession:
                 attempt=attempt,
                 transport=transport,
                 warmup=warmup,
-                logical=self.client.compile(replace(prompt, client_metadata=metadata)),
-                started_at=self.client.options.clock(),
+                logical=self._defaults.compile(replace(prompt, client_metadata=metadata)),
+                started_at=self._options.clock(),
             )
         )
 
@@ -173,99 +196,94 @@ class TurnSession:
         """Send `entry.logical` once over `entry.transport` and read its stream; the trace records how it ended.
         `answer_timeout` (WebSocket) bounds what follows the upgrade."""
         try:
-            if entry.transport == "ws":
-                result = await self._attempt_ws(entry, history, on_delta, answer_timeout)
-            else:
-                result = await self._attempt_http(entry, history, on_delta)
+            result = await self._exchange(entry, history, on_delta, answer_timeout)
         except ModelClientError as error:
             entry.outcome = error.outcome(entry.events_received)
             entry.error, entry.error_type = str(error), type(error).__name__
-            await self._drop_websocket()
+            await self._drop_socket()
             raise
         except asyncio.CancelledError:  # the user (or a timeout around the turn) gave up: never retried
             entry.outcome = Outcome(OutcomeKind.DISCONNECTED, entry.events_received)
             entry.error_type = "cancelled"
-            await self._drop_websocket()
+            await self._drop_socket()
             raise
         except Exception as error:  # a bug or an unforeseen failure: not a protocol outcome, not retried
             entry.error, entry.error_type = repr(error), type(error).__name__
-            await self._drop_websocket()
+            await self._drop_socket()
             raise
         finally:
-            entry.ended_at = self.client.options.clock()
+            entry.ended_at = self._options.clock()
         entry.outcome = Outcome(OutcomeKind.COMPLETED, entry.events_received)
         if result.usage is not None:
             self.usage.append(result.usage)
-            self.client.usage.append(result.usage)
+            self._state.usage.append(result.usage)
         return result
 
-    async def _websocket(self, entry: TraceEntry) -> WebSocketSession:
-        if self._ws is None:
-            self._ws = self.client.take_cached()
-        if self._ws is None:
+    async def _exchange(
+        self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None, answer_timeout: float | None
+    ) -> SampleResult:
+        """Send, then read the response's stream: an HTTP one is closed after, a socket outlives it."""
+        if entry.transport == "http":
+            stream = await self._post(entry)
+            try:
+                return await self._consume(stream, entry, history, on_delta)
+            finally:
+                await stream.aclose()
+        socket = await self._borrow_socket(entry)  # bounded by the WebSocket connect timeout, not `answer_timeout`
+        async with asyncio.timeout(answer_timeout):
+            await self._send(socket, entry)
+            result = await self._consume(socket, entry, history, on_delta)
+            socket.remember_completed(result.response_id, result.items)
+            return result
+
+    async def _post(self, entry: TraceEntry) -> SSEStream:
+        headers = self.request_headers()
+        entry.headers, entry.wire, entry.decision = headers, dict(entry.logical), "HTTP always sends the full request"
+        entry.sent_at = self._options.clock()
+        try:
+            stream = await self._connections.post(entry.logical, headers)
+        except ConnectFailed:
+            entry.wire = entry.sent_at = None  # never reached the server
+            raise
+        entry.response_headers = stream.headers
+        self._capture_turn_state(stream.headers)
+        return stream
+
+    async def _borrow_socket(self, entry: TraceEntry) -> ResponsesSocket:
+        """The turn's socket: the one it holds, else the session's cached one, else a new connection."""
+        if self._socket is None:
+            self._socket = self._connections.take_cached()
+        if self._socket is None:
             headers = {**self.request_headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
             entry.headers = headers
             try:
-                self._ws = await self.client.open_websocket(headers)
+                self._socket = await self._connections.open_socket(headers)
             except (HandshakeRefused, UpgradeRequired) as error:
-                entry.connection, entry.handshake_status = self.client.websocket_serial, error.status
+                entry.connection, entry.handshake_status = self._connections.serial, error.status
                 raise
-            entry.handshake_status, entry.response_headers = 101, dict(self._ws.response_headers)
-        entry.connection = self._ws.serial
-        return self._ws
+            entry.handshake_status, entry.response_headers = 101, dict(self._socket.response_headers)
+        entry.connection = self._socket.serial
+        return self._socket
 
-    async def _attempt_ws(
-        self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None, answer_timeout: float | None
-    ) -> SampleResult:
-        ws = await self._websocket(entry)  # bounded by the WebSocket connect timeout, not by `answer_timeout`
-        async with asyncio.timeout(answer_timeout):
-            return await self._exchange_ws(ws, entry, history, on_delta)
-
-    async def _exchange_ws(
-        self, ws: WebSocketSession, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None
-    ) -> SampleResult:
+    async def _send(self, socket: ResponsesSocket, entry: TraceEntry) -> None:
+        """`response.create`: the full request or an incremental delta on the socket's baseline."""
         logical = entry.logical
         if entry.warmup:
             decision = Decision(None, "warmup")
             wire = response_create(logical, None, generate=False)
         else:
-            decision = decide(logical, ws.last_request, ws.last_response)
+            decision = decide(logical, socket.last_request, socket.last_response)
             wire = response_create(logical, decision.incremental)
         entry.wire, entry.incremental, entry.decision = wire, decision.incremental is not None, decision.reason
-        ws.remember_request(logical)
-        entry.sent_at = self.client.options.clock()
-        await ws.send(wire)
-        result = await self._consume(ws, entry, history, on_delta)
-        ws.remember_completed(result.response_id, result.items)
-        return result
-
-    async def _attempt_http(
-        self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None
-    ) -> SampleResult:
-        headers = self.request_headers()
-        entry.headers, entry.wire, entry.decision = headers, dict(entry.logical), "HTTP always sends the full request"
-        entry.sent_at = self.client.options.clock()
-        try:
-            stream = await open_sse(self.client.http, self.client.responses_url, entry.logical, headers)
-        except ConnectFailed:
-            entry.wire = entry.sent_at = None  # never reached the server
-            raise
-        entry.response_headers = stream.headers
-        try:
-            self._capture_turn_state(stream.headers)
-            return await self._consume(stream, entry, history, on_delta)
-        finally:
-            await stream.aclose()
+        socket.remember_request(logical)
+        entry.sent_at = self._options.clock()
+        await socket.send(wire)
 
     async def _consume(
-        self,
-        stream: SSEStream | WebSocketSession,
-        entry: TraceEntry,
-        history: list[Item],
-        on_delta: DeltaCallback | None,
+        self, stream: EventStream, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None
     ) -> SampleResult:
         """Read to `response.completed`: deltas to the display, done items to history; anything else fails."""
-        idle = self.client.options.idle_timeout
+        idle = self._options.idle_timeout
         items: list[Item] = []
         ignored: dict[str, Any] | None = None  # the last `error` event without status, which map_event ignores
         while True:
@@ -276,7 +294,7 @@ class TurnSession:
                 raise idle_timeout(idle, after=ignored) from None
             if raw is None:
                 raise dropped("the stream ended before response.completed", after=ignored)
-            entry.receive(raw, self.client.options.clock())
+            entry.receive(raw, self._options.clock())
             event = map_event(raw)
             if event is None and raw.get("type") == ERROR:
                 ignored = raw
@@ -294,8 +312,8 @@ class TurnSession:
                 entry.response_id = event.response_id or entry.response_id
                 return SampleResult(event.response_id, event.usage, event.end_turn, items)
 
-    async def _drop_websocket(self) -> None:
+    async def _drop_socket(self) -> None:
         """After any stream error the socket, and with it the incremental baseline, is dropped."""
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            await self.client.discard(ws)
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            await self._connections.discard(socket)

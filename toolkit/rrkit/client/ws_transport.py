@@ -1,4 +1,4 @@
-"""WebSocket transport: the session that outlives turns (connection, last full request, last completed response)."""
+"""WebSocket transport: ResponsesSocket, one connection to /v1/responses that outlives turns, with its baseline."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from ..protocol import events as ev
 from ..protocol.incremental import LastResponse
 from .errors import connect_failed, dropped, frame_error, handshake_error
+from .stream import EventStream
 
 
 def websocket_url(base_url: str) -> str:
@@ -23,8 +24,9 @@ def websocket_url(base_url: str) -> str:
     return base_url.rstrip("/") + "/responses"
 
 
-class WebSocketSession:
-    """One physical connection and its incremental baseline; it may serve many turns in sequence."""
+class ResponsesSocket(EventStream):
+    """One client WebSocket connection and its incremental baseline (last full request, last completed
+    response); it may serve many turns in sequence, one response at a time."""
 
     def __init__(self, connection: ClientConnection, serial: int, handshake_headers: Mapping[str, str]) -> None:
         self.connection = connection
@@ -38,7 +40,7 @@ class WebSocketSession:
         """The last response that completed on this connection, with its done items."""
 
     @classmethod
-    async def open(cls, url: str, headers: Mapping[str, str], *, serial: int, timeout: float) -> WebSocketSession:
+    async def open(cls, url: str, headers: Mapping[str, str], *, serial: int, timeout: float) -> ResponsesSocket:
         """Handshake; a refused upgrade raises its typed error (426: UpgradeRequired)."""
         try:
             connection = await connect(

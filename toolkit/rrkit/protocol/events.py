@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .errors import failure_message
@@ -42,6 +42,9 @@ SSE_COMMENT = "rrkit.sse_comment"
 """Not a Responses event: an SSE comment line (a keep-alive) kept in a relay or a recording in its place, as
 `{"type": SSE_COMMENT, "comment": text}`; sent as the comment again over SSE, never over a WebSocket."""
 
+RESPONSE_METADATA = "codex.response.metadata"
+"""A server frame newer Codex versions read turn state from: `{type, headers: {x-codex-turn-state}}`."""
+
 TERMINAL_TYPES = frozenset({COMPLETED, FAILED, INCOMPLETE})
 ENDING_TYPES = TERMINAL_TYPES | {ERROR}
 """Events after which a server sends nothing more for this response (the flat `error` event included)."""
@@ -53,18 +56,23 @@ DELTA_TYPES = frozenset(
 
 def split_chunks(text: str, chunks: int) -> list[str]:
     """Split `text` into `chunks` contiguous pieces as even as possible (fewer if the text is shorter)."""
+    return list(iter_chunks(text, chunks))
+
+
+def iter_chunks(text: str, chunks: int) -> Iterator[str]:
+    """The pieces of `split_chunks`, one at a time."""
     if chunks < 1:
         raise ValueError(f"chunks must be at least 1, got {chunks}")
     if not text:
-        return [""]
+        yield ""
+        return
     chunks = min(chunks, len(text))
     size, extra = divmod(len(text), chunks)
-    pieces, start = [], 0
+    start = 0
     for i in range(chunks):
         end = start + size + (1 if i < extra else 0)
-        pieces.append(text[start:end])
+        yield text[start:end]
         start = end
-    return pieces
 
 
 def estimate_tokens(value: Any) -> int:
@@ -105,6 +113,7 @@ class ResponseEvents:
         ids: IdGenerator | None = None,
         created_at: int | None = None,
         model: str | None = None,
+        keep_events: bool = True,
     ) -> None:
         self.ids = ids or IdGenerator()
         self.request = dict(request or {})
@@ -113,13 +122,15 @@ class ResponseEvents:
         self.model = model or self.request.get("model") or "gpt-rrkit"
         self.sequence_number = 0
         self.output: list[Item] = []
-        self.events: list[Event] = []
+        self.events: list[Event] = []  # every event made, unless `keep_events` is False (events streamed lazily)
+        self._keep = keep_events
 
     # -- plumbing ---------------------------------------------------------------------------
     def _emit(self, type_: str, **fields: Any) -> Event:
         event = {"type": type_, "sequence_number": self.sequence_number, **fields}
         self.sequence_number += 1
-        self.events.append(event)
+        if self._keep:
+            self.events.append(event)
         return event
 
     def response_object(self, status: str, **extra: Any) -> dict[str, Any]:
@@ -186,24 +197,57 @@ class ResponseEvents:
         self.output[index] = item
         return self._emit(ITEM_DONE, output_index=index, item=item)
 
+    # -- output items, made all at once ---------------------------------------------------------
     def message(
         self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
     ) -> list[Event]:
         """An assistant message: added, part added, `chunks` text deltas, text done, part done, item done."""
-        return self._content_message("output_text", text, chunks, item_id=item_id, phase=phase)
+        return list(self.iter_message(text, chunks, item_id=item_id, phase=phase))
 
     def refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> list[Event]:
-        return self._content_message("refusal", text, chunks, item_id=item_id)
+        return list(self.iter_refusal(text, chunks, item_id=item_id))
 
-    def _content_message(
-        self, part_type: str, text: str, chunks: int, *, item_id: str | None, phase: str | None = None
+    def reasoning(
+        self,
+        summary: list[str] | None = None,
+        chunks: int = 1,
+        *,
+        text: str | None = None,
+        encrypted_content: str | None = None,
+        item_id: str | None = None,
     ) -> list[Event]:
+        return list(
+            self.iter_reasoning(summary, chunks, text=text, encrypted_content=encrypted_content, item_id=item_id)
+        )
+
+    def function_call(
+        self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+    ) -> list[Event]:
+        return list(self.iter_function_call(name, arguments, chunks, call_id=call_id, item_id=item_id))
+
+    def custom_tool_call(
+        self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+    ) -> list[Event]:
+        return list(self.iter_custom_tool_call(name, input_, chunks, call_id=call_id, item_id=item_id))
+
+    # -- output items, one event at a time (the events are made as they are asked for) --------------
+    def iter_message(
+        self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
+    ) -> Iterator[Event]:
+        return self._iter_content_message("output_text", text, chunks, item_id=item_id, phase=phase)
+
+    def iter_refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> Iterator[Event]:
+        return self._iter_content_message("refusal", text, chunks, item_id=item_id)
+
+    def _iter_content_message(
+        self, part_type: str, text: str, chunks: int, *, item_id: str | None, phase: str | None = None
+    ) -> Iterator[Event]:
         item_id = item_id or self.ids.new("message")
-        start = len(self.events)
         base: Item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
         if phase is not None:
             base["phase"] = phase
-        index, _ = self._add_item(base)
+        index, added = self._add_item(base)
+        yield added
         if part_type == "output_text":
             empty: dict[str, Any] = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
             full = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
@@ -215,15 +259,14 @@ class ResponseEvents:
             delta_type, done_type, done_key = REFUSAL_DELTA, REFUSAL_DONE, "refusal"
             extra = {}
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
-        self._emit(PART_ADDED, **where, part=empty)
-        for piece in split_chunks(text, chunks):
-            self._emit(delta_type, **where, delta=piece, **extra)
-        self._emit(done_type, **where, **{done_key: text}, **extra)
-        self._emit(PART_DONE, **where, part=full)
-        self._done_item(index, dict(base, status="completed", content=[full]))
-        return self.events[start:]
+        yield self._emit(PART_ADDED, **where, part=empty)
+        for piece in iter_chunks(text, chunks):
+            yield self._emit(delta_type, **where, delta=piece, **extra)
+        yield self._emit(done_type, **where, **{done_key: text}, **extra)
+        yield self._emit(PART_DONE, **where, part=full)
+        yield self._done_item(index, dict(base, status="completed", content=[full]))
 
-    def reasoning(
+    def iter_reasoning(
         self,
         summary: list[str] | None = None,
         chunks: int = 1,
@@ -231,62 +274,59 @@ class ResponseEvents:
         text: str | None = None,
         encrypted_content: str | None = None,
         item_id: str | None = None,
-    ) -> list[Event]:
+    ) -> Iterator[Event]:
         """A reasoning item: summary parts with their text deltas, then optional raw reasoning text."""
         item_id = item_id or self.ids.new("reasoning")
-        start = len(self.events)
         base: Item = {"id": item_id, "type": "reasoning", "summary": []}
         if encrypted_content is not None:
             base["encrypted_content"] = encrypted_content
-        index, _ = self._add_item(base)
+        index, added = self._add_item(base)
+        yield added
         where = {"item_id": item_id, "output_index": index}
         parts: list[dict[str, Any]] = []
         for summary_index, part_text in enumerate(summary or []):
-            self._emit(
+            yield self._emit(
                 SUMMARY_PART_ADDED, **where, summary_index=summary_index, part={"type": "summary_text", "text": ""}
             )
-            for piece in split_chunks(part_text, chunks):
-                self._emit(SUMMARY_TEXT_DELTA, **where, summary_index=summary_index, delta=piece)
-            self._emit(SUMMARY_TEXT_DONE, **where, summary_index=summary_index, text=part_text)
+            for piece in iter_chunks(part_text, chunks):
+                yield self._emit(SUMMARY_TEXT_DELTA, **where, summary_index=summary_index, delta=piece)
+            yield self._emit(SUMMARY_TEXT_DONE, **where, summary_index=summary_index, text=part_text)
             part = {"type": "summary_text", "text": part_text}
-            self._emit(SUMMARY_PART_DONE, **where, summary_index=summary_index, part=part)
+            yield self._emit(SUMMARY_PART_DONE, **where, summary_index=summary_index, part=part)
             parts.append(part)
         done: Item = dict(base, summary=parts)
         if text is not None:
-            for piece in split_chunks(text, chunks):
-                self._emit(REASONING_TEXT_DELTA, **where, content_index=0, delta=piece)
-            self._emit(REASONING_TEXT_DONE, **where, content_index=0, text=text)
+            for piece in iter_chunks(text, chunks):
+                yield self._emit(REASONING_TEXT_DELTA, **where, content_index=0, delta=piece)
+            yield self._emit(REASONING_TEXT_DONE, **where, content_index=0, text=text)
             done["content"] = [{"type": "reasoning_text", "text": text}]
-        self._done_item(index, done)
-        return self.events[start:]
+        yield self._done_item(index, done)
 
-    def function_call(
+    def iter_function_call(
         self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
-    ) -> list[Event]:
+    ) -> Iterator[Event]:
         item_id = item_id or self.ids.new("function_call")
         call_id = call_id or self.ids.new("call")
-        start = len(self.events)
         base: Item = {"id": item_id, "type": "function_call", "call_id": call_id, "name": name, "arguments": ""}
-        index, _ = self._add_item(base)
-        for piece in split_chunks(arguments, chunks):
-            self._emit(ARGUMENTS_DELTA, item_id=item_id, output_index=index, delta=piece)
-        self._emit(ARGUMENTS_DONE, item_id=item_id, output_index=index, arguments=arguments, name=name)
-        self._done_item(index, dict(base, arguments=arguments, status="completed"))
-        return self.events[start:]
+        index, added = self._add_item(base)
+        yield added
+        for piece in iter_chunks(arguments, chunks):
+            yield self._emit(ARGUMENTS_DELTA, item_id=item_id, output_index=index, delta=piece)
+        yield self._emit(ARGUMENTS_DONE, item_id=item_id, output_index=index, arguments=arguments, name=name)
+        yield self._done_item(index, dict(base, arguments=arguments, status="completed"))
 
-    def custom_tool_call(
+    def iter_custom_tool_call(
         self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
-    ) -> list[Event]:
+    ) -> Iterator[Event]:
         item_id = item_id or self.ids.new("custom_tool_call")
         call_id = call_id or self.ids.new("call")
-        start = len(self.events)
         base: Item = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": name, "input": ""}
-        index, _ = self._add_item(base)
-        for piece in split_chunks(input_, chunks):
-            self._emit(CUSTOM_INPUT_DELTA, item_id=item_id, output_index=index, delta=piece)
-        self._emit(CUSTOM_INPUT_DONE, item_id=item_id, output_index=index, input=input_)
-        self._done_item(index, dict(base, input=input_, status="completed"))
-        return self.events[start:]
+        index, added = self._add_item(base)
+        yield added
+        for piece in iter_chunks(input_, chunks):
+            yield self._emit(CUSTOM_INPUT_DELTA, item_id=item_id, output_index=index, delta=piece)
+        yield self._emit(CUSTOM_INPUT_DONE, item_id=item_id, output_index=index, input=input_)
+        yield self._done_item(index, dict(base, input=input_, status="completed"))
 
 
 def done_items(events: list[Event]) -> list[Item]:

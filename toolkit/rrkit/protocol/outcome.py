@@ -77,6 +77,12 @@ def response_of_body(content: bytes) -> dict[str, Any] | None:
     return body if isinstance(body, dict) and body.get("object") == "response" else None
 
 
+def response_id_of_body(content: bytes) -> str | None:
+    """The id of the response object a JSON body holds, if it holds one."""
+    response = response_of_body(content)
+    return str(response["id"]) if response is not None and isinstance(response.get("id"), str) else None
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 

@@ -17,24 +17,19 @@ from .builder import (
 )
 from .loader import ScriptError, default_script, load_script, parse_script
 from .models import ErrorFrame, Fault, Handshake, Match, Reply, Script, Step, UsageSpec
-from .plan import RESPONSE_METADATA, WARMUP_REPLY, PlannedEvent, RecordedReply, ResponsePlan, render
-from .select import Answer, NoMatch, ReplySource, RequestView, ScriptState
+from .render import WARMUP_REPLY, render_reply
+from .select import NoMatch, ReplySource, RequestView, ScriptState
 
 __all__ = [
-    "RESPONSE_METADATA",
     "WARMUP_REPLY",
-    "Answer",
     "ErrorFrame",
     "Fault",
     "Handshake",
     "Match",
     "NoMatch",
-    "PlannedEvent",
-    "RecordedReply",
     "Reply",
     "ReplySource",
     "RequestView",
-    "ResponsePlan",
     "Script",
     "ScriptError",
     "ScriptState",
@@ -54,7 +49,7 @@ __all__ = [
     "refusal",
     "refuse_upgrade",
     "reject",
-    "render",
+    "render_reply",
     "reply",
     "text",
 ]

@@ -8,18 +8,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..protocol.ids import IdGenerator
+from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items, is_warmup
 from ..protocol.vocabulary import Transport
 from .models import Handshake, Match, Reply, Script, Step
-from .plan import WARMUP_REPLY, LiveReply, RecordedReply
-
-Answer = Reply | RecordedReply | LiveReply
+from .render import WARMUP_REPLY, render_reply
 
 
 @dataclass(frozen=True)
 class RequestView:
     """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
-    what a relay forwards as it came: the query string and the body's bytes as sent (encoded, if they were)."""
+    what a relay forwards as it came: the query string and the body's bytes as sent (encoded, if they were);
+    and the server's id generator, which names the responses a source makes."""
 
     transport: Transport
     headers: Mapping[str, str]
@@ -28,6 +29,7 @@ class RequestView:
     connection_id: int | None = None
     query: str = ""
     body: bytes | None = None
+    ids: IdGenerator = field(default_factory=IdGenerator, compare=False, repr=False)
 
     def describe(self) -> str:
         items = input_items(dict(self.logical))
@@ -107,9 +109,10 @@ def _steps_report(index: int, step: Step | Handshake, used: int, failed: Sequenc
 
 
 class ReplySource(Protocol):
-    """Where the server's answers come from: a script being played, or a cassette being replayed."""
+    """Where the server's answers come from: a script being played, a cassette being replayed, an upstream
+    being relayed. Each answers a request with its own plan, or says why it has none."""
 
-    async def select(self, request: RequestView) -> Answer | NoMatch: ...
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch: ...
 
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
@@ -147,12 +150,20 @@ class ScriptState:
             self._uses.clear()
             self._handshake_uses.clear()
 
-    async def select(self, request: RequestView) -> Answer | NoMatch:
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
         if is_warmup(request.wire) and not any(
             step.when is not None and step.when.generate is False for step in self.script.responses
         ):
-            return WARMUP_REPLY
+            return self._render(WARMUP_REPLY, request, warmup=True)
+        chosen = self._choose(request)
+        return chosen if isinstance(chosen, NoMatch) else self._render(chosen, request)
+
+    @staticmethod
+    def _render(reply: Reply, request: RequestView, *, warmup: bool = False) -> ResponsePlan:
+        return render_reply(reply, request.logical, transport=request.transport, ids=request.ids, warmup=warmup)
+
+    def _choose(self, request: RequestView) -> Reply | NoMatch:
         with self._lock:
             scored: list[tuple[int, int, str]] = []
             for index, step in enumerate(self.script.responses):

@@ -17,19 +17,19 @@ from ..protocol.encoding import BodyEncodingError, decode_body
 from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
+from ..protocol.plan import ResponsePlan
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import CloseKind
-from ..script.select import Answer
 from .capture import Exchange
 from .respond import (
     Rejected,
     Responder,
     ServerState,
-    connection_transport,
     scope_headers,
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
+from .uvicorn_adapter import connection_transport
 
 
 async def http_responses(request: Request) -> Response:
@@ -67,7 +67,7 @@ class _Answer(Response):
             wire = responder.parse(_json_body(raw, headers, exchange), transport="http")
             exchange.wire_request = wire
             logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
-            reply, plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
+            plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
         except Rejected as rejected:
             content = encode_json(rejected.body)
             await _send_whole(scope, receive, send, exchange, rejected.status, content, rejected.headers)
@@ -75,7 +75,7 @@ class _Answer(Response):
             return
         exchange.response_id = plan.response_id
         if plan.body is not None:
-            answer_headers = {**reply.headers, **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {})}
+            answer_headers = {**plan.headers, **({TURN_STATE_HEADER: plan.turn_state} if plan.turn_state else {})}
             body = plan.body
             await _send_whole(
                 scope, receive, send, exchange, body.status, body.content, answer_headers, body.content_type
@@ -85,7 +85,7 @@ class _Answer(Response):
             return
         streamed = wire.get("stream") is True
         media_type = "text/event-stream; charset=utf-8" if streamed else "application/json"
-        response_headers = _played_headers(reply, logical, media_type)
+        response_headers = _played_headers(plan, logical, media_type)
         exchange.response_status = 200
         exchange.response_headers = dict(response_headers)
         stopping = self.state.stopping or asyncio.Event()
@@ -118,14 +118,14 @@ def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange) -> ob
     return body
 
 
-def _played_headers(reply: Answer, logical: Mapping[str, object], media_type: str) -> dict[str, str]:
+def _played_headers(plan: ResponsePlan, logical: Mapping[str, object], media_type: str) -> dict[str, str]:
     return {
         "content-type": media_type,
         "cache-control": "no-cache",
         "x-request-id": "req_" + secrets.token_hex(8),
-        "openai-model": str(reply.model or logical.get("model") or "gpt-rrkit"),
-        **({TURN_STATE_HEADER: reply.turn_state} if reply.turn_state else {}),
-        **reply.headers,
+        "openai-model": str(plan.model or logical.get("model") or "gpt-rrkit"),
+        **({TURN_STATE_HEADER: plan.turn_state} if plan.turn_state else {}),
+        **plan.headers,
     }
 
 

@@ -17,16 +17,15 @@ from ..protocol.events import done_items, response_id_of
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
+from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
 from ..protocol.vocabulary import Transport
-from ..script.plan import RecordedReply, ResponsePlan, render
-from ..script.select import Answer, NoMatch, ReplySource, RequestView
+from ..script.select import NoMatch, ReplySource, RequestView
 from .capture import Capture, Exchange
 
 log = logging.getLogger("rrkit.server")
 
 NO_MATCH_CODE = "rrkit_no_matching_reply"
-RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
 ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
 
 
@@ -56,6 +55,10 @@ class Rejected(Exception):
         self.body = body
         self.headers = dict(headers or {})
 
+    @classmethod
+    def of(cls, rejection: Rejection) -> Rejected:
+        return cls(rejection.status, rejection.body, rejection.headers)
+
     @property
     def fields(self) -> dict[str, Any]:
         """The `error` object of the body (empty for a raw scripted body without one)."""
@@ -73,13 +76,6 @@ def scope_headers(scope: Scope) -> dict[str, str]:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return headers
-
-
-def connection_transport(scope: Scope) -> asyncio.Transport | None:
-    """The connection's transport, reached through the server's own `send` (uvicorn's protocol object)."""
-    owner = getattr(scope.get(RAW_SEND), "__self__", None)
-    transport = getattr(owner, "transport", None)
-    return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
 
 
 def _param(loc: tuple[int | str, ...]) -> str | None:
@@ -148,24 +144,20 @@ class Responder:
         *,
         query: str = "",
         body: bytes | None = None,
-    ) -> tuple[Answer, ResponsePlan]:
-        view = RequestView(exchange.transport, headers, wire, logical, exchange.connection_id, query, body)
+    ) -> ResponsePlan:
+        """The source's plan for this request; a rejection (or no plan at all) is raised as `Rejected`."""
+        view = RequestView(
+            exchange.transport, headers, wire, logical, exchange.connection_id, query, body, ids=self.state.ids
+        )
         chosen = await self.state.source.select(view)
-        exchange.replayed = isinstance(chosen, RecordedReply)
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
             raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
-        if chosen.reject is not None:
-            reject = chosen.reject
-            error = reject.body or errors.error_body(
-                reject.message or f"Scripted error {reject.status}.",
-                type_=reject.type or errors.default_error_type(reject.status),
-                code=reject.code,
-                param=reject.param,
-            )
-            raise Rejected(reject.status, error, reject.all_headers)
-        return chosen, render(chosen, logical, transport=exchange.transport, ids=self.state.ids)
+        exchange.replayed = chosen.replayed
+        if chosen.rejection is not None:
+            raise Rejected.of(chosen.rejection)
+        return chosen
 
 
 def store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:

@@ -6,8 +6,8 @@ import asyncio
 import socket
 import threading
 from collections.abc import Callable
-from types import FrameType, TracebackType
-from typing import Any, Self
+from types import TracebackType
+from typing import Self
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -16,8 +16,10 @@ from ..protocol.ids import IdGenerator
 from ..script.loader import default_script
 from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
+from . import uvicorn_adapter
 from .app import ServerState, create_app
 from .capture import Connection, Exchange
+from .uvicorn_adapter import ForegroundServer
 
 _GRACE = 0.5  # seconds open connections get to finish when the server stops
 
@@ -32,25 +34,6 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(128)
     sock.setblocking(False)
     return sock
-
-
-class _ForegroundServer(uvicorn.Server):
-    """uvicorn in the foreground, stopped by SIGINT or SIGTERM alike without raising the signal again once it
-    stopped (uvicorn's default, which makes SIGTERM kill the process): the caller still writes its cassette."""
-
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None) -> None:
-        super().__init__(config)
-        self.on_started = on_started
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """Started (and its signal handlers in place, so a stop signal from now on is handled): say so."""
-        await super().startup(sockets)
-        if self.on_started is not None and not self.should_exit:
-            self.on_started()
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        super().handle_exit(sig, frame)
-        self._captured_signals.clear()
 
 
 class LoopbackServer:
@@ -95,25 +78,11 @@ class LoopbackServer:
         return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     # -- async life cycle ---------------------------------------------------------------------
-    def _config(self) -> uvicorn.Config:
-        config = uvicorn.Config(
-            self.app(),
-            log_level=self.log_level,
-            lifespan="off",
-            http="h11",
-            ws="websockets-sansio",
-            ws_per_message_deflate=True,
-            access_log=False,
-        )
-        config.load()
-        return config
-
     async def start(self) -> Self:
         self._new_stopping_event()
         self._socket = _bind(self.host, self.port)
-        server = self._server = uvicorn.Server(self._config())
-        server.lifespan = server.config.lifespan_class(server.config)
-        await server.startup(sockets=[self._socket])
+        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level))
+        await uvicorn_adapter.start(server, self._socket)
         return self
 
     async def stop(self) -> None:
@@ -124,19 +93,7 @@ class LoopbackServer:
         self._server = None
         if self.stopping is not None:
             self.stopping.set()
-        for listener in server.servers:
-            listener.close()
-        for connection in list(server.server_state.connections):
-            connection.shutdown()
-        deadline = asyncio.get_running_loop().time() + _GRACE
-        while server.server_state.connections and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.005)
-        for connection in list(server.server_state.connections):
-            transport: Any = getattr(connection, "transport", None)
-            if transport is not None:
-                transport.abort()
-        for task in list(server.server_state.tasks):
-            task.cancel()
+        await uvicorn_adapter.stop(server, _GRACE)
         if self._socket is not None:
             self._socket.close()
         await self._release()
@@ -197,7 +154,8 @@ class LoopbackServer:
         """Run until Ctrl-C or SIGTERM, then return (uvicorn handles the signals); `on_ready` is called once the
         server listens and stop signals are handled."""
         self._socket = _bind(self.host, self.port)
-        self._server = _ForegroundServer(self._config(), on_started=(lambda: on_ready(self)) if on_ready else None)
+        started = (lambda: on_ready(self)) if on_ready else None
+        self._server = ForegroundServer(uvicorn_adapter.config(self.app(), self.log_level), on_started=started)
 
         async def main() -> None:
             self._new_stopping_event()

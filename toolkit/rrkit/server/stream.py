@@ -9,8 +9,8 @@ from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..protocol.plan import ResponsePlan, StreamCut
 from ..protocol.vocabulary import CloseKind
-from ..script.plan import ResponsePlan, StreamCut
 from .capture import Exchange, SentEvent
 
 
@@ -79,13 +79,21 @@ async def first_of(*events: asyncio.Event, timeout: float | None = None) -> bool
 
 
 async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
-    """Send the plan's events in order, applying its faults; record each event with its offset."""
+    """Send the plan's events in order, as they are made, applying its faults; record each event with its
+    offset. Whatever the plan's events hold (a live relay's upstream) is released however this ends."""
+    try:
+        return await _play(plan, exchange, channel)
+    finally:
+        if plan.release is not None:
+            await plan.release()
+
+
+async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
     fault = plan.fault
     start = time.monotonic()
     sent = 0
     try:
-        # aclosing: a live relay releases its upstream however this ends (a client gone, a cancel)
-        async with contextlib.aclosing(plan.stream()) as stream:
+        async with contextlib.aclosing(plan.events) as stream:
             async for planned in stream:
                 if fault.stall_after == sent:
                     await channel.stall()

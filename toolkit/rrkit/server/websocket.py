@@ -8,7 +8,7 @@ import json
 import time
 
 from starlette.responses import JSONResponse
-from starlette.types import Message, Scope
+from starlette.types import Message
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
@@ -19,22 +19,21 @@ from ..script.models import Handshake
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
-    RAW_SEND,
     Rejected,
     Responder,
     ServerState,
     Stored,
-    connection_transport,
     scope_headers,
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
+from .uvicorn_adapter import connection_transport, mark_denial_sent
 
 _KEEP_OPEN = frozenset({OutcomeKind.REFUSED, OutcomeKind.ANSWERED})
 """Outcomes after which the socket serves the next frame: an error frame, a relayed frame's answer."""
 
 
-class _WebSocketSession:
+class _AcceptedSocket:
     """One accepted socket: many requests in sequence, each answered by playing its plan as frames.
 
     It is the engine's channel for its own socket (send, pause, stall, cut, finish)."""
@@ -129,7 +128,7 @@ class _WebSocketSession:
             wire = self.responder.parse(body, transport="ws")
             exchange.wire_request = wire
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
-            _answer, plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
+            plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except Rejected as rejected:
             fields = rejected.fields
             frame = errors.error_frame(
@@ -240,7 +239,7 @@ async def _serve_websocket(state: ServerState, websocket: WebSocket, connection:
         connection.status = handshake.refuse
         connection.response_headers = dict(refuse_headers)
         await websocket.send_denial_response(JSONResponse(body, status_code=handshake.refuse, headers=refuse_headers))
-        _mark_denial_sent(websocket.scope)
+        mark_denial_sent(websocket.scope)
         return
     response_headers = dict(handshake.headers) if handshake else {}
     if handshake is not None and handshake.turn_state:
@@ -254,12 +253,4 @@ async def _serve_websocket(state: ServerState, websocket: WebSocket, connection:
         return
     connection.status = 101
     connection.response_headers = response_headers
-    await _WebSocketSession(state, websocket, connection, handshake).run()
-
-
-def _mark_denial_sent(scope: Scope) -> None:
-    """uvicorn's websockets-sansio protocol does not count a denial response as a finished handshake and
-    logs a spurious "ASGI callable returned without completing handshake" error (Kludex/uvicorn#3138)."""
-    owner = getattr(scope.get(RAW_SEND), "__self__", None)
-    if owner is not None and getattr(owner, "handshake_complete", None) is False:
-        owner.handshake_complete = True
+    await _AcceptedSocket(state, websocket, connection, handshake).run()

@@ -1,0 +1,75 @@
+"""A client session's connections: one httpx client for POSTs, numbered WebSockets, the one kept between turns."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from websockets.protocol import State
+
+from .sse_transport import SSEStream, open_sse
+from .ws_transport import ResponsesSocket, websocket_url
+
+_CLOSE_TIMEOUT = 1.0  # seconds a polite WebSocket close may take before the socket is simply dropped
+
+
+class Connections:
+    """Sockets are numbered 1, 2, ... in the order they were opened or attempted; at most one healthy socket,
+    with its incremental baseline, is cached for the next turn."""
+
+    def __init__(self, base_url: str, *, connect_timeout: float, websocket_connect_timeout: float) -> None:
+        self.responses_url = base_url + "/responses"
+        self.ws_url = websocket_url(base_url)
+        self.websocket_connect_timeout = websocket_connect_timeout
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(connect_timeout, read=None), trust_env=False)
+        self._cached: ResponsesSocket | None = None
+        self._serial = 0
+
+    async def aclose(self) -> None:
+        await self.drop_cached()
+        await self.http.aclose()
+
+    async def post(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> SSEStream:
+        return await open_sse(self.http, self.responses_url, body, headers)
+
+    @property
+    def serial(self) -> int:
+        """The serial number of the last WebSocket connection opened or attempted (0: none yet)."""
+        return self._serial
+
+    async def open_socket(self, headers: Mapping[str, str]) -> ResponsesSocket:
+        self._serial += 1
+        return await ResponsesSocket.open(
+            self.ws_url, headers, serial=self._serial, timeout=self.websocket_connect_timeout
+        )
+
+    @property
+    def has_baseline(self) -> bool:
+        """The cached socket holds a last request that the next one may continue from."""
+        return self._cached is not None and self._cached.last_request is not None
+
+    def take_cached(self) -> ResponsesSocket | None:
+        cached, self._cached = self._cached, None
+        if cached is not None and cached.connection.state is not State.OPEN:
+            return None
+        return cached
+
+    async def give_back(self, socket: ResponsesSocket) -> None:
+        """A turn ended with this socket healthy: keep it for the next turn (with its baseline)."""
+        if self._cached is None and socket.connection.state is State.OPEN:
+            self._cached = socket
+        else:
+            await self.discard(socket)
+
+    async def drop_cached(self) -> None:
+        cached, self._cached = self._cached, None
+        if cached is not None:
+            await self.discard(cached)
+
+    async def discard(self, socket: ResponsesSocket) -> None:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(_CLOSE_TIMEOUT):
+                await socket.aclose()

@@ -1,0 +1,137 @@
+"""Rendering a scripted reply as a response plan: its events made one at a time, as they are sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from ..protocol import errors
+from ..protocol.events import ERROR, RESPONSE_METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
+from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.ids import IdGenerator
+from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
+from ..protocol.vocabulary import Transport
+from .models import (
+    CustomToolCallOut,
+    ErrorFrame,
+    Fault,
+    FunctionCallOut,
+    MessageOut,
+    ReasoningOut,
+    RefusalOut,
+    Reject,
+    Reply,
+)
+
+WARMUP_REPLY = Reply()
+"""The server's own answer to `generate: false`: created + completed, no output."""
+
+_WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
+    MessageOut: lambda b, o: b.iter_message(o.text, o.chunks, phase=o.phase),
+    RefusalOut: lambda b, o: b.iter_refusal(o.text, o.chunks),
+    ReasoningOut: lambda b, o: b.iter_reasoning(
+        o.summary, o.chunks, text=o.text, encrypted_content=o.encrypted_content
+    ),
+    FunctionCallOut: lambda b, o: b.iter_function_call(o.name, o.arguments, o.chunks, call_id=o.call_id),
+    CustomToolCallOut: lambda b, o: b.iter_custom_tool_call(o.name, o.input, o.chunks, call_id=o.call_id),
+}
+"""How each kind of scripted output item is written as events."""
+
+
+def render_reply(
+    reply: Reply, request: Mapping[str, Any], *, transport: Transport, ids: IdGenerator, warmup: bool = False
+) -> ResponsePlan:
+    """The plan for one scripted reply to one logical request; a warmup gets created + completed, no output.
+    The response id is fixed now; every event is made when the engine asks for it."""
+    if reply.reject is not None:
+        return ResponsePlan(rejection=rejection_of(reply.reject))
+    fault = reply.fault
+    prelude = _metadata_frame(reply.metadata_turn_state) if reply.metadata_turn_state and transport == "ws" else []
+    common: dict[str, Any] = {
+        "fault": stream_fault(fault),
+        "headers": dict(reply.headers),
+        "turn_state": reply.turn_state,
+        "model": reply.model,
+    }
+    if reply.events is not None:
+        verbatim = [*prelude, *(timed.event for timed in reply.events)]
+        offsets = [0.0] * len(prelude) + [timed.at for timed in reply.events]
+        delays = [max(0.0, now - before) for before, now in zip([0.0, *offsets], offsets, strict=False)]
+        encoded = (planned(event, transport, delay) for event, delay in zip(verbatim, delays, strict=True))
+        return ResponsePlan(events_of(encoded), response_id=response_id_of(verbatim) or "", **common)
+    builder = ResponseEvents(request, ids=ids, model=reply.model, keep_events=False)
+    made = _generated(builder, reply, warmup, prelude)
+    return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
+
+
+def _generated(builder: ResponseEvents, reply: Reply, warmup: bool, prelude: list[Event]) -> Iterator[Event]:
+    yield from prelude
+    if warmup:
+        yield from builder.created()
+        yield from builder.completed(usage(0, 0))
+        return
+    yield from builder.start()
+    for output in reply.output:
+        yield from _WRITERS[type(output)](builder, output)
+    yield from _ending(builder, reply)
+
+
+def _ending(builder: ResponseEvents, reply: Reply) -> list[Event]:
+    if reply.fail is not None:
+        return builder.failed(reply.fail.code, reply.fail.message)
+    if reply.incomplete is not None:
+        return builder.incomplete(reply.incomplete)
+    if reply.error_event is not None:
+        return builder.error(reply.error_event.message, reply.error_event.code, reply.error_event.param)
+    if reply.error_frame is not None:
+        return [error_frame_event(reply.error_frame)]
+    return builder.completed(_usage(reply, builder), end_turn=reply.end_turn)
+
+
+def _timed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:
+    for index, event in enumerate(events):
+        yield planned(event, transport, fault.delay_each + (fault.delay_first if index == 0 else 0.0))
+
+
+def stream_fault(fault: Fault) -> StreamFault:
+    """A script's fault as the engine applies it (the delays are already in the planned events)."""
+    return StreamFault(fault.drop_after, fault.stall_after, fault.close, fault.close_code, fault.close_reason)
+
+
+def rejection_of(reject: Reject) -> Rejection:
+    """A scripted rejection: its own body, or an OpenAI-shaped error from its fields."""
+    body = reject.body or errors.error_body(
+        reject.message or f"Scripted error {reject.status}.",
+        type_=reject.type or errors.default_error_type(reject.status),
+        code=reject.code,
+        param=reject.param,
+    )
+    return Rejection(reject.status, body, reject.all_headers)
+
+
+def _metadata_frame(token: str) -> list[Event]:
+    return [{"type": RESPONSE_METADATA, "headers": {TURN_STATE_HEADER: token}}]
+
+
+def error_frame_event(frame: ErrorFrame) -> Event:
+    """The WebSocket `error` frame a script asks for; `status` and `headers` only when given."""
+    message = frame.message or errors.failure_message(frame.code)
+    status = frame.status or 0
+    type_ = frame.type or (errors.default_error_type(status) if status else "invalid_request_error")
+    event: Event = {"type": ERROR}
+    if frame.status is not None:
+        event["status"] = frame.status
+    event["error"] = errors.error_object(message, type_=type_, code=frame.code, param=frame.param)
+    headers = frame.all_headers
+    if headers:
+        event["headers"] = headers
+    return event
+
+
+def _usage(reply: Reply, builder: ResponseEvents) -> dict[str, Any]:
+    spec = reply.usage
+    if spec is None:
+        return builder.default_usage()
+    input_tokens = spec.input_tokens if spec.input_tokens is not None else estimate_tokens(builder.request.get("input"))
+    output_tokens = spec.output_tokens if spec.output_tokens is not None else estimate_tokens(builder.output)
+    return usage(input_tokens, output_tokens, cached_tokens=spec.cached_tokens, reasoning_tokens=spec.reasoning_tokens)
