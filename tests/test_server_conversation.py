@@ -12,7 +12,8 @@ from websockets.sync.client import connect
 import rrkit.protocol.plan as plan_module
 from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, iter_events, response_create
 from rrkit.protocol.incremental import Incremental
-from rrkit.script import Script, function_call, render_reply, reply, text
+from rrkit.script import Script, function_call, reply, text
+from rrkit.script.render import render_reply
 from rrkit.server import FakeServer
 
 BASE: dict[str, Any] = {

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rrkit.cassette import Normalizer
-from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RecordingSleep, RetryPolicy, Trace
+from rrkit.cassette.normalize import Normalizer
+from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RetryPolicy, Trace
+from rrkit.client.retry import RecordingSleep
 from rrkit.protocol import Item
 from rrkit.script import Match, Script, function_call, reasoning, reply, text
 

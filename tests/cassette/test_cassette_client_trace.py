@@ -6,16 +6,11 @@ from typing import Any
 
 import pytest
 
-from rrkit.cassette import (
-    MARKER,
-    Cassette,
-    cassette_from_capture,
-    cassette_from_trace,
-    dump_cassette,
-    normalize_cassette,
-    parse_cassette,
-)
-from rrkit.client import ClientOptions, Conversation, ModelClient, RecordingSleep, RetryPolicy
+from rrkit.cassette import Cassette, cassette_from_capture, cassette_from_trace, dump_cassette, parse_cassette
+from rrkit.cassette.normalize import normalize_cassette
+from rrkit.cassette.redact import MARKER
+from rrkit.client import ClientOptions, Conversation, ModelClient, RetryPolicy
+from rrkit.client.retry import RecordingSleep
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Script, refuse_upgrade, reply, text
 from rrkit.server import FakeServer

@@ -10,15 +10,9 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from rrkit.cassette import (
-    MARKER,
-    CassetteError,
-    Redactor,
-    cassette_from_capture,
-    load_cassette,
-    save_cassette,
-)
+from rrkit.cassette import CassetteError, Redactor, cassette_from_capture, load_cassette, save_cassette
 from rrkit.cassette import store as store_module
+from rrkit.cassette.redact import MARKER
 from rrkit.protocol import response_create
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rrkit.cassette import CassetteSource, load_cassette, normalize_cassette
+from rrkit.cassette import CassetteSource, load_cassette
 from rrkit.cassette.match import json_diff
+from rrkit.cassette.normalize import normalize_cassette
 from rrkit.demo import TRANSPORTS, fixture_paths, golden_name, run_demo, run_one
 from rrkit.script import load_script
 from rrkit.server import FakeServer

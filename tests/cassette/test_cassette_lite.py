@@ -10,7 +10,8 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from rrkit.cassette import Cassette, cassette_from_capture, logical_content_differences
+from rrkit.cassette import Cassette, cassette_from_capture
+from rrkit.cassette.match import logical_content_differences
 from rrkit.protocol import OutcomeKind, from_lite, is_lite, to_lite
 from rrkit.server import FakeServer
 

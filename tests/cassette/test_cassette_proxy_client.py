@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rrkit.cassette import RecordingProxy
-from rrkit.client import view_mismatches
+from rrkit.client.check import view_mismatches
 from rrkit.server import FakeServer
 
 from .client_session import request_kinds, run_session, session_script

@@ -13,8 +13,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RecordingSleep, RetryPolicy, Trace
+from rrkit.client import ClientOptions, Conversation, ModelClient, Prompt, RetryPolicy, Trace
 from rrkit.client.check import view_mismatches
+from rrkit.client.retry import RecordingSleep
 from rrkit.protocol import Item, ResponseEvents
 from rrkit.script import Reply, Script
 from rrkit.script.models import TimedEvent

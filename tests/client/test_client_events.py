@@ -16,10 +16,10 @@ from rrkit.client import (
     RetryableStreamError,
     TextDelta,
     ToolInputDelta,
-    map_event,
 )
-from rrkit.client.events import DELTA_CLASSES
-from rrkit.protocol import RECONNECT_CODES, ResponseEvents, events
+from rrkit.client.events import DELTA_CLASSES, map_event
+from rrkit.protocol import ResponseEvents, events
+from rrkit.protocol.errors import RECONNECT_CODES
 
 
 def test_every_protocol_delta_type_maps_to_a_client_delta() -> None:

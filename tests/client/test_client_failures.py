@@ -27,13 +27,8 @@ from rrkit.client import (
     UsageLimitReached,
     UsageNotIncluded,
 )
-from rrkit.protocol import (
-    FAILURE_CODES,
-    PREVIOUS_RESPONSE_NOT_FOUND,
-    RECONNECT_CODES,
-    WEBSOCKET_CONNECTION_LIMIT,
-    OutcomeKind,
-)
+from rrkit.protocol import FAILURE_CODES, OutcomeKind
+from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND, RECONNECT_CODES, WEBSOCKET_CONNECTION_LIMIT
 from rrkit.script import Match, Script, error_event, failed, incomplete, load_script, reject, reply, text
 
 from .client_support import (

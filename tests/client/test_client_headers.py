@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from rrkit.protocol import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_METADATA_HEADER
+from rrkit.protocol import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA
+from rrkit.protocol.headers import TURN_METADATA_HEADER
 from rrkit.script import Script, function_call, reject, reply
 from rrkit.server import Exchange, FakeServer
 

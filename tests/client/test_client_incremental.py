@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from rrkit.client import Prompt, user_message
-from rrkit.protocol import COMPARED_FIELDS, IGNORED_FIELDS, Item, ResponseEvents, changed_properties
+from rrkit.protocol import Item, ResponseEvents
+from rrkit.protocol.incremental import changed_properties
+from rrkit.protocol.request import COMPARED_FIELDS, IGNORED_FIELDS
 from rrkit.script import Script, function_call, reply, text
 
 from .client_support import PROMPT, WEATHER_TOOL, served, verbatim, wire_inputs

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rrkit.client import ModelClient, compile_lite, compile_request, user_message
+from rrkit.client import ModelClient, user_message
+from rrkit.client.prompt import compile_lite, compile_request
 from rrkit.protocol import ResponsesRequest, from_lite, is_lite
 
 from .client_support import PROMPT, WEATHER_TOOL

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rrkit.cassette import load_cassette, normalize_cassette
+from rrkit.cassette import load_cassette
+from rrkit.cassette.normalize import normalize_cassette
 from rrkit.pytest_plugin import safe_name
 
 TEST_FILE = """

@@ -6,24 +6,20 @@ from typing import Any
 
 import pytest
 
-from rrkit.protocol import (
-    FAILURE_CODES,
+from rrkit.protocol import FAILURE_CODES, Classification, ErrorKind, classify_failure, error_body, error_frame
+from rrkit.protocol.errors import (
+    GENERIC_FAILURE_MESSAGE,
+    INCOMPLETE,
     PREVIOUS_RESPONSE_NOT_FOUND,
     RECONNECT_CODES,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
-    Classification,
-    ErrorKind,
-    classify_failure,
     classify_http_error,
     classify_statusless_error,
-    error_body,
-    error_frame,
     failure_message,
     parse_retry_delay,
     retry_after,
 )
-from rrkit.protocol.errors import GENERIC_FAILURE_MESSAGE, INCOMPLETE
 from rrkit.protocol.events import ResponseEvents
 
 # PROTOCOL.md section 7, `response.failed` codes: code -> (kind, retry?).

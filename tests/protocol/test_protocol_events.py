@@ -21,11 +21,11 @@ from rrkit.protocol import (
     ResponseEvents,
     check_order,
     done_items,
-    split_chunks,
     terminal_event,
     usage,
 )
 from rrkit.protocol import events as ev
+from rrkit.protocol.events import split_chunks
 
 STRICT = pydantic.TypeAdapter(ResponseStreamEvent)
 

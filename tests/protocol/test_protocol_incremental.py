@@ -10,23 +10,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rrkit.protocol import (
-    COMPARED_FIELDS,
-    IGNORED_FIELDS,
-    RESPONSE_CREATE,
     Decision,
     Incremental,
     Item,
     LastResponse,
     ResponseCreateFrame,
     ResponsesRequest,
-    changed_properties,
     decide,
-    logical_from_wire,
     rebuild_logical,
     response_create,
-    strip_internal,
 )
-from rrkit.protocol.request import WIRE_ONLY_FIELDS
+from rrkit.protocol.incremental import changed_properties, logical_from_wire, strip_internal
+from rrkit.protocol.request import COMPARED_FIELDS, IGNORED_FIELDS, RESPONSE_CREATE, WIRE_ONLY_FIELDS
 
 # Section 6, rule 2, word for word.
 PROTOCOL_COMPARED = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from rrkit.protocol import RESPONSE_CREATE, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+from rrkit.protocol import ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+from rrkit.protocol.request import RESPONSE_CREATE
 
 CODEX_BODY = {
     "model": "gpt-test",

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rrkit.protocol import KEEPALIVE, SSEDecoder, SSEMessage, encode_event, encode_json, encode_sse, iter_events
+from rrkit.protocol import SSEDecoder, SSEMessage, encode_event, iter_events
+from rrkit.protocol.sse import KEEPALIVE, encode_json, encode_sse
 
 EVENTS: list[dict[str, Any]] = [
     {"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1", "output": []}},

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rrkit.differential import Budgets, Observation
-from rrkit.differential.settings import DEFAULT_BUDGETS
+from rrkit.differential import Observation
+from rrkit.differential.settings import DEFAULT_BUDGETS, Budgets
 from rrkit.script import (
     Handshake,
     Match,

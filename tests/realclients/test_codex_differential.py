@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from rrkit.differential import Observation, WaitRanges
-from rrkit.differential.observe import named_delays
+from rrkit.differential import Observation
+from rrkit.differential.observe import WaitRanges, named_delays
 from rrkit.differential.run import observe_codex, observe_codex_turns, observe_reference, observe_reference_turns
 
 from .codex import require_codex

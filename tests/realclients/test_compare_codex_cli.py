@@ -8,7 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.differential import INSTALL_HINT, codex
+from rrkit.differential import codex
+from rrkit.differential.codex import INSTALL_HINT
 
 from .codex import require_codex
 

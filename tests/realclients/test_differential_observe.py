@@ -7,9 +7,10 @@ import time
 import httpx
 import pytest
 
-from rrkit.differential import Budgets, WaitRanges, observe
+from rrkit.differential import observe
 from rrkit.differential.codex import config_toml
-from rrkit.differential.observe import named_delays
+from rrkit.differential.observe import WaitRanges, named_delays
+from rrkit.differential.settings import Budgets
 from rrkit.script import Script, failed, refuse_upgrade, reject, reply
 from rrkit.server import FakeServer
 

@@ -10,11 +10,10 @@ import httpx
 import openai
 import pytest
 
-from rrkit.protocol import FAILURE_CODES, OutcomeKind
+from rrkit.protocol import FAILURE_CODES, TURN_STATE_HEADER, OutcomeKind
 from rrkit.protocol.errors import GENERIC_FAILURE_MESSAGE
 from rrkit.script import Reply, Script, error_event, failed, incomplete, reject, reply, text
 from rrkit.script.models import Reject
-from rrkit.server import TURN_STATE_HEADER
 
 from .faultclient import (
     BODY,

@@ -10,7 +10,8 @@ import pytest
 from websockets.exceptions import ConnectionClosedError, ConnectionClosedOK, InvalidStatus
 from websockets.sync.client import ClientConnection
 
-from rrkit.protocol import FAILURE_CODES, PREVIOUS_RESPONSE_NOT_FOUND, WEBSOCKET_CONNECTION_LIMIT, OutcomeKind
+from rrkit.protocol import FAILURE_CODES, TURN_STATE_HEADER, OutcomeKind
+from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND, WEBSOCKET_CONNECTION_LIMIT
 from rrkit.script import (
     Handshake,
     Match,
@@ -24,7 +25,7 @@ from rrkit.script import (
     reply,
     text,
 )
-from rrkit.server import TURN_STATE_HEADER, Connection, FakeServer
+from rrkit.server import Connection, FakeServer
 
 from .faultclient import (
     BODY,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from websockets.exceptions import InvalidStatus
 
+from rrkit.protocol import TURN_STATE_HEADER
 from rrkit.protocol.events import RESPONSE_METADATA
 from rrkit.script import (
     Handshake,
@@ -19,7 +20,6 @@ from rrkit.script import (
     reject,
     reply,
 )
-from rrkit.server import TURN_STATE_HEADER
 
 from .faultclient import Serve, body, finished, post_sse, ws_connect, ws_read, ws_request
 

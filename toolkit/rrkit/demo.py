@@ -17,17 +17,9 @@ from .cassette.format import Cassette
 from .cassette.normalize import stabilize_cassette
 from .cassette.record import cassette_from_capture
 from .cassette.store import save_cassette
-from .client import (
-    ClientOptions,
-    Conversation,
-    ModelClient,
-    ModelClientError,
-    Prompt,
-    RecordingSleep,
-    RetryPolicy,
-    TraceEntry,
-)
+from .client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy, TraceEntry
 from .client.check import view_mismatches
+from .client.retry import RecordingSleep
 from .protocol.ids import IdGenerator
 from .protocol.outcome import Outcome, OutcomeKind
 from .protocol.request import Item

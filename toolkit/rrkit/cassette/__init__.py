@@ -9,29 +9,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .format import FORMAT_VERSION, Cassette, RecordedConnection, RecordedEvent, RecordedExchange
-    from .match import MatchConfig, logical_content, logical_content_differences, match_config_from_cli
+    from .format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange
+    from .match import MatchConfig
     from .modes import CassetteDeck
-    from .normalize import Normalizer, normalize_cassette, stabilize_cassette
     from .presets import PRESETS
     from .proxy import RecordingProxy
     from .record import cassette_from_capture, cassette_from_trace
-    from .recordmode import RecordMode, parse_record_mode
-    from .redact import DEFAULT_HEADERS, MARKER, Redactor
+    from .recordmode import RecordMode
+    from .redact import Redactor
     from .replay import CassetteSource
     from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
     from .upstream import UpstreamSource
 
 _HOMES = {
-    ".format": ("FORMAT_VERSION", "Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
-    ".match": ("MatchConfig", "logical_content", "logical_content_differences", "match_config_from_cli"),
+    ".format": ("Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
+    ".match": ("MatchConfig",),
     ".modes": ("CassetteDeck",),
-    ".normalize": ("Normalizer", "normalize_cassette", "stabilize_cassette"),
     ".presets": ("PRESETS",),
     ".proxy": ("RecordingProxy",),
     ".record": ("cassette_from_capture", "cassette_from_trace"),
-    ".recordmode": ("RecordMode", "parse_record_mode"),
-    ".redact": ("DEFAULT_HEADERS", "MARKER", "Redactor"),
+    ".recordmode": ("RecordMode",),
+    ".redact": ("Redactor",),
     ".replay": ("CassetteSource",),
     ".store": ("CassetteError", "dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
     ".upstream": ("UpstreamSource",),
@@ -39,16 +37,12 @@ _HOMES = {
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
-    "DEFAULT_HEADERS",
-    "FORMAT_VERSION",
-    "MARKER",
     "PRESETS",
     "Cassette",
     "CassetteDeck",
     "CassetteError",
     "CassetteSource",
     "MatchConfig",
-    "Normalizer",
     "RecordMode",
     "RecordedConnection",
     "RecordedEvent",
@@ -60,14 +54,8 @@ __all__ = [
     "cassette_from_trace",
     "dump_cassette",
     "load_cassette",
-    "logical_content",
-    "logical_content_differences",
-    "match_config_from_cli",
-    "normalize_cassette",
     "parse_cassette",
-    "parse_record_mode",
     "save_cassette",
-    "stabilize_cassette",
 ]
 
 

@@ -1,6 +1,5 @@
 """The reference client: Codex's model-connection layer in Python (PROTOCOL.md sections 4-8)."""
 
-from .check import view_mismatches
 from .client import ModelClient
 from .conversation import Conversation, ToolHandler, TooManySamples, TurnResult, tool_output
 from .errors import (
@@ -39,13 +38,11 @@ from .events import (
     ResponseEvent,
     TextDelta,
     ToolInputDelta,
-    map_event,
 )
-from .prompt import Prompt, compile_lite, compile_prompt, compile_request, user_message
-from .retry import ClientOptions, RecordingSleep, RetryBudget, RetryPolicy
-from .trace import Fallback, ReceivedEvent, Trace, TraceEntry
+from .prompt import Prompt, user_message
+from .retry import ClientOptions, RetryPolicy
+from .trace import Trace, TraceEntry
 from .turn import SampleResult, Turn
-from .ws_transport import ResponsesSocket
 
 __all__ = [
     "ClientOptions",
@@ -56,7 +53,6 @@ __all__ = [
     "Conversation",
     "Created",
     "Delta",
-    "Fallback",
     "HandshakeRefused",
     "IdleTimeout",
     "InvalidRequest",
@@ -72,13 +68,9 @@ __all__ = [
     "RateLimited",
     "ReasoningSummaryDelta",
     "ReasoningTextDelta",
-    "ReceivedEvent",
-    "RecordingSleep",
     "RefusalDelta",
     "ResponseEvent",
     "ResponseIncomplete",
-    "ResponsesSocket",
-    "RetryBudget",
     "RetryLimitReached",
     "RetryPolicy",
     "RetryableError",
@@ -98,11 +90,6 @@ __all__ = [
     "UpgradeRequired",
     "UsageLimitReached",
     "UsageNotIncluded",
-    "compile_lite",
-    "compile_prompt",
-    "compile_request",
-    "map_event",
     "tool_output",
     "user_message",
-    "view_mismatches",
 ]

@@ -1,74 +1,32 @@
-"""The Responses protocol, sans-I/O: request models, events, SSE codec, order rules, errors, incremental rule."""
+"""The Responses protocol, sans-I/O: request models, events and their builder, the SSE codec, order rules, the
+error catalogue, the incremental rule, Lite, outcomes, and the response plan every reply source produces."""
 
-from . import events
 from .errors import (
     FAILURE_CODES,
-    PREVIOUS_RESPONSE_NOT_FOUND,
-    RECONNECT_CODES,
-    UPGRADE_REQUIRED,
-    WEBSOCKET_CONNECTION_LIMIT,
     Classification,
     ErrorKind,
     FailureCode,
+    RRKitError,
     classify_failure,
-    classify_http_error,
-    classify_statusless_error,
     error_body,
     error_frame,
-    failure_message,
-    parse_retry_delay,
-    retry_after,
 )
-from .events import Event, ResponseEvents, done_items, split_chunks, terminal_event, usage
-from .headers import (
-    OPENAI_BETA_HEADER,
-    RESPONSES_WEBSOCKETS_BETA,
-    TURN_METADATA_HEADER,
-    TURN_STATE_HEADER,
-    identity_headers,
-    turn_metadata,
-)
+from .events import Event, ResponseEvents, done_items, terminal_event, usage
+from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
 from .ids import IdGenerator
-from .incremental import (
-    Decision,
-    Incremental,
-    LastResponse,
-    changed_properties,
-    decide,
-    logical_from_wire,
-    rebuild_logical,
-    response_create,
-    strip_internal,
-)
+from .incremental import Decision, Incremental, LastResponse, decide, rebuild_logical, response_create
 from .lite import from_lite, is_lite, to_lite
 from .order import Rule, Violation, check_order
 from .outcome import Outcome, OutcomeKind, outcome_of_events
-from .request import (
-    COMPARED_FIELDS,
-    IGNORED_FIELDS,
-    RESPONSE_CREATE,
-    Item,
-    ResponseCreateFrame,
-    ResponsesRequest,
-    input_items,
-    is_warmup,
-)
-from .sse import KEEPALIVE, SSEDecoder, SSEMessage, encode_event, encode_json, encode_sse, iter_events
+from .plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, StreamFault, VerbatimBody
+from .request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+from .sse import SSEDecoder, SSEMessage, encode_event, iter_events
 
 __all__ = [
-    "COMPARED_FIELDS",
     "FAILURE_CODES",
-    "IGNORED_FIELDS",
-    "KEEPALIVE",
     "OPENAI_BETA_HEADER",
-    "PREVIOUS_RESPONSE_NOT_FOUND",
-    "RECONNECT_CODES",
     "RESPONSES_WEBSOCKETS_BETA",
-    "RESPONSE_CREATE",
-    "TURN_METADATA_HEADER",
     "TURN_STATE_HEADER",
-    "UPGRADE_REQUIRED",
-    "WEBSOCKET_CONNECTION_LIMIT",
     "Classification",
     "Decision",
     "ErrorKind",
@@ -80,43 +38,36 @@ __all__ = [
     "LastResponse",
     "Outcome",
     "OutcomeKind",
+    "PlannedEvent",
+    "RRKitError",
+    "Rejection",
     "ResponseCreateFrame",
     "ResponseEvents",
+    "ResponsePlan",
     "ResponsesRequest",
     "Rule",
     "SSEDecoder",
     "SSEMessage",
+    "StreamCut",
+    "StreamFault",
+    "VerbatimBody",
     "Violation",
-    "changed_properties",
     "check_order",
     "classify_failure",
-    "classify_http_error",
-    "classify_statusless_error",
     "decide",
     "done_items",
     "encode_event",
-    "encode_json",
-    "encode_sse",
     "error_body",
     "error_frame",
-    "events",
-    "failure_message",
     "from_lite",
-    "identity_headers",
     "input_items",
     "is_lite",
     "is_warmup",
     "iter_events",
-    "logical_from_wire",
     "outcome_of_events",
-    "parse_retry_delay",
     "rebuild_logical",
     "response_create",
-    "retry_after",
-    "split_chunks",
-    "strip_internal",
     "terminal_event",
     "to_lite",
-    "turn_metadata",
     "usage",
 ]

@@ -16,13 +16,10 @@ from .builder import (
     text,
 )
 from .loader import ScriptError, default_script, load_script, parse_script
-from .models import ErrorFrame, Fault, Handshake, Match, Reply, Script, Step, UsageSpec
-from .render import WARMUP_REPLY, render_reply
-from .select import NoMatch, ReplySource, RequestView, ScriptState
+from .models import Fault, Handshake, Match, Reply, Script, Step
+from .select import NoMatch, ReplySource, RequestView
 
 __all__ = [
-    "WARMUP_REPLY",
-    "ErrorFrame",
     "Fault",
     "Handshake",
     "Match",
@@ -32,9 +29,7 @@ __all__ = [
     "RequestView",
     "Script",
     "ScriptError",
-    "ScriptState",
     "Step",
-    "UsageSpec",
     "accept_upgrade",
     "custom_tool_call",
     "default_script",
@@ -49,7 +44,6 @@ __all__ = [
     "refusal",
     "refuse_upgrade",
     "reject",
-    "render_reply",
     "reply",
     "text",
 ]
