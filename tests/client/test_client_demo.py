@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.demo import SHIPPED_FIXTURES, Seen, check, expectation, find_fixtures
+from rrkit.demo import SHIPPED_FIXTURES, DemoRow, Seen, check, expectation, find_fixtures, format_table
+from rrkit.script import load_script
 
 REPO_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_rrkit_demo_exits_zero_on_the_shipped_fixtures() -> None:
-    result = CliRunner().invoke(main, ["demo", "--fixtures", str(REPO_FIXTURES)])
+    result = CliRunner().invoke(main, ["demo", "--fixtures", str(REPO_FIXTURES), "--json"])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
-    scripts = sorted(REPO_FIXTURES.glob("*.yaml"))
-    rows = [line for line in lines if line.split()[:1] and line.split()[1:2] in (["http"], ["ws"])]
-    assert len(rows) == 2 * len(scripts)
-    assert all(line.rstrip().endswith("yes") for line in rows)
-    assert "as expected" in lines[1]
+    runs = json.loads(result.output)
+    scripts = sorted(path.stem for path in REPO_FIXTURES.glob("*.yaml"))
+    assert sorted({run["script"] for run in runs}) == sorted(load_script(p).name for p in REPO_FIXTURES.glob("*.yaml"))
+    assert len(runs) == 2 * len(scripts)
+    assert all(run["ok"] and not run["problems"] for run in runs)
+    assert {run["transport"] for run in runs} == {"http", "ws"}
 
 
 def test_rrkit_demo_exits_non_zero_when_a_run_is_not_as_its_script_expects(tmp_path: Path) -> None:
@@ -29,10 +31,32 @@ def test_rrkit_demo_exits_non_zero_when_a_run_is_not_as_its_script_expects(tmp_p
         "name: wrong\nexpect: {outcome: failed, code: context_length_exceeded}\n"
         "responses:\n  - repeat: true\n    output: [{text: Fine.}]\n"
     )
-    result = CliRunner().invoke(main, ["demo", "--fixtures", str(tmp_path), "--transport", "http"])
+    result = CliRunner().invoke(main, ["demo", "--fixtures", str(tmp_path), "--transport", "http", "--json"])
     assert result.exit_code == 1
-    assert "NO: ended completed, expected failed" in result.output
-    assert "0 of 1" not in result.output and "1 of 1 runs did not end" in result.output
+    (run,) = json.loads(result.output)
+    assert "ended completed, expected failed" in run["problems"] and not run["ok"]
+    table = CliRunner().invoke(main, ["demo", "--fixtures", str(tmp_path), "--transport", "http"])
+    assert table.exit_code == 1
+    assert "NO:" in table.output and "1 of 1 runs did not end" in table.output
+
+
+def test_the_demo_table_fits_80_columns_however_long_its_cells(tmp_path: Path) -> None:
+    runs = [
+        DemoRow("a-fixture-with-a-very-long-name-indeed", "ws", 1, 2, 1, 3, 1, Seen("failed", "context_length")),
+        DemoRow("short", "http", final=Seen("refused", status=426), problems=["ended refused, expected " + "x" * 90]),
+    ]
+    for width in (80, 120):
+        text = format_table(runs, width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert "a-fixture-with-a" in text and "NO:" in text
+
+
+def test_rrkit_demo_prints_its_table_within_the_terminal_width() -> None:
+    arguments = ["demo", "--fixtures", str(REPO_FIXTURES), "--transport", "ws"]
+    result = CliRunner().invoke(main, arguments, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
+    assert "as expected" in result.output and "All 22 runs ended as their scripts expect." in result.output
 
 
 def test_demo_finds_the_fixtures_given_else_next_to_the_current_directory_else_the_shipped_ones(

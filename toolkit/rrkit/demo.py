@@ -6,12 +6,17 @@ is written as `<fixture>.<transport>.json`: the golden cassettes.
 
 from __future__ import annotations
 
+import io
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from .cassette.format import Cassette
 from .cassette.normalize import stabilize_cassette
@@ -223,18 +228,27 @@ def golden_cassette(server: FakeServer, name: str) -> Cassette:
 
 
 async def run_demo(
-    directory: Path, *, transports: Sequence[str] = TRANSPORTS, warmup: bool = True, record: Path | None = None
+    directory: Path,
+    *,
+    transports: Sequence[str] = TRANSPORTS,
+    warmup: bool = True,
+    record: Path | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
 ) -> list[DemoRow]:
     """Every fixture over every transport, each run on a fresh server with counting ids (`resp_1`, ...).
 
     With `record`, each run's golden cassette is written there (and stale ones of these transports removed).
+    `progress(done, total, what)` is called before each run.
     """
     fixtures = [(path, load_script(path)) for path in fixture_paths(directory)]
     rows: list[DemoRow] = []
     written: set[Path] = set()
+    total = len(fixtures) * len(transports)
     with quiet_server_logs():
         for path, script in fixtures:
             for transport in transports:
+                if progress is not None:
+                    progress(len(rows), total, f"{script.name} over {transport}")
                 async with FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
                     row = await run_one(server, script, transport, warmup=warmup)
                     if record is not None:
@@ -255,43 +269,61 @@ async def run_demo(
     return rows
 
 
-COLUMNS = (
-    "script",
-    "transport",
-    "full",
-    "incr",
-    "warmup",
-    "retries",
-    "fallbacks",
-    "first attempt",
-    "outcome",
-    "expected",
-)
+def _outcome(row: DemoRow) -> str:
+    """`completed`, or `dropped -> completed` when the first attempt ended otherwise than the turn."""
+    first, final = str(row.first) if row.first is not None else "-", str(row.final)
+    return final if first == final else f"{first} -> {final}"
 
 
-def format_table(rows: Sequence[DemoRow]) -> str:
-    cells = [
-        [
+def demo_table(rows: Sequence[DemoRow]) -> Table:
+    """The runs as a table whose wide cells fold to fit the terminal."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1))
+    table.add_column("script", overflow="fold", ratio=4, min_width=14)
+    table.add_column("via", no_wrap=True)
+    table.add_column("f/i/w", no_wrap=True, justify="right")
+    table.add_column("retry", no_wrap=True, justify="right")
+    table.add_column("fb", no_wrap=True, justify="right")
+    table.add_column("outcome", overflow="fold", ratio=4)
+    table.add_column("as expected", overflow="fold", ratio=2)
+    for row in rows:
+        verdict = "yes" if row.ok else "NO: " + "; ".join(row.problems)
+        table.add_row(
             row.script,
             row.transport,
-            str(row.full),
-            str(row.incremental),
-            str(row.warmup),
+            f"{row.full}/{row.incremental}/{row.warmup}",
             str(row.retries),
             str(row.fallbacks),
-            str(row.first),
-            str(row.final),
-            row.expected,
-            "yes" if row.ok else "NO: " + "; ".join(row.problems),
-        ]
+            _outcome(row),
+            verdict,
+        )
+    table.caption = "f/i/w: full, incremental and warmup requests; fb: fallbacks to HTTP"
+    return table
+
+
+def format_table(rows: Sequence[DemoRow], width: int = 80) -> str:
+    """The table as plain text, `width` columns at most."""
+    console = Console(width=width, file=io.StringIO(), color_system=None, highlight=False, markup=False)
+    console.print(demo_table(rows))
+    return "\n".join(line.rstrip() for line in console.file.getvalue().splitlines())  # type: ignore[attr-defined]
+
+
+def rows_json(rows: Sequence[DemoRow]) -> list[dict[str, Any]]:
+    """The runs for machines: every count, both outcomes, what was expected and what went wrong."""
+    return [
+        {
+            "script": row.script,
+            "transport": row.transport,
+            "requests": {"full": row.full, "incremental": row.incremental, "warmup": row.warmup},
+            "retries": row.retries,
+            "fallbacks": row.fallbacks,
+            "first_attempt": str(row.first) if row.first is not None else None,
+            "outcome": str(row.final),
+            "expected": row.expected,
+            "ok": row.ok,
+            "problems": list(row.problems),
+        }
         for row in rows
     ]
-    header = [*COLUMNS, "as expected"]
-    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header) - 1)]
-    lines = []
-    for line in [header, *cells]:
-        lines.append("  ".join(text.ljust(width) for text, width in zip(line, widths, strict=False)) + "  " + line[-1])
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def summary(rows: Sequence[DemoRow]) -> str:
