@@ -196,3 +196,35 @@ def test_openai_sdk_preset_leaves_the_stainless_headers_out_of_snapshots(
     assert any(name.startswith("x-stainless-") for name in headers) is kept
     assert "content-type" in headers
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+PLATFORM_TEST = """
+import os
+
+import openai
+from rrkit.script import reply
+
+def test_recording(rrkit_server, rrkit_snapshot):
+    rrkit_server.add(reply("hi"))
+    platform = dict(item.split("=", 1) for item in os.environ["PLATFORM"].split(","))
+    client = openai.OpenAI(
+        base_url=rrkit_server.http_url, api_key="sk-test", max_retries=0, default_headers=platform
+    )
+    client.responses.create(model="m", input="hi")
+    assert rrkit_server.recording == rrkit_snapshot
+"""
+MAC = "x-stainless-os=MacOS,x-stainless-arch=arm64,x-stainless-package-version=1.99.0,user-agent=OpenAI/Python 1.99"
+LINUX = "x-stainless-os=Linux,x-stainless-arch=x64,x-stainless-package-version=2.8.0,user-agent=OpenAI/Python 2.8"
+
+
+def test_a_snapshot_made_on_another_os_and_sdk_release_still_matches(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_snap=PLATFORM_TEST)
+    monkeypatch.setenv("PLATFORM", MAC)
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
+    (stored,) = (pytester.path / "__snapshots__").rglob("*.json")
+    headers = json.loads(stored.read_text())["exchanges"][0]["request_headers"]
+    assert headers["x-stainless-os"] == "*" and headers["x-stainless-arch"] == "*"  # present, any value
+    monkeypatch.setenv("PLATFORM", LINUX)
+    pytester.runpytest().assert_outcomes(passed=1)

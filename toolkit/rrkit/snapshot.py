@@ -12,21 +12,25 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from .cassette.format import Cassette
 from .cassette.match import json_diff
 from .cassette.normalize import normalize_cassette
+from .cassette.presets import PLATFORM_HEADERS
 from .cassette.store import dump_cassette
 
 
 class RRKitSnapshotExtension(SingleFileSnapshotExtension):
-    """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized, and the
-    headers named by `left_out_headers` (`fnmatch` patterns) left out."""
+    """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized, the SDK's
+    platform headers masked (`masked_headers`: present, any value), and the headers named by `left_out_headers`
+    (`fnmatch` patterns) left out."""
 
     file_extension = "json"
     _write_mode = WriteMode.TEXT
     left_out_headers: tuple[str, ...] = ()
+    masked_headers: tuple[str, ...] = PLATFORM_HEADERS
 
     def serialize(self, data: Any, **_: Any) -> str:
         if not isinstance(data, Cassette):
             raise TypeError(f"rrkit snapshots hold recordings (a Cassette), not {type(data).__name__}")
-        return "".join(dump_cassette(normalize_cassette(data, drop_headers=self.left_out_headers)))
+        normalized = normalize_cassette(data, drop_headers=self.left_out_headers, mask_headers=self.masked_headers)
+        return "".join(dump_cassette(normalized))
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         try:

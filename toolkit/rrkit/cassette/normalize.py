@@ -42,6 +42,7 @@ class Normalizer:
     aliases: dict[str, str] = field(default_factory=dict)
     counters: dict[str, int] = field(default_factory=dict)
     drop_headers: tuple[str, ...] = ()
+    mask_headers: tuple[str, ...] = ()  # `fnmatch` patterns of headers kept with their values masked
 
     def alias(self, value: str) -> str:
         if value not in self.aliases:
@@ -65,7 +66,7 @@ class Normalizer:
 
     def headers(self, headers: dict[str, str]) -> dict[str, str]:
         return {
-            k: ("*" if k.lower() in VOLATILE_HEADERS else self.json(v))
+            k: ("*" if k.lower() in VOLATILE_HEADERS or header_named(k, self.mask_headers) else self.json(v))
             for k, v in sorted(headers.items())
             if not header_named(k, self.drop_headers)
         }
@@ -74,10 +75,13 @@ class Normalizer:
         return [self.json(event) for event in events]
 
 
-def normalize_cassette(cassette: Cassette, *, drop_headers: Iterable[str] = ()) -> Cassette:
-    """A copy with ids aliased, timestamps, timings and token counts zeroed, volatile headers masked and the
-    `drop_headers` (lower-case `fnmatch` patterns, e.g. `MatchConfig.ignored_headers`) left out."""
-    n = Normalizer(drop_headers=tuple(drop_headers))
+def normalize_cassette(
+    cassette: Cassette, *, drop_headers: Iterable[str] = (), mask_headers: Iterable[str] = ()
+) -> Cassette:
+    """A copy with ids aliased, timestamps, timings and token counts zeroed, volatile headers and the
+    `mask_headers` masked, and the `drop_headers` left out (lower-case `fnmatch` patterns, e.g.
+    `MatchConfig.ignored_headers`)."""
+    n = Normalizer(drop_headers=tuple(drop_headers), mask_headers=tuple(mask_headers))
     copy = cassette.model_copy(deep=True)
     copy.recorded_at = ""
     for connection in copy.connections:

@@ -79,3 +79,7 @@ CODEX = Preset(
 
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (CODEX, OPENAI_SDK)}
 """The built-in presets by name."""
+
+PLATFORM_HEADERS: tuple[str, ...] = tuple(left.target for left in OPENAI_SDK.headers)
+"""Header patterns whose values say which machine and SDK release sent a request: masked in every snapshot, so
+that a snapshot holds on another OS or SDK version."""
