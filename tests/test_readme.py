@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,11 @@ def test_readme_script_example_is_the_shipped_example_fixture() -> None:
     text = code_after("## Scripts", "yaml")
     shipped = (Path(__file__).parent.parent / "fixtures" / "example.yaml").read_text()
     assert parse_script(yaml.safe_load(text)).responses == parse_script(yaml.safe_load(shipped)).responses
+
+
+def test_every_file_the_readme_links_to_is_in_the_repository() -> None:
+    root = Path(__file__).parent.parent
+    links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README)
+    assert links, "the README links to no file"
+    assert [link for link in links if not (root / link).exists()] == []
+    assert "../shared" not in README
