@@ -1,20 +1,29 @@
-"""Cassette load/save cost against size: prints seconds per event at each size and the memory/file ratio.
+"""Cassette load + save of 100k events beside orjson and vcrpy's JSON serializer on the same file's data,
+interleaved; the memory used while loading (tracemalloc's peak) and while holding the loaded cassette (the
+resident set's growth in a fresh process, the cassette kept; also the traced memory still allocated and the
+peak resident set), against the file's size; and the linearity of the per-event load time (100k against 10k).
 
-Run: python benchmarks/bench_cassette.py [--max-events 100000]
-Linear means the per-event time stays flat as the cassette grows (ratio near 1).
+Run: python -m benchmarks.bench_cassette [--quick] [--rounds N] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
 
+import orjson
+from vcr.serializers import jsonserializer
+
+from benchmarks.common import Profile, Row, at_most, child_env, interleaved, median, run_main
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette, save_cassette
 from rrkit.protocol import ResponseEvents
+
+BENCH = "cassette"
 
 
 def make_cassette(events: int, per_exchange: int = 1000) -> Cassette:
@@ -37,51 +46,179 @@ def make_cassette(events: int, per_exchange: int = 1000) -> Cassette:
     return Cassette(name="bench", exchanges=exchanges)
 
 
-def measure(events: int, folder: Path) -> tuple[int, float, float, int, int]:
-    cassette = make_cassette(events)
+def _timed(run: object) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    run()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def load_save_rows(folder: Path, rounds: int, quick: bool) -> list[Row]:
+    path, out = folder / "c100k.json", folder / "out.json"
+    cassette = make_cassette(100_000)
     count = cassette.event_count
-    path = folder / f"c{events}.json"
-    start = time.perf_counter()
     save_cassette(cassette, path)
-    save_s = time.perf_counter() - start
     del cassette
+
+    def rrkit() -> None:
+        save_cassette(load_cassette(path), out)
+
+    def with_orjson() -> None:
+        out.write_bytes(orjson.dumps(orjson.loads(path.read_bytes())))
+
+    def with_vcrpy() -> None:
+        out.write_text(jsonserializer.serialize(jsonserializer.deserialize(path.read_text())))
+
+    runs = {"rrkit": lambda: _timed(rrkit), "orjson": lambda: _timed(with_orjson)}
+    if not quick:  # vcrpy's serializer (json.dumps with indent, the pure-Python encoder) is several times slower
+        runs["vcrpy"] = lambda: _timed(with_vcrpy)
+    got = interleaved(runs, rounds)
+    seconds = {name: median(values) for name, values in got.items()}
+    if quick:
+        seconds["vcrpy"] = _timed(with_vcrpy)
+    name = f"cassette load+save, {count // 1000}k events"
+    rows = [
+        Row(
+            name,
+            seconds["rrkit"],
+            seconds["orjson"],
+            "s",
+            target=at_most(1.5),
+            baseline_name="orjson, same data",
+            bench=BENCH,
+        ),
+        Row(
+            name,
+            seconds["rrkit"],
+            seconds["vcrpy"],
+            "s",
+            baseline_name="vcrpy JSON serializer, same data",
+            note="1 round" if quick else "",
+            bench=BENCH,
+        ),
+    ]
+    rows += memory_rows(path, count)
+    return rows
+
+
+def memory_rows(path: Path, count: int) -> list[Row]:
+    """Traced memory while loading (peak) and after the load with the cassette still held, against the file."""
+    file_mb = path.stat().st_size / 1e6
     gc.collect()
-    start = time.perf_counter()
-    loaded = load_cassette(path)
-    load_s = time.perf_counter() - start
-    assert loaded.event_count == count
+    tracemalloc.start()
+    try:
+        loaded = load_cassette(path)
+        held, peak = tracemalloc.get_traced_memory()
+        assert loaded.event_count == count  # still holding it: `held` is what the loaded cassette keeps
+    finally:
+        tracemalloc.stop()
     del loaded
-    gc.collect()
-    tracemalloc.start()  # a second load, traced: tracing slows it down, so it is not timed
-    load_cassette(path)
-    current, _peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return count, save_s, load_s, path.stat().st_size, current
+    resident, resident_peak = resident_mb(path, count)
+    label = f"{file_mb:.1f} MB / {count // 1000}k-event cassette"
+    return [
+        Row(
+            f"peak memory while loading a {label}",
+            peak / 1e6,
+            file_mb,
+            "MB",
+            target=at_most(3),
+            baseline_name="the file's size",
+            note="tracemalloc peak",
+            bench=BENCH,
+        ),
+        Row(
+            f"resident after loading a {label}, held",
+            resident,
+            file_mb,
+            "MB",
+            target=at_most(1.5),
+            baseline_name="the file's size",
+            note="RSS growth in a fresh process, cassette kept",
+            bench=BENCH,
+        ),
+        Row(
+            f"traced memory held after loading a {label}",
+            held / 1e6,
+            file_mb,
+            "MB",
+            baseline_name="the file's size",
+            note="tracemalloc, cassette kept",
+            bench=BENCH,
+        ),
+        Row(
+            f"peak resident while loading a {label}",
+            resident_peak,
+            file_mb,
+            "MB",
+            baseline_name="the file's size",
+            note="VmHWM growth in a fresh process",
+            bench=BENCH,
+        ),
+    ]
+
+
+RESIDENT_PROBE = """
+import gc, sys
+from pathlib import Path
+from rrkit.cassette import load_cassette
+
+def status(field):
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field + ":"))
+    return int(line.split()[1]) * 1024
+
+gc.collect()
+before = status("VmRSS")
+Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS (Linux >= 4.0)
+loaded = load_cassette(sys.argv[1])
+gc.collect()
+assert loaded.event_count == int(sys.argv[2])
+print(status("VmRSS") - before, status("VmHWM") - before)
+"""
+
+
+def resident_mb(path: Path, count: int) -> tuple[float, float]:
+    """(RSS growth with the loaded cassette held, peak RSS growth while loading) in MB, in a fresh process."""
+    result = subprocess.run(
+        [sys.executable, "-c", RESIDENT_PROBE, str(path), str(count)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=child_env(),
+    )
+    held, peak = (int(value) / 1e6 for value in result.stdout.split())
+    return held, peak
+
+
+def linearity_rows(folder: Path, rounds: int) -> list[Row]:
+    per_event: dict[int, float] = {}
+    for size in (10_000, 100_000):
+        path = folder / f"lin{size}.json"
+        if size == 100_000 and (folder / "c100k.json").exists():
+            path = folder / "c100k.json"
+        else:
+            save_cassette(make_cassette(size), path)
+        per_event[size] = median(_timed(lambda path=path: load_cassette(path)) for _ in range(rounds)) / size * 1e6
+    return [
+        Row(
+            "cassette load per event, 100k vs 10k events (linearity)",
+            per_event[100_000],
+            per_event[10_000],
+            "us",
+            baseline_name="the same at 10k events",
+            bench=BENCH,
+        )
+    ]
+
+
+def rows(profile: Profile) -> list[Row]:
+    with tempfile.TemporaryDirectory() as folder:
+        got = load_save_rows(Path(folder), profile.rounds, profile.quick)
+        got += linearity_rows(Path(folder), 1 if profile.quick else 3)
+    return got
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--max-events", type=int, default=100_000)
-    args = parser.parse_args()
-    sizes = [size for size in (10_000, 30_000, 100_000, 300_000) if size <= args.max_events]
-    print(
-        f"{'events':>8} {'save s':>8} {'load s':>8} {'save us/ev':>11} {'load us/ev':>11} {'file MB':>8} "
-        f"{'mem MB':>8} {'mem/file':>9}"
-    )
-    rows = []
-    with tempfile.TemporaryDirectory() as folder:
-        for size in sizes:
-            count, save_s, load_s, file_bytes, memory = measure(size, Path(folder))
-            rows.append((count, save_s, load_s))
-            print(
-                f"{count:>8} {save_s:>8.3f} {load_s:>8.3f} {save_s / count * 1e6:>11.2f} {load_s / count * 1e6:>11.2f} "
-                f"{file_bytes / 1e6:>8.2f} {memory / 1e6:>8.2f} {memory / file_bytes:>9.2f}"
-            )
-    small, large = rows[0], rows[-1]
-    print(
-        f"linearity (per-event time, largest / smallest): save {large[1] / large[0] / (small[1] / small[0]):.2f}, "
-        f"load {large[2] / large[0] / (small[2] / small[0]):.2f}"
-    )
+    run_main(rows, __doc__)
 
 
 if __name__ == "__main__":

@@ -1,22 +1,19 @@
 """`rrkit diff` cost against size: two recordings of one session (other ids and clocks), 10k and 100k events each.
 
-Run: python benchmarks/bench_diff.py [--rounds 3]
-Prints the median time of `diff_cassettes` at each size and the ratio (near 10 for 10x the events: linear), beside
+Run: python -m benchmarks.bench_diff [--quick] [--json]
+Prints the median time of `diff_cassettes` at each size and the per-event linearity (near 1: linear), beside
 two baselines measured in the same run: plain equality of the two cassettes' JSON dumps (no normalization, no
 report), and DeepDiff over the events of one exchange (1000 events).
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
-from collections.abc import Callable
-
+from benchmarks.common import Profile, Row, interleaved, median, run_main, timed
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange
 from rrkit.protocol import IdGenerator, ResponseEvents
 from rrkit.tools.diff import diff_cassettes
 
+BENCH = "diff"
 PER_EXCHANGE = 1000
 
 
@@ -42,47 +39,83 @@ def make_cassette(events: int, *, created_at: int, change: str = "") -> Cassette
     return Cassette(name="bench", exchanges=exchanges)
 
 
-def median_seconds(run: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    print(f"{'events':>8} {'case':<22} {'diff s':>8} {'us/event':>9} {'differences':>12} {'dump== s':>9}")
-    results: dict[str, list[float]] = {}
-    for size in (10_000, 100_000):
+def rows(profile: Profile) -> list[Row]:
+    """`diff_cassettes` against a plain equality of the two cassettes' dumps, in the same rounds (interleaved),
+    at 10k events and (default profile) 100k events; DeepDiff of one exchange."""
+    rounds = 1 if profile.quick else 2
+    out: list[Row] = []
+    per_event: dict[int, float] = {}
+    for size in (10_000,) if profile.quick else (10_000, 100_000):
         a = make_cassette(size, created_at=1_700_000_000)
-        for case, b in (
-            ("same session", make_cassette(size, created_at=1_700_000_099)),
-            ("a delta per exchange", make_cassette(size, created_at=1_700_000_099, change="delta")),
-            ("missing event per ex.", make_cassette(size, created_at=1_700_000_099, change="missing")),
-        ):
-            found = len(diff_cassettes(a, b).differences)
-            seconds = median_seconds(lambda a=a, b=b: diff_cassettes(a, b), args.rounds)
-            dumps = median_seconds(lambda a=a, b=b: a.model_dump(mode="json") == b.model_dump(mode="json"), args.rounds)
-            results.setdefault(case, []).append(seconds)
-            print(f"{size:>8} {case:<22} {seconds:>8.3f} {seconds / size * 1e6:>9.2f} {found:>12} {dumps:>9.3f}")
-    for case, (small, large) in results.items():
-        print(f"ratio 100k / 10k, {case}: {large / small:.1f} (10 = linear)")
-
+        cases = [("same session", ""), ("a delta per exchange", "delta"), ("a missing event per exchange", "missing")]
+        if size > 10_000:
+            cases = cases[:1]  # a 100k diff and dump take seconds each: the linearity figure only
+        for case, change in cases:
+            b = make_cassette(size, created_at=1_700_000_099, change=change)
+            found: list[int] = []
+            got = interleaved(
+                {
+                    "diff": lambda a=a, b=b, found=found: timed(
+                        lambda: found.append(len(diff_cassettes(a, b).differences))
+                    ),
+                    "dump": lambda a=a, b=b: timed(lambda: a.model_dump(mode="json") == b.model_dump(mode="json")),
+                },
+                rounds,
+                warmup=0,
+            )
+            diff, dump = median(got["diff"]), median(got["dump"])
+            if case == "same session":
+                per_event[size] = diff / size * 1e6
+            out.append(
+                Row(
+                    f"rrkit diff, {size // 1000}k events, {case}",
+                    diff,
+                    dump,
+                    "s",
+                    baseline_name="equality of the two cassettes' JSON dumps",
+                    note=f"{found[0]} differences",
+                    bench=BENCH,
+                )
+            )
+    if len(per_event) > 1:
+        out.append(
+            Row(
+                "rrkit diff per event, 100k vs 10k events (linearity)",
+                per_event[100_000],
+                per_event[10_000],
+                "us",
+                baseline_name="the same at 10k events",
+                bench=BENCH,
+            )
+        )
     from deepdiff import DeepDiff
 
     a, b = make_cassette(PER_EXCHANGE, created_at=1), make_cassette(PER_EXCHANGE, created_at=2, change="delta")
     events_a = [recorded.event for recorded in a.exchanges[0].events]
     events_b = [recorded.event for recorded in b.exchanges[0].events]
-    deep = median_seconds(lambda: DeepDiff(events_a, events_b), args.rounds)
-    ours = median_seconds(lambda: diff_cassettes(a, b), args.rounds)
-    print(
-        f"one exchange of {len(events_a)} events: DeepDiff {deep:.3f} s ({deep / len(events_a) * 1e6:.1f} us/event), "
-        f"diff_cassettes {ours:.3f} s ({ours / len(events_a) * 1e6:.1f} us/event)"
+    got = interleaved(
+        {
+            "ours": lambda: timed(lambda: diff_cassettes(a, b)),
+            "deep": lambda: timed(lambda: DeepDiff(events_a, events_b)),
+        },
+        rounds,
+        warmup=0,
     )
+    out.append(
+        Row(
+            f"rrkit diff, one exchange of {len(events_a)} events",
+            median(got["ours"]) * 1000,
+            median(got["deep"]) * 1000,
+            "ms",
+            baseline_name="DeepDiff of the two event lists",
+            bench=BENCH,
+        )
+    )
+    return out
+
+
+def main() -> None:
+    run_main(rows, __doc__)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ in the same run, interleaved, each sample in a fresh subprocess. Prints medians 
 The acceptance figure (issue 11) is the first row: rrkit's import within 1.5x of pytest-recording's.
 Without pytest-recording installed (`pip install pytest-recording`), the baseline columns are skipped and say so.
 
-Run: python benchmarks/bench_import.py [--rounds 15] [--quick]
+Run: python -m benchmarks.bench_import [--rounds 15] [--quick] [--table]
+(`python -m benchmarks` shows its rows: the import probe only in the quick profile.)
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.common import DEFAULT, QUICK, Profile, Row, at_most, table
+
+BENCH = "import"
 RRKIT, RECORDING = "rrkit.pytest_plugin", "pytest_recording.plugin"
 RRKIT_NAME, RECORDING_NAME = "rrkit", "recording"  # their pytest11 entry-point names, for `-p no:NAME`
 LIMIT = 1.5
@@ -116,11 +120,61 @@ PROBES: dict[str, tuple[tuple[str, str], dict[str, Probe]]] = {
 }
 
 
+def measure(rounds: int, probes: list[str]) -> dict[str, dict[str, float]]:
+    """figure name -> kind (rrkit, baseline, neither) -> median of `rounds` interleaved rounds (order rotated)."""
+    baseline = importlib.util.find_spec("pytest_recording") is not None
+    kinds = ["rrkit", "baseline", "neither"] if baseline else ["rrkit", "neither"]
+    chosen = [PROBES[probe] for probe in probes]
+    samples: dict[str, dict[str, list[float]]] = {
+        name: {kind: [] for kind in kinds} for names, _ in chosen for name in names
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "pytest.ini").write_text("[pytest]\n")  # the project's root: pytest looks no further up
+        for _, by_kind in chosen:  # warm-up, not counted: fills the bytecode cache and the file system's
+            for kind in kinds:
+                by_kind[kind](folder)
+        for round_ in range(rounds):
+            for names, by_kind in chosen:
+                order = kinds[round_ % len(kinds) :] + kinds[: round_ % len(kinds)]  # rotate who goes first
+                for kind in order:
+                    for name, value in zip(names, by_kind[kind](folder), strict=True):
+                        samples[name][kind].append(value)
+    return {name: {kind: statistics.median(values) for kind, values in got.items()} for name, got in samples.items()}
+
+
+def rows(profile: Profile) -> list[Row]:
+    """The import probe in the quick profile (5 rounds); every probe in the default one (7 rounds)."""
+    probes = ["import"] if profile.quick else list(PROBES)
+    rounds = 5 if profile.quick else 7
+    got = []
+    for name, values in measure(rounds, probes).items():
+        theirs = values.get("baseline")
+        got.append(
+            Row(
+                f"pytest plugin: {name}",
+                values["rrkit"] * 1000,
+                None if theirs is None else theirs * 1000,
+                "ms",
+                target=at_most(LIMIT) if name == "import plugin (after pytest)" else None,
+                baseline_name="pytest-recording" if theirs is not None else "pytest-recording NOT INSTALLED",
+                note=f"neither: {values['neither'] * 1000:.1f} ms"
+                + ("; issue 11's target" if name.startswith("import plugin") else ""),
+                bench=BENCH,
+            )
+        )
+    return got
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=None, help="rounds of samples (default 15)")
     parser.add_argument("--quick", action="store_true", help="5 rounds")
+    parser.add_argument("--table", action="store_true", help="print the rows of `python -m benchmarks` instead")
     args = parser.parse_args()
+    if args.table:
+        print(table(rows(QUICK if args.quick else DEFAULT)))
+        return
     rounds = args.rounds or (5 if args.quick else 15)
     baseline = importlib.util.find_spec("pytest_recording") is not None
     if not baseline:
@@ -128,23 +182,7 @@ def main() -> None:
             "pytest-recording is NOT installed: the baseline columns are SKIPPED (pip install pytest-recording); "
             "rrkit is measured against neither plugin only\n"
         )
-    kinds = ["rrkit", "baseline", "neither"] if baseline else ["rrkit", "neither"]
-    samples: dict[str, dict[str, list[float]]] = {
-        name: {kind: [] for kind in kinds} for names, _ in PROBES.values() for name in names
-    }
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        (folder / "pytest.ini").write_text("[pytest]\n")  # the project's root: pytest looks no further up
-        for _, by_kind in PROBES.values():  # warm-up, not counted: fills the bytecode cache and the file system's
-            for kind in kinds:
-                by_kind[kind](folder)
-        for round_ in range(rounds):
-            for names, by_kind in PROBES.values():
-                order = kinds[round_ % len(kinds) :] + kinds[: round_ % len(kinds)]  # rotate who goes first
-                for kind in order:
-                    for name, value in zip(names, by_kind[kind](folder), strict=True):
-                        samples[name][kind].append(value)
-    median = {name: {kind: statistics.median(values) for kind, values in got.items()} for name, got in samples.items()}
+    median = measure(rounds, list(PROBES))
 
     print(f"rrkit's pytest plugin vs pytest-recording's: medians of {rounds} rounds, fresh subprocesses, interleaved")
     print(f"{'measure':<34} {'rrkit':>10} {'baseline':>10} {'ratio':>6}   {'neither':>10}")

@@ -1,75 +1,216 @@
-"""Per-test overhead of the pytest fixtures: 200 tests with `rrkit_server`, with `rrkit_shared_server`,
-and without rrkit, each run in its own pytest process. Prints seconds and the per-test overhead.
+"""Per-test cost of the pytest fixtures beside pytest-recording's replay of the same request. One pytest process
+runs, interleaved, tests that each make one streaming request (through one OpenAI SDK client, and through one
+httpx client, each shared by all tests): with `rrkit_server` (a fresh server per test), with
+`rrkit_shared_server`, and with `@pytest.mark.vcr` replaying a VCR cassette of the same answer (record mode
+none); and plain tests doing nothing. A conftest hook times each test's whole protocol (setup + call +
+teardown); the medians per kind are printed (the first tests of each kind are left out: imports).
 
-Run: python benchmarks/bench_plugin_overhead.py [--tests 200]
+Run: python -m benchmarks.bench_plugin_overhead [--quick] [--rounds N] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib.util
+import json
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+
+import httpx
+import yaml
+
+from benchmarks.common import Profile, Row, at_most, child_env, median, run_main
+
+BENCH = "plugin_overhead"
+BODY = {"model": "m", "input": "hi", "stream": True}
+VCR_URL = "http://api.bench.invalid/v1/responses"
+KINDS = ("rrkit", "shared", "vcr", "rrkit-sdk", "shared-sdk", "vcr-sdk", "plain")
+SKIPPED = 3  # the first tests of each kind: imports and first connections
+
+CONFTEST = """
+import json
+import os
 import time
 from pathlib import Path
 
-BODY = """
+import pytest
+
+HERE = Path(__file__).parent
+DURATIONS = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.perf_counter()
+    yield
+    DURATIONS.setdefault(item.name.rsplit("__", 1)[1], []).append(time.perf_counter() - start)
+
+
+def pytest_sessionfinish(session):
+    (HERE / "durations.json").write_text(json.dumps(DURATIONS))
+
+
+@pytest.fixture(scope="module")
+def vcr_config():
+    return {"record_mode": "none"}
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir():
+    return str(HERE / "cassettes")
+
+
+@pytest.fixture
+def default_cassette_name():
+    return "replay"
+"""
+
+HEADER = """
 import httpx
 import pytest
 from rrkit.script import reply
 
+BODY = {body!r}
 client = httpx.Client()  # one client for all tests: a new httpx client costs tens of ms (TLS context)
+sdk = None
+try:
+    from openai import OpenAI
 
-@pytest.mark.parametrize("n", range({count}))
-def test_case({fixture}n):
-{body}
-"""
-WITH_SERVER = """    {fixture_name}.add(reply("hi"))
-    client.post({fixture_name}.http_url + "/responses", json={{"model": "m", "input": "hi"}})
-"""
-WITHOUT = """    assert n >= 0
-"""
-FIXTURE_ONLY = """    assert {fixture_name}.http_url
-"""
+    sdk = OpenAI(api_key="sk-bench", base_url="http://unused.invalid/v1", max_retries=0)  # one, as `client`
+except ImportError:
+    pass
 
 
-def run(folder: Path, name: str, count: int, fixture: str | None, template: str = WITH_SERVER) -> float:
-    body = template.format(fixture_name=fixture) if fixture else WITHOUT
-    (folder / f"test_{name}.py").write_text(
-        BODY.format(count=count, fixture=f"{fixture}, " if fixture else "", body=body)
-    )
-    start = time.perf_counter()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"test_{name}.py"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-    )
-    elapsed = time.perf_counter() - start
-    if result.returncode != 0:
-        raise SystemExit(f"{name} failed:\n{result.stdout[-2000:]}")
-    return elapsed
+def sdk_request(base_url):  # one streamed `responses.create`; `with_options` keeps the SDK's HTTP client
+    events = list(sdk.with_options(base_url=base_url).responses.create(model="m", input="hi", stream=True))
+    assert events[-1].type == "response.completed"
+"""
+
+TESTS = {
+    "rrkit": """
+def test_{index:04d}__rrkit(rrkit_server):
+    rrkit_server.add(reply("hi"))
+    assert "response.completed" in client.post(rrkit_server.http_url + "/responses", json=BODY).text
+""",
+    "shared": """
+def test_{index:04d}__shared(rrkit_shared_server):
+    rrkit_shared_server.add(reply("hi"))
+    assert "response.completed" in client.post(rrkit_shared_server.http_url + "/responses", json=BODY).text
+""",
+    "vcr": """
+@pytest.mark.vcr
+def test_{index:04d}__vcr():
+    assert "response.completed" in client.post({url!r}, json=BODY).text
+""",
+    "rrkit-sdk": """
+def test_{index:04d}__rrkit-sdk(rrkit_server):
+    rrkit_server.add(reply("hi"))
+    sdk_request(rrkit_server.http_url)
+""",
+    "shared-sdk": """
+def test_{index:04d}__shared-sdk(rrkit_shared_server):
+    rrkit_shared_server.add(reply("hi"))
+    sdk_request(rrkit_shared_server.http_url)
+""",
+    "vcr-sdk": """
+@pytest.mark.vcr
+def test_{index:04d}__vcr-sdk():
+    sdk_request({url!r}.rsplit("/", 1)[0])
+""",
+    "plain": """
+def test_{index:04d}__plain():
+    assert BODY
+""",
+}
+
+
+def vcr_cassette() -> str:
+    """A VCR cassette of the answer rrkit's server gives the request (one interaction, SSE body)."""
+    from rrkit.script import Script, reply
+    from rrkit.server import FakeServer
+
+    with FakeServer(Script(default=reply("hi"))) as server:
+        answer = httpx.post(server.http_url + "/responses", json=BODY)
+    interaction = {
+        "request": {"body": json.dumps(BODY), "headers": {}, "method": "POST", "uri": VCR_URL},
+        "response": {
+            "status": {"code": 200, "message": "OK"},
+            "headers": {"content-type": [answer.headers["content-type"]]},
+            "body": {"string": answer.text},
+        },
+    }
+    return yaml.safe_dump({"interactions": [interaction], "version": 1})
+
+
+def per_test_ms(per_kind: int) -> dict[str, float]:
+    """Median milliseconds per test of each kind, in one pytest process, kinds interleaved (order rotated)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "pytest.ini").write_text("[pytest]\n")
+        (folder / "conftest.py").write_text(CONFTEST)
+        (folder / "cassettes").mkdir()
+        (folder / "cassettes" / "replay.yaml").write_text(vcr_cassette())
+        source = [HEADER.format(body=BODY)]
+        index = 0
+        sdk = importlib.util.find_spec("openai") is not None
+        for round_ in range(per_kind):
+            shift = round_ % len(KINDS)
+            for kind in KINDS[shift:] + KINDS[:shift]:
+                if kind.endswith("-sdk") and not sdk:
+                    continue
+                source.append(TESTS[kind].format(index=index, url=VCR_URL).replace("-sdk(", "_sdk("))
+                index += 1
+        (folder / "test_bench.py").write_text("".join(source))
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_bench.py"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env=child_env(),
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"the fixture benchmark's tests failed:\n{result.stdout[-3000:]}{result.stderr[-2000:]}")
+        durations: dict[str, list[float]] = json.loads((folder / "durations.json").read_text())
+    return {kind.replace("_", "-"): median(values[SKIPPED:]) * 1000 for kind, values in durations.items()}
+
+
+def rows(profile: Profile) -> list[Row]:
+    per_kind = 25 if profile.quick else 80
+    ms = per_test_ms(per_kind)
+    note = f"median of {per_kind - SKIPPED} per kind; a plain test costs {ms['plain']:.2f} ms"
+    out = []
+    for suffix, how in (("-sdk", "one OpenAI SDK request"), ("", "one httpx request")):
+        if f"rrkit{suffix}" not in ms:
+            continue
+        baseline = ms[f"vcr{suffix}"]
+        out += [
+            Row(
+                f"pytest per-test cost, rrkit_server + {how}",
+                ms[f"rrkit{suffix}"],
+                baseline,
+                "ms",
+                target=at_most(1.3),
+                baseline_name="pytest-recording replay of the same request",
+                note=note,
+                bench=BENCH,
+            ),
+            Row(
+                f"pytest per-test cost, rrkit_shared_server + {how}",
+                ms[f"shared{suffix}"],
+                baseline,
+                "ms",
+                target=at_most(1.0),
+                baseline_name="pytest-recording replay of the same request",
+                bench=BENCH,
+            ),
+        ]
+        note = ""
+    return out
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--tests", type=int, default=200)
-    count = parser.parse_args().tests
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        baseline = run(folder, "baseline", count, None)
-        fixture_only = run(folder, "fixture_only", count, "rrkit_server", FIXTURE_ONLY)
-        per_test = run(folder, "per_test", count, "rrkit_server")
-        shared = run(folder, "shared", count, "rrkit_shared_server")
-    print(f"{count} tests in one pytest process each run (times include pytest start-up)")
-    print(f"  without rrkit:              {baseline:6.2f} s")
-    print(
-        f"  rrkit_server, no request:   {fixture_only:6.2f} s   "
-        f"overhead {(fixture_only - baseline) / count * 1000:6.1f} ms/test (start + stop)"
-    )
-    for label, seconds in (("rrkit_server + 1 request:  ", per_test), ("shared server + 1 request: ", shared)):
-        print(f"  {label} {seconds:6.2f} s   overhead {(seconds - baseline) / count * 1000:6.1f} ms/test")
-    print(f"  ratio per-test / shared:    {per_test / shared:6.2f}")
+    run_main(rows, __doc__)
 
 
 if __name__ == "__main__":

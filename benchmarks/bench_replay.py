@@ -1,21 +1,36 @@
 """Replay cost at cassette size: cassettes of 100, 1,000 and 10,000 distinct exchanges (HTTP SSE, small replies)
 replayed in order by an httpx client, beside the same requests answered by a scripted server (one `repeat`
 step), measured in the same run, interleaved. Prints per-request wall time, server CPU time per request (the
-server's thread, `time.thread_time`), the replay/script ratios (medians of the rounds) and the index build time.
+server's thread, its CPU clock), the replay/script ratios (medians of the rounds) and the index build time.
 
-Run: python benchmarks/bench_replay.py [--sizes 100,1000,10000] [--rounds 5]
+Also one response of 10k deltas replayed from a cassette beside the same response scripted, over SSE and WS, each
+server in its own process: the server's CPU time per event (/proc/<pid>/stat) and events/s.
+
+Run: python -m benchmarks.bench_replay [--quick] [--rounds N] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
+import contextlib
+import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from benchmarks.common import (
+    Profile,
+    Row,
+    ServerProcess,
+    at_most,
+    interleaved,
+    median,
+    run_main,
+    sse_stream,
+    ws_stream,
+)
 from rrkit.cassette import Cassette, CassetteSource, cassette_from_capture
 from rrkit.protocol.incremental import logical_from_wire
 from rrkit.script import Script, reply, text
@@ -24,6 +39,7 @@ from rrkit.server import FakeServer
 INSTRUCTIONS = "You are a terse assistant. " * 20  # a request of about 1 kB, like a small real one
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}]
 REPLY = reply(text("Sunny and mild.", chunks=3))
+BENCH = "replay"
 
 
 def request(index: int) -> dict[str, Any]:
@@ -46,17 +62,22 @@ def cassette_of(size: int) -> Cassette:
     return recorded.model_copy(update={"exchanges": exchanges})
 
 
+def start_watched(stack: contextlib.ExitStack, server: FakeServer) -> FakeServer:
+    """Start `server` in its background thread and remember that thread, whose CPU clock `server_cpu` reads."""
+    before = set(threading.enumerate())
+    stack.enter_context(server)
+    (thread,) = [thread for thread in threading.enumerate() if thread not in before]
+    assert thread.ident is not None
+    _THREADS[id(server)] = time.pthread_getcpuclockid(thread.ident)
+    return server
+
+
+_THREADS: dict[int, int] = {}
+
+
 def server_cpu(server: FakeServer) -> float:
     """CPU seconds the server's thread (its event loop) has used so far."""
-    done, seen = threading.Event(), []
-
-    def read() -> None:
-        seen.append(time.thread_time())
-        done.set()
-
-    server.call_in_loop(read)
-    done.wait()
-    return seen[0]
+    return time.clock_gettime(_THREADS[id(server)])
 
 
 def run(server: FakeServer, client: httpx.Client, requests: list[dict[str, Any]]) -> tuple[float, float]:
@@ -71,42 +92,89 @@ def run(server: FakeServer, client: httpx.Client, requests: list[dict[str, Any]]
     return wall / len(requests), (server_cpu(server) - cpu) / len(requests)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    print(
-        f"{'exchanges':>9}  {'replay ms/req':>13}  {'script ms/req':>13}  {'ratio':>5}  "
-        f"{'replay CPU':>10}  {'script CPU':>10}  {'ratio':>5}  {'index build':>11}"
-    )
-    first: float | None = None
-    for size in (int(value) for value in args.sizes.split(",")):
-        cassette, requests = cassette_of(size), [request(index) for index in range(size)]
-        start = time.perf_counter()
-        source = CassetteSource(cassette)
-        build = time.perf_counter() - start
-        timings: dict[str, list[tuple[float, float]]] = {"replay": [], "script": []}
-        with (
-            FakeServer(source=source) as replay,
-            FakeServer(Script().add(REPLY, repeat=True)) as scripted,
-            httpx.Client() as client,
-        ):
-            servers = {"replay": replay, "script": scripted}
-            for server in servers.values():  # warm up: connections, imports, caches
-                run(server, client, requests[: min(size, 50)])
-            for round_ in range(args.rounds):
-                for name in ("replay", "script") if round_ % 2 == 0 else ("script", "replay"):
-                    timings[name].append(run(servers[name], client, requests))
-        wall = {name: statistics.median(t[0] for t in values) for name, values in timings.items()}
-        cpu = {name: statistics.median(t[1] for t in values) for name, values in timings.items()}
-        first = first or wall["replay"]
-        print(
-            f"{size:>9,}  {wall['replay'] * 1000:>13.3f}  {wall['script'] * 1000:>13.3f}  "
-            f"{wall['replay'] / wall['script']:>5.2f}  {cpu['replay'] * 1000:>10.3f}  {cpu['script'] * 1000:>10.3f}  "
-            f"{cpu['replay'] / cpu['script']:>5.2f}  {build * 1000:>8.1f} ms"
+def exchange_rows(size: int, rounds: int) -> list[Row]:
+    """Per-request wall and server-thread CPU, replaying `size` distinct exchanges in order vs a script."""
+    cassette, requests = cassette_of(size), [request(index) for index in range(size)]
+    start = time.perf_counter()
+    source = CassetteSource(cassette)
+    build = time.perf_counter() - start
+    with contextlib.ExitStack() as stack:
+        replay = start_watched(stack, FakeServer(source=source))
+        scripted = start_watched(stack, FakeServer(Script().add(REPLY, repeat=True)))
+        client = stack.enter_context(httpx.Client())
+        for server in (replay, scripted):  # warm up: connections, imports, caches
+            run(server, client, requests[: min(size, 50)])
+        timings = interleaved(
+            {"replay": lambda: run(replay, client, requests), "script": lambda: run(scripted, client, requests)},
+            rounds,
+            warmup=0,
         )
-    print("(ms per request: medians of the rounds; CPU is the server thread's; ratio is replay / script)")
+    wall = {name: median(t[0] * 1000 for t in values) for name, values in timings.items()}
+    cpu = {name: median(t[1] * 1000 for t in values) for name, values in timings.items()}
+    name = f"replay of {size:,} exchanges in order"
+    return [
+        Row(f"{name}, ms per request", wall["replay"], wall["script"], "ms", baseline_name="scripted", bench=BENCH),
+        Row(
+            f"{name}, server CPU per request",
+            cpu["replay"],
+            cpu["script"],
+            "ms",
+            baseline_name="scripted",
+            note=f"index built in {build * 1000:.0f} ms",
+            bench=BENCH,
+        ),
+    ]
+
+
+def stream_rows(size: int, rounds: int) -> list[Row]:
+    """One response of `size` deltas replayed from a cassette (`rrkit serve --cassette`'s source) vs scripted,
+    SSE and WS, each server in its own process: server CPU per event and events/s."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cassette = Path(tmp) / "stream.json"
+        recorder = ServerProcess("record", str(size), str(cassette))
+        recorder.stop()
+        with (
+            ServerProcess("replay", str(cassette)) as replayed,
+            ServerProcess("script", str(size)) as scripted,
+            httpx.Client(timeout=600) as client,
+        ):
+            runs = {
+                "replay sse": lambda: sse_stream(client, replayed.base_url, [replayed]),
+                "script sse": lambda: sse_stream(client, scripted.base_url, [scripted]),
+                "replay ws": lambda: ws_stream(replayed.ws_url, [replayed]),
+                "script ws": lambda: ws_stream(scripted.ws_url, [scripted]),
+            }
+            got = interleaved(runs, rounds)
+    cpu = {name: median(r.cpu[0] / r.events * 1e6 for r in samples) for name, samples in got.items()}
+    rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
+    out = []
+    for transport in ("sse", "ws"):
+        name = f"replay (cassette), {transport.upper()} {size // 1000}k events"
+        replayed_, scripted_ = f"replay {transport}", f"script {transport}"
+        out += [
+            Row(
+                f"{name}, server CPU per event",
+                cpu[replayed_],
+                cpu[scripted_],
+                "us",
+                target=at_most(1.2),
+                baseline_name="scripted",
+                bench=BENCH,
+            ),
+            Row(f"{name}, events/s", rate[replayed_], rate[scripted_], "ev/s", baseline_name="scripted", bench=BENCH),
+        ]
+    return out
+
+
+def rows(profile: Profile) -> list[Row]:
+    got = stream_rows(10_000, profile.rounds + (0 if profile.quick else 2))
+    for size in (200,) if profile.quick else (100, 1000):
+        got += exchange_rows(size, profile.rounds)
+    return got
+
+
+def main() -> None:
+    run_main(rows, __doc__)
 
 
 if __name__ == "__main__":

@@ -1,60 +1,139 @@
-"""Fake-server streaming speed: one response of N small events over WebSocket and over SSE, and the cost of
-starting and stopping a server. Prints events per second and milliseconds per start+stop.
+"""Fake-server streaming speed beside the bare servers: one response of N text deltas (10k and 100k) over SSE,
+from rrkit's scripted FakeServer and from a bare uvicorn + Starlette endpoint streaming the same events
+pre-encoded, and over WebSocket, from rrkit and from a bare `websockets` server sending the same pre-encoded
+frames. Each server runs in its own process; the runs are interleaved; events/s (wall) and the server's CPU time
+per event (/proc/<pid>/stat, the steadier figure on a shared machine) are medians of the rounds. Also the cost of
+starting and stopping a FakeServer in a background thread.
 
-Run: python benchmarks/bench_server_stream.py [--events 10000] [--starts 50]
+Run: python -m benchmarks.bench_server_stream [--quick] [--rounds N] [--json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
+from collections.abc import Callable
 
 import httpx
-from websockets.sync.client import connect
 
-from rrkit.protocol import SSEDecoder, response_create
-from rrkit.script import Script, reply, text
-from rrkit.server import FakeServer
+from benchmarks.common import (
+    Profile,
+    Row,
+    ServerProcess,
+    StreamRun,
+    at_least,
+    at_most,
+    interleaved,
+    median,
+    run_main,
+    sse_stream,
+    ws_stream,
+)
+
+BENCH = "server_stream"
 
 
-def over_websocket(server: FakeServer) -> int:
-    with connect(server.responses_ws_url, max_size=None, compression=None) as ws:
-        ws.send(json.dumps(response_create({"model": "m", "input": "go"})))
-        count = 0
-        while True:
-            count += 1
-            if json.loads(ws.recv())["type"] == "response.completed":
-                return count
+def repeated(once: Callable[[], StreamRun], repeats: int) -> StreamRun:
+    """`repeats` responses in a row as one sample (the CPU clock ticks every 10 ms: more events, finer figure)."""
+    runs = [once() for _ in range(repeats)]
+    return StreamRun(
+        sum(r.events for r in runs),
+        sum(r.wall for r in runs),
+        min(r.first for r in runs),
+        [sum(r.cpu[0] for r in runs)],
+    )
 
 
-def over_sse(server: FakeServer) -> int:
-    decoder, count = SSEDecoder(), 0
-    with httpx.stream("POST", server.http_url + "/responses", json={"model": "m", "input": "go", "stream": True}) as r:
-        for chunk in r.iter_raw():
-            count += len(decoder.feed(chunk))
-    return count
+def stream_rows(size: int, rounds: int, repeats: int) -> list[Row]:
+    """events/s and server CPU per event, rrkit vs bare, SSE and WS, for one response of `size` deltas.
+    A sample is `repeats` responses in a row (the CPU clock ticks every 10 ms)."""
+    label = f"{size // 1000}k"
+    with (
+        ServerProcess("script", str(size)) as rrkit,
+        ServerProcess("bare-sse", str(size)) as bare_sse,
+        ServerProcess("bare-ws", str(size)) as bare_ws,
+        httpx.Client(timeout=600) as client,
+    ):
+        bare_ws_url = f"ws://127.0.0.1:{bare_ws.port}/"
+
+        def sse(server: ServerProcess) -> StreamRun:
+            def once() -> StreamRun:
+                return sse_stream(client, server.base_url, [server])
+
+            return repeated(once, repeats)
+
+        def ws(server: ServerProcess, url: str) -> StreamRun:
+            def once() -> StreamRun:
+                return ws_stream(url, [server])
+
+            return repeated(once, repeats)
+
+        runs = {
+            "rrkit sse": lambda: sse(rrkit),
+            "bare sse": lambda: sse(bare_sse),
+            "rrkit ws": lambda: ws(rrkit, rrkit.ws_url),
+            "bare ws": lambda: ws(bare_ws, bare_ws_url),
+        }
+        got = interleaved(runs, rounds, warmup=1 if size <= 20_000 else 0)
+    rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
+    cpu = {name: median(r.cpu[0] / r.events * 1e6 for r in samples) for name, samples in got.items()}
+    rows = []
+    for transport, bare in (("sse", "bare uvicorn + Starlette"), ("ws", "bare websockets")):
+        rows.append(
+            Row(
+                f"{transport.upper()} {label} events, server CPU per event",
+                cpu[f"rrkit {transport}"],
+                cpu[f"bare {transport}"],
+                "us",
+                target=at_most(1.3),
+                baseline_name=bare,
+                bench=BENCH,
+            )
+        )
+        rows.append(
+            Row(
+                f"{transport.upper()} {label} events, events/s",
+                rate[f"rrkit {transport}"],
+                rate[f"bare {transport}"],
+                "ev/s",
+                target=at_least(0.8),
+                baseline_name=bare,
+                bench=BENCH,
+            )
+        )
+    return rows
+
+
+def start_stop_ms(count: int) -> float:
+    from rrkit.script import Script, reply, text
+    from rrkit.server import FakeServer
+
+    script = Script(default=reply(text("hi")))
+    start = time.perf_counter()
+    for _ in range(count):
+        with FakeServer(script):
+            pass
+    return (time.perf_counter() - start) / count * 1000
+
+
+def rows(profile: Profile) -> list[Row]:
+    got = stream_rows(10_000, profile.rounds, repeats=2 if profile.quick else 3)
+    got += stream_rows(100_000, 1 if profile.quick else 3, repeats=1)
+    starts = 10 if profile.quick else 30
+    got.append(
+        Row(
+            "FakeServer start + stop in a thread",
+            start_stop_ms(starts),
+            None,
+            "ms",
+            note=f"mean of {starts}",
+            bench=BENCH,
+        )
+    )
+    return got
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--events", type=int, default=10_000)
-    parser.add_argument("--starts", type=int, default=50)
-    args = parser.parse_args()
-    script = Script(default=reply(text("x" * args.events, chunks=args.events)))
-    with FakeServer(script) as server:
-        for name, run in (("websocket", over_websocket), ("sse", over_sse)):
-            run(server)  # warm up
-            start = time.perf_counter()
-            count = run(server)
-            elapsed = time.perf_counter() - start
-            print(f"{name:>9}: {count} events in {elapsed:.3f} s = {count / elapsed:,.0f} events/s")
-    start = time.perf_counter()
-    for _ in range(args.starts):
-        with FakeServer(script):
-            pass
-    per_start = (time.perf_counter() - start) / args.starts
-    print(f"start + stop in a background thread: {per_start * 1000:.1f} ms (mean of {args.starts})")
+    run_main(rows, __doc__)
 
 
 if __name__ == "__main__":

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
+from click.testing import CliRunner
 
+from rrkit.cli import main
+from rrkit.script.shipped import shipped_directory, shipped_fixtures
 
-def start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "rrkit", "serve", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    for line in process.stdout:
-        if match := re.search(r"HTTP base URL:\s+(\S+)", line):
-            return process, match.group(1)
-    process.kill()
-    raise AssertionError(f"no URL printed; stderr: {process.stderr.read() if process.stderr else ''}")
+from .rrkit_process import start
 
 
 def test_serve_prints_loopback_urls_answers_and_stops_cleanly_on_ctrl_c() -> None:
@@ -48,3 +38,28 @@ def test_serve_with_a_broken_script_names_the_file_and_the_problem(tmp_path: Pat
     assert result.returncode != 0
     assert str(script) in result.stderr
     assert "responses[0].output[0].chunks" in result.stderr
+
+
+def test_serve_plays_a_shipped_script_named_fixture_colon_name() -> None:
+    process, base_url = start("--script", "fixture:failed-context-length")
+    try:
+        response = httpx.post(base_url + "/responses", json={"model": "m", "input": "hi", "stream": True})
+        assert "context_length_exceeded" in response.text and "response.failed" in response.text
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=15)
+    assert process.returncode == 0 and "rrkit: stopped" in out
+
+
+def test_an_unknown_fixture_name_suggests_the_nearest_and_the_command_that_lists_them() -> None:
+    result = CliRunner().invoke(main, ["serve", "--script", "fixture:drop-mid-strem"])
+    assert result.exit_code != 0
+    assert "did you mean fixture:drop-mid-stream?" in result.output and "rrkit fixtures" in result.output
+
+
+def test_rrkit_fixtures_lists_every_shipped_script_with_what_it_does() -> None:
+    result = CliRunner().invoke(main, ["fixtures"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    listed = [line.split()[0] for line in result.output.splitlines() if line and not line.startswith(" ")]
+    assert listed == list(shipped_fixtures())
+    assert "ws-refuse-426" in listed and len(listed) == len(list(Path(shipped_directory()).glob("*.yaml")))

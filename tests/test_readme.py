@@ -48,3 +48,9 @@ def test_every_file_the_readme_links_to_is_in_the_repository() -> None:
     assert links, "the README links to no file"
     assert [link for link in links if not (root / link).exists()] == []
     assert "../shared" not in README
+
+
+def test_readme_async_example_passes(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_async=code_after("## Use rrkit in your project"))
+    pytester.runpytest().assert_outcomes(passed=1)

@@ -14,7 +14,8 @@ from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, 
 from rrkit.protocol.incremental import Incremental
 from rrkit.script import Script, function_call, reply, text
 from rrkit.script.render import render_reply
-from rrkit.server import FakeServer
+
+from .errortrap import Serve
 
 BASE: dict[str, Any] = {
     "model": "gpt-test",
@@ -49,9 +50,9 @@ def sse_events(response: httpx.Response) -> list[dict[str, Any]]:
     return iter_events(decoder.feed(response.content))
 
 
-def test_incremental_websocket_request_rebuilds_the_full_http_request() -> None:
+def test_incremental_websocket_request_rebuilds_the_full_http_request(serve: Serve) -> None:
     tool_output = {"type": "function_call_output", "call_id": "call_1", "output": "sunny, 21C"}
-    with FakeServer(tool_script()) as server, connect(server.responses_ws_url) as ws:
+    with serve.running(tool_script()) as server, connect(server.responses_ws_url) as ws:
         ws.send(json.dumps(response_create({**BASE, "input": [USER]})))
         first = ws_events(ws)
         calls = done_items(first)
@@ -64,7 +65,7 @@ def test_incremental_websocket_request_rebuilds_the_full_http_request() -> None:
         assert server.exchanges[1].wire_request["input"] == [tool_output]
 
     # The same conversation over HTTP sends the full request every time.
-    with FakeServer(tool_script()) as server, httpx.Client(base_url=server.http_url) as client:
+    with serve.running(tool_script()) as server, httpx.Client(base_url=server.http_url) as client:
         first_http = sse_events(client.post("/responses", json={**BASE, "input": [USER]}))
         http_calls = done_items(first_http)
         full = {**BASE, "input": [USER, *http_calls, tool_output]}
@@ -77,10 +78,10 @@ def test_incremental_websocket_request_rebuilds_the_full_http_request() -> None:
     assert ws_logical == normalized
 
 
-def test_completed_response_chain_rebuilds_across_three_requests() -> None:
+def test_completed_response_chain_rebuilds_across_three_requests(serve: Serve) -> None:
     script = Script().queue(reply("one"), reply("two"), reply("three"))
     second_user = {**USER, "content": [{"type": "input_text", "text": "And Rome?"}]}
-    with FakeServer(script) as server, connect(server.responses_ws_url) as ws:
+    with serve.running(script) as server, connect(server.responses_ws_url) as ws:
         ws.send(json.dumps(response_create({**BASE, "input": [USER]})))
         first = ws_events(ws)
         delta = Incremental(first[-1]["response"]["id"], [second_user])
@@ -94,9 +95,9 @@ def test_completed_response_chain_rebuilds_across_three_requests() -> None:
     assert third["input"] == [USER, *done_items(first), second_user, *done_items(second)]
 
 
-def test_ten_thousand_events_stream_over_one_socket() -> None:
+def test_ten_thousand_events_stream_over_one_socket(serve: Serve) -> None:
     script = Script(default=reply(text("x" * 10_000, chunks=10_000)))
-    with FakeServer(script) as server, connect(server.responses_ws_url, max_size=None) as ws:
+    with serve.running(script) as server, connect(server.responses_ws_url, max_size=None) as ws:
         ws.send(json.dumps(response_create({**BASE, "input": [USER]})))
         events = ws_events(ws)
         server.settle()
@@ -143,8 +144,8 @@ async def test_a_scripted_plan_makes_each_event_only_when_it_is_asked_for(monkey
     await plan.events.aclose()
 
 
-async def test_server_runs_on_the_current_event_loop() -> None:
-    async with FakeServer() as server, httpx.AsyncClient(base_url=server.http_url) as client:
+async def test_server_runs_on_the_current_event_loop(serve: Serve) -> None:
+    async with serve.running() as server, httpx.AsyncClient(base_url=server.http_url) as client:
         response = await client.post("/responses", json={"model": "m", "input": "hi", "stream": True})
         assert response.status_code == 200
         assert sse_events(response)[-1]["type"] == "response.completed"
@@ -153,8 +154,8 @@ async def test_server_runs_on_the_current_event_loop() -> None:
         assert server.exchanges[0].outcome.kind == "completed"
 
 
-def test_captured_exchange_is_readable_while_the_server_runs() -> None:
-    with FakeServer(Script(default=reply("hi").delayed(each=0.001))) as server:
+def test_captured_exchange_is_readable_while_the_server_runs(serve: Serve) -> None:
+    with serve.running(Script(default=reply("hi").delayed(each=0.001))) as server:
         body = {"model": "m", "input": "hi", "stream": True}
         httpx.post(server.http_url + "/responses", json=body, headers={"x-test": "1"})
         exchange = server.settle().exchanges[0]

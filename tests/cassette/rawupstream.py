@@ -4,6 +4,7 @@ comments, silence) and keeps every request exactly as it arrived, bytes included
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -81,12 +82,19 @@ class _Handled(Response):
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the handler until it ends, or until its client leaves (a handler that waits for ever is then
+        ended here, as a real server ends a request whose client is gone)."""
         assert self.upstream.handler is not None
         watcher = asyncio.create_task(_count_disconnect(receive, self.upstream))
+        handling = asyncio.create_task(self.upstream.handler(scope, receive, send))
         try:
-            await self.upstream.handler(scope, receive, send)
+            await asyncio.wait((watcher, handling), return_when=asyncio.FIRST_COMPLETED)
         finally:
             watcher.cancel()
+            if not handling.done():
+                handling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await handling
 
 
 async def _count_disconnect(receive: Receive, upstream: RawUpstream) -> None:

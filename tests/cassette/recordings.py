@@ -8,13 +8,14 @@ import httpx
 
 from rrkit.cassette import Cassette, cassette_from_capture
 from rrkit.script import Script, reply, text
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 
-def record(requests: list[dict[str, Any]]) -> Cassette:
-    """A cassette where the i-th request is answered with `answer i`."""
+def record(serve: Serve, requests: list[dict[str, Any]]) -> Cassette:
+    """A cassette where the i-th request is answered with `answer i`, by a server `serve` guards."""
     script = Script().queue(*(reply(text(f"answer {i}")) for i in range(len(requests))))
-    with FakeServer(script) as server, httpx.Client() as client:
+    with serve.running(script) as server, httpx.Client() as client:
         for request in requests:
             client.post(server.http_url + "/responses", json=request).raise_for_status()
         server.settle()

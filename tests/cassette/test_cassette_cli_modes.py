@@ -17,7 +17,8 @@ import pytest
 from rrkit.cassette import load_cassette
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Match, Script, reply, text
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 
 @contextmanager
@@ -62,9 +63,11 @@ def by_question() -> Script:
     )
 
 
-def test_record_command_new_episodes_replays_what_the_cassette_has_and_records_the_rest(tmp_path: Path) -> None:
+def test_record_command_new_episodes_replays_what_the_cassette_has_and_records_the_rest(
+    serve: Serve, tmp_path: Path
+) -> None:
     cassette = tmp_path / "gaps.json"
-    with FakeServer(by_question()) as upstream:
+    with serve.running(by_question()) as upstream:
         with running("record", "--upstream", upstream.http_url, "--cassette", str(cassette)) as (url, _):
             ask(url, "first")
         assert len(upstream.exchanges) == 1
@@ -79,9 +82,11 @@ def test_record_command_new_episodes_replays_what_the_cassette_has_and_records_t
     assert [e.logical_request["input"] for e in recorded.exchanges if e.logical_request] == ["first", "second"]
 
 
-def test_serve_with_upstream_fills_an_existing_cassette_and_sigterm_still_writes_it(tmp_path: Path) -> None:
+def test_serve_with_upstream_fills_an_existing_cassette_and_sigterm_still_writes_it(
+    serve: Serve, tmp_path: Path
+) -> None:
     cassette = tmp_path / "filled.json"
-    with FakeServer(by_question()) as upstream:
+    with serve.running(by_question()) as upstream:
         args = ("serve", "--cassette", str(cassette), "--upstream", upstream.http_url, "--record-mode", "all")
         with running(*args, stop=signal.SIGTERM) as (url, out):
             ask(url, "first")
@@ -90,10 +95,10 @@ def test_serve_with_upstream_fills_an_existing_cassette_and_sigterm_still_writes
     assert [e.outcome.kind for e in load_cassette(cassette).exchanges if e.outcome] == [OutcomeKind.COMPLETED] * 2
 
 
-def test_serve_replay_reports_recorded_exchanges_no_request_played(tmp_path: Path) -> None:
+def test_serve_replay_reports_recorded_exchanges_no_request_played(serve: Serve, tmp_path: Path) -> None:
     cassette = tmp_path / "stale.json"
     with (
-        FakeServer(by_question()) as upstream,
+        serve.running(by_question()) as upstream,
         running("record", "--upstream", upstream.http_url, "--cassette", str(cassette)) as (url, _),
     ):
         ask(url, "first")
@@ -104,12 +109,12 @@ def test_serve_replay_reports_recorded_exchanges_no_request_played(tmp_path: Pat
     assert "exchange 0" in out[1] and "exchange 1" not in out[1]
 
 
-def test_serve_match_options_ignore_a_changed_tool_output_and_allow_repeats(tmp_path: Path) -> None:
+def test_serve_match_options_ignore_a_changed_tool_output_and_allow_repeats(serve: Serve, tmp_path: Path) -> None:
     cassette = tmp_path / "tool.json"
     call = {"type": "function_call", "call_id": "c1", "name": "clock", "arguments": "{}"}
     body = {"model": "gpt-test", "stream": True, "input": [call, {"type": "function_call_output", "call_id": "c1"}]}
     with (
-        FakeServer(Script().add(reply(text("noted")), repeat=True)) as upstream,
+        serve.running(Script().add(reply(text("noted")), repeat=True)) as upstream,
         running("record", "--upstream", upstream.http_url, "--cassette", str(cassette)) as (url, _),
     ):
         body["input"][1]["output"] = "Wall time: 0.012 seconds\nok"
@@ -146,12 +151,12 @@ def test_bad_match_option_is_a_usage_error_naming_it(tmp_path: Path, option: lis
     assert result.returncode == 2 and says in result.stderr, result.stderr
 
 
-def test_sdk_non_streaming_create_through_rrkit_record_replays_from_rrkit_serve(tmp_path: Path) -> None:
+def test_sdk_non_streaming_create_through_rrkit_record_replays_from_rrkit_serve(serve: Serve, tmp_path: Path) -> None:
     import openai
 
     cassette = tmp_path / "sdk.json"
     with (
-        FakeServer(Script().add(reply(text("Not streamed.")))) as upstream,
+        serve.running(Script().add(reply(text("Not streamed.")))) as upstream,
         running("record", "--upstream", upstream.http_url, "--cassette", str(cassette)) as (url, _),
     ):
         client = openai.OpenAI(base_url=url, api_key="sk-test", max_retries=0)
@@ -163,10 +168,10 @@ def test_sdk_non_streaming_create_through_rrkit_record_replays_from_rrkit_serve(
         assert client.responses.create(model="gpt-test", input="hi").output_text == "Not streamed."
 
 
-def test_record_headline_shows_the_upstream_url_without_its_secrets(tmp_path: Path) -> None:
+def test_record_headline_shows_the_upstream_url_without_its_secrets(serve: Serve, tmp_path: Path) -> None:
     secret = "sk-proj-2f9a7c21d4e5b6a8c0d2e4f6"
     with (
-        FakeServer() as upstream,
+        serve.running() as upstream,
         running("record", "--upstream", f"{upstream.http_url}?api-key={secret}", "--cassette", str(tmp_path / "c.json"))
         as (_, out),
     ):

@@ -17,8 +17,8 @@ import pytest
 from rrkit.cassette import CassetteSource, cassette_from_capture, load_cassette, save_cassette
 from rrkit.client import Trace
 from rrkit.protocol import OutcomeKind
-from rrkit.server import FakeServer
 
+from ..errortrap import Serve
 from .client_session import request_kinds, run_session, seen, session_script
 
 TRANSPORTS = ("ws", "http")
@@ -31,9 +31,9 @@ class Recorded:
 
 
 @pytest.fixture(params=TRANSPORTS)
-async def recorded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Recorded]:
+async def recorded(request: pytest.FixtureRequest, serve: Serve, tmp_path: Path) -> AsyncIterator[Recorded]:
     transport: str = request.param
-    async with FakeServer(session_script()) as server:
+    async with serve.running(session_script()) as server:
         trace = await run_session(server.http_url, transport)
         await server.settle_async()
         cassette = cassette_from_capture(server.exchanges, server.connections, name=f"session-{transport}")
@@ -71,9 +71,9 @@ def test_recorded_client_session_has_warmup_incremental_tool_loop_drop_and_retry
 
 
 async def test_in_process_replay_gives_the_reference_client_the_same_events_outcomes_and_requests(
-    recorded: Recorded,
+    serve: Serve, recorded: Recorded
 ) -> None:
-    async with FakeServer(source=CassetteSource(load_cassette(recorded.path))) as replay:
+    async with serve.running(source=CassetteSource(load_cassette(recorded.path))) as replay:
         replayed = await run_session(replay.http_url, transport_of(recorded))
         await replay.settle_async()
         assert all(exchange.replayed for exchange in replay.exchanges)

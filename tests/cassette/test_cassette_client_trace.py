@@ -13,8 +13,8 @@ from rrkit.client import ClientOptions, Conversation, ModelClient, RetryPolicy
 from rrkit.client.retry import RecordingSleep
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Script, refuse_upgrade, reply, text
-from rrkit.server import FakeServer
 
+from ..errortrap import Serve
 from .client_session import PROMPT, SESSION_ID, request_kinds, run_session, session_script
 
 
@@ -33,8 +33,8 @@ def views(cassette: Cassette) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
-async def test_client_trace_cassette_agrees_with_server_capture_on_every_exchange(transport: str) -> None:
-    async with FakeServer(session_script()) as server:
+async def test_client_trace_cassette_agrees_with_server_capture_on_every_exchange(serve: Serve, transport: str) -> None:
+    async with serve.running(session_script()) as server:
         trace = await run_session(server.http_url, transport)
         await server.settle_async()
         from_server = cassette_from_capture(server.exchanges, server.connections, name="session")
@@ -49,8 +49,8 @@ async def test_client_trace_cassette_agrees_with_server_capture_on_every_exchang
     assert views(from_client) == views(from_server)
 
 
-async def test_client_trace_cassette_keeps_events_with_offsets_connections_and_redacted_headers() -> None:
-    async with FakeServer(session_script()) as server:
+async def test_client_trace_cassette_keeps_events_with_offsets_connections_and_redacted_headers(serve: Serve) -> None:
+    async with serve.running(session_script()) as server:
         trace = await run_session(server.http_url, "ws")
     cassette = cassette_from_trace(trace, name="session")
     assert [c.id for c in cassette.connections] == [1, 2]  # the client's serials
@@ -67,11 +67,11 @@ async def test_client_trace_cassette_keeps_events_with_offsets_connections_and_r
     assert parse_cassette(cassette.model_dump(mode="json")).exchanges == cassette.exchanges
 
 
-async def test_client_trace_cassette_shows_a_refused_upgrade_as_a_connection_with_its_status() -> None:
+async def test_client_trace_cassette_shows_a_refused_upgrade_as_a_connection_with_its_status(serve: Serve) -> None:
     script = Script().add(reply(text("Over HTTP.")), repeat=True).add_handshake(refuse_upgrade(426))
     options = ClientOptions(retry=RetryPolicy(max_retries=1, base_delay=0.01), sleep=RecordingSleep())
     async with (
-        FakeServer(script) as server,
+        serve.running(script) as server,
         ModelClient(server.http_url, options=options, session_id=SESSION_ID) as client,
     ):
         await Conversation(client, PROMPT).run_turn("Hello?")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,19 +11,22 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from rrkit.cassette import CassetteError, Redactor, cassette_from_capture, load_cassette, save_cassette
+from rrkit.cassette import Cassette, CassetteError, Redactor, cassette_from_capture, load_cassette, save_cassette
 from rrkit.cassette import store as store_module
 from rrkit.cassette.redact import MARKER
 from rrkit.protocol import response_create
 from rrkit.script import Script, reply, text
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 SECRET = "sk-secret-0123456789abcdef"
 
 
-def record_small_session(headers: dict[str, str] | None = None, body_extra: dict[str, Any] | None = None) -> Any:
+def record_small_session(
+    serve: Serve, headers: dict[str, str] | None = None, body_extra: dict[str, Any] | None = None
+) -> Any:
     script = Script(default=reply(text("Hello there", chunks=3), turn_state="ts-1"))
-    with FakeServer(script) as server:
+    with serve.running(script) as server:
         httpx.post(
             server.http_url + "/responses",
             json={"model": "m", "input": "hi", **(body_extra or {})},
@@ -36,8 +40,8 @@ def record_small_session(headers: dict[str, str] | None = None, body_extra: dict
         return cassette_from_capture(server.exchanges, server.connections, name="small")
 
 
-def test_saved_cassette_loads_back_equal(tmp_path: Path) -> None:
-    cassette = record_small_session()
+def test_saved_cassette_loads_back_equal(serve: Serve, tmp_path: Path) -> None:
+    cassette = record_small_session(serve)
     path = save_cassette(cassette, tmp_path / "small.json")
     loaded = load_cassette(path)
     assert loaded == cassette
@@ -45,8 +49,8 @@ def test_saved_cassette_loads_back_equal(tmp_path: Path) -> None:
     assert loaded.exchanges[1].connection == loaded.connections[0].id
 
 
-def test_cassette_file_keeps_json_readable_with_one_event_per_line(tmp_path: Path) -> None:
-    path = save_cassette(record_small_session(), tmp_path / "small.json")
+def test_cassette_file_keeps_json_readable_with_one_event_per_line(serve: Serve, tmp_path: Path) -> None:
+    path = save_cassette(record_small_session(serve), tmp_path / "small.json")
     text_ = path.read_text()
     event_lines = [line for line in text_.splitlines() if line.strip().startswith('{"at":')]
     assert len(event_lines) == sum(len(e.events) for e in load_cassette(path).exchanges)
@@ -64,8 +68,8 @@ def test_broken_json_names_the_file_and_line(tmp_path: Path) -> None:
         load_cassette(path)
 
 
-def test_invalid_field_names_the_place_inside_the_cassette(tmp_path: Path) -> None:
-    cassette = record_small_session()
+def test_invalid_field_names_the_place_inside_the_cassette(serve: Serve, tmp_path: Path) -> None:
+    cassette = record_small_session(serve)
     data = json.loads("".join(store_module.dump_cassette(cassette)))
     data["exchanges"][1]["events"][2] = {"at": 0.1, "event": {"no_type": True}}
     data["exchanges"][0]["transport"] = "carrier-pigeon"
@@ -89,9 +93,9 @@ def test_a_file_that_is_not_a_cassette_is_rejected_clearly(tmp_path: Path) -> No
 
 
 def test_crash_while_writing_leaves_the_previous_cassette_intact(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = save_cassette(record_small_session(), tmp_path / "keep.json")
+    path = save_cassette(record_small_session(serve), tmp_path / "keep.json")
     before = path.read_bytes()
     original = store_module.dump_cassette
 
@@ -103,18 +107,18 @@ def test_crash_while_writing_leaves_the_previous_cassette_intact(
 
     monkeypatch.setattr(store_module, "dump_cassette", crash_midway)
     with pytest.raises(KeyboardInterrupt):
-        save_cassette(record_small_session(), path)
+        save_cassette(record_small_session(serve), path)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["keep.json"]
 
 
-def test_secrets_leave_no_trace_in_the_written_file(tmp_path: Path) -> None:
+def test_secrets_leave_no_trace_in_the_written_file(serve: Serve, tmp_path: Path) -> None:
     headers = {
         "Authorization": f"Bearer {SECRET}",
         "OpenAI-Organization": "org-abcdefgh12345",
         "Cookie": "session=cookie-value-123456",
     }
-    cassette = record_small_session(headers, {"metadata": {"note": f"the key is {SECRET}"}})
+    cassette = record_small_session(serve, headers, {"metadata": {"note": f"the key is {SECRET}"}})
     path = save_cassette(cassette, tmp_path / "secret.json")
     text_ = path.read_text()
     assert SECRET not in text_
@@ -127,8 +131,10 @@ def test_secrets_leave_no_trace_in_the_written_file(tmp_path: Path) -> None:
     assert loaded.redaction is not None and "authorization" in loaded.redaction.headers
 
 
-def test_user_given_headers_and_json_paths_are_redacted_with_a_marker(tmp_path: Path) -> None:
-    cassette = record_small_session({"X-Tenant": "tenant-secret-42"}, {"metadata": {"user": "alice@example.com"}})
+def test_user_given_headers_and_json_paths_are_redacted_with_a_marker(serve: Serve, tmp_path: Path) -> None:
+    cassette = record_small_session(
+        serve, {"X-Tenant": "tenant-secret-42"}, {"metadata": {"user": "alice@example.com"}}
+    )
     redactor = Redactor.with_extra(headers=["x-tenant"], paths=["metadata.user", "response.model"])
     redacted = redactor.apply(cassette)
     text_ = "".join(store_module.dump_cassette(redacted))
@@ -140,9 +146,21 @@ def test_user_given_headers_and_json_paths_are_redacted_with_a_marker(tmp_path: 
     assert created["response"]["model"] == MARKER
 
 
-def test_response_side_set_cookie_is_redacted() -> None:
-    cassette = record_small_session()
+def test_response_side_set_cookie_is_redacted(serve: Serve) -> None:
+    cassette = record_small_session(serve)
     cassette.exchanges[0].response_headers["set-cookie"] = "sid=server-session-123456; Path=/"
     redacted = Redactor().apply(cassette)
     assert redacted.exchanges[0].response_headers["set-cookie"] == MARKER
     assert "server-session-123456" not in "".join(store_module.dump_cassette(redacted))
+
+
+def test_a_saved_cassette_gets_the_mode_a_plain_write_would_give(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        fresh = save_cassette(Cassette(), tmp_path / "fresh.json")
+        assert fresh.stat().st_mode & 0o777 == 0o644
+        os.chmod(fresh, 0o640)
+        save_cassette(Cassette(), fresh)
+        assert fresh.stat().st_mode & 0o777 == 0o640  # rewriting keeps the file's own mode
+    finally:
+        os.umask(old)

@@ -15,7 +15,8 @@ from rrkit.cassette.match import json_diff
 from rrkit.cassette.normalize import normalize_cassette
 from rrkit.demo import TRANSPORTS, fixture_paths, golden_name, run_demo, run_one
 from rrkit.script import load_script
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -53,13 +54,13 @@ async def test_golden_cassettes_equal_a_fresh_recording_of_every_fixture_over_ev
 
 @pytest.mark.parametrize("path", GOLDEN_FILES, ids=[path.name for path in GOLDEN_FILES])
 async def test_golden_cassette_replays_to_the_reference_client_with_the_outcome_its_fixture_expects(
-    path: Path,
+    serve: Serve, path: Path
 ) -> None:
     fixture, transport = path.name.removesuffix(".json").rsplit(".", 1)
     scripts = [candidate for candidate in fixture_paths(FIXTURES) if candidate.stem == fixture]
     assert scripts, f"cassettes/{path.name} has no fixture in fixtures/; {REGENERATE} removes it"
     script = load_script(scripts[0])
-    async with FakeServer(log_level="critical") as server:
+    async with serve.running() as server:
         row = await run_one(server, script, transport, source=CassetteSource(load_cassette(path)))
         await server.settle_async()
         assert server.exchanges and all(exchange.replayed for exchange in server.exchanges)

@@ -13,7 +13,8 @@ from websockets.sync.client import connect
 from rrkit.cassette import Cassette, cassette_from_capture
 from rrkit.cassette.match import logical_content_differences
 from rrkit.protocol import OutcomeKind, from_lite, is_lite, to_lite
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 TOOLS = [
     {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}},
@@ -44,8 +45,8 @@ def send_ws(url: str, bodies: list[dict[str, Any]]) -> None:
                 pass
 
 
-def record(transport: str, *bodies: dict[str, Any]) -> Cassette:
-    with FakeServer() as server:
+def record(serve: Serve, transport: str, *bodies: dict[str, Any]) -> Cassette:
+    with serve.running() as server:
         if transport == "http":
             for body in bodies:
                 send_http(server.http_url, body)
@@ -61,9 +62,9 @@ def without_parallel(request: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("transport", ["http", "ws"])
 def test_lite_request_and_its_standard_encoding_are_both_answered_with_the_same_logical_content(
-    transport: str,
+    serve: Serve, transport: str
 ) -> None:
-    cassette = record(transport, STANDARD, to_lite(STANDARD))
+    cassette = record(serve, transport, STANDARD, to_lite(STANDARD))
     standard, lite = cassette.exchanges
     assert [exchange.outcome.kind if exchange.outcome else None for exchange in cassette.exchanges] == [
         OutcomeKind.COMPLETED,
@@ -76,9 +77,9 @@ def test_lite_request_and_its_standard_encoding_are_both_answered_with_the_same_
     assert logical_content_differences(standard, lite) == []
 
 
-def test_lite_logical_content_differences_name_what_a_lite_request_changed() -> None:
+def test_lite_logical_content_differences_name_what_a_lite_request_changed(serve: Serve) -> None:
     changed = to_lite({**STANDARD, "tools": TOOLS[:1], "instructions": "Be verbose."})
-    standard, lite = record("http", STANDARD, changed).exchanges
+    standard, lite = record(serve, "http", STANDARD, changed).exchanges
     differences = "\n".join(logical_content_differences(standard, lite))
     assert "logical['instructions']" in differences and "Be verbose." in differences
     assert "logical['tools'][1]" in differences

@@ -13,6 +13,8 @@ from rrkit.cassette.recordmode import RecordMode, parse_record_mode
 from rrkit.script import Script, reply
 from rrkit.server import FakeServer
 
+from ..errortrap import Serve
+
 
 def upstream(label: str) -> Script:
     return Script(default=reply(f"{label} answer"))
@@ -22,9 +24,9 @@ def ask(server: FakeServer, question: str) -> httpx.Response:
     return httpx.post(server.http_url + "/responses", json={"model": "m", "input": question, "stream": True})
 
 
-def run(deck: CassetteDeck, *questions: str) -> tuple[list[int], list[str]]:
+def run(serve: Serve, deck: CassetteDeck, *questions: str) -> tuple[list[int], list[str]]:
     """Serve the deck, ask the questions, save; return the statuses and the answer texts seen."""
-    with FakeServer(source=deck.source()) as server:
+    with serve.running(source=deck.source()) as server:
         responses = [ask(server, question) for question in questions]
         server.settle()
         deck.save(server.exchanges, server.connections)
@@ -38,23 +40,23 @@ def recorded_inputs(path: Path) -> list[object]:
     return [exchange.wire_request["input"] for exchange in load_cassette(path).exchanges if exchange.wire_request]
 
 
-def test_once_records_a_missing_cassette_then_only_replays(tmp_path: Path) -> None:
+def test_once_records_a_missing_cassette_then_only_replays(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "once.json"
-    statuses, texts = run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    statuses, texts = run(serve, CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
     assert statuses == [200, 200] and "first answer" in texts[0]
     assert recorded_inputs(path) == ["a", "b"]
     deck = CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("second"))
     assert not deck.records
-    statuses, texts = run(deck, "a", "c")
+    statuses, texts = run(serve, deck, "a", "c")
     assert statuses == [200, 400]  # "c" was never recorded, and once-with-a-cassette does not record
     assert "first answer" in texts[0]
     assert recorded_inputs(path) == ["a", "b"]
 
 
-def test_none_replays_and_refuses_unrecorded_requests(tmp_path: Path) -> None:
+def test_none_replays_and_refuses_unrecorded_requests(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "none.json"
-    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteDeck.open(path, RecordMode.NONE), "a", "z")
+    run(serve, CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(serve, CassetteDeck.open(path, RecordMode.NONE), "a", "z")
     assert statuses == [200, 400] and "first answer" in texts[0]
     assert recorded_inputs(path) == ["a"]
 
@@ -64,10 +66,12 @@ def test_none_without_a_cassette_says_how_to_record_it(tmp_path: Path) -> None:
         CassetteDeck.open(tmp_path / "missing.json", RecordMode.NONE)
 
 
-def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> None:
+def test_new_episodes_replays_matches_and_records_the_rest(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "episodes.json"
-    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteDeck.open(path, RecordMode.NEW_EPISODES, upstream=upstream("second")), "a", "b")
+    run(serve, CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(
+        serve, CassetteDeck.open(path, RecordMode.NEW_EPISODES, upstream=upstream("second")), "a", "b"
+    )
     assert statuses == [200, 200]
     assert "first answer" in texts[0] and "second answer" in texts[1]
     cassette = load_cassette(path)
@@ -75,18 +79,18 @@ def test_new_episodes_replays_matches_and_records_the_rest(tmp_path: Path) -> No
     assert recorded_inputs(path) == ["a", "b"]
 
 
-def test_all_records_everything_again_and_keeps_what_was_recorded(tmp_path: Path) -> None:
+def test_all_records_everything_again_and_keeps_what_was_recorded(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "all.json"
-    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
-    statuses, texts = run(CassetteDeck.open(path, RecordMode.ALL, upstream=upstream("second")), "a")
+    run(serve, CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a")
+    statuses, texts = run(serve, CassetteDeck.open(path, RecordMode.ALL, upstream=upstream("second")), "a")
     assert statuses == [200] and "second answer" in texts[0]
     assert recorded_inputs(path) == ["a", "a"]
 
 
-def test_rewrite_starts_the_cassette_afresh(tmp_path: Path) -> None:
+def test_rewrite_starts_the_cassette_afresh(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "rewrite.json"
-    run(CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
-    statuses, texts = run(CassetteDeck.open(path, RecordMode.REWRITE, upstream=upstream("second")), "c")
+    run(serve, CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first")), "a", "b")
+    statuses, texts = run(serve, CassetteDeck.open(path, RecordMode.REWRITE, upstream=upstream("second")), "c")
     assert statuses == [200] and "second answer" in texts[0]
     assert recorded_inputs(path) == ["c"]
 
@@ -137,18 +141,19 @@ def question_item(question: str) -> dict[str, str]:
 
 
 def test_new_episodes_over_websocket_records_the_delta_on_its_recorded_connection_with_recorded_ids(
+    serve: Serve,
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "ws.json"
     first = CassetteDeck.open(path, RecordMode.ONCE, upstream=upstream("first"))
-    with FakeServer(source=first.source()) as server:
+    with serve.running(source=first.source()) as server:
         websocket_turns(server, "q1")
         server.settle()
         first.save(server.exchanges, server.connections)
     recorded_id = load_cassette(path).exchanges[0].response_id
 
     more = CassetteDeck.open(path, RecordMode.NEW_EPISODES, upstream=upstream("new"))
-    with FakeServer(source=more.source()) as server:
+    with serve.running(source=more.source()) as server:
         ends = websocket_turns(server, "q1", "q2")
         server.settle()
         more.save(server.exchanges, server.connections)
@@ -162,5 +167,5 @@ def test_new_episodes_over_websocket_records_the_delta_on_its_recorded_connectio
     assert delta.logical_request is not None
     assert [item.get("content") for item in delta.logical_request["input"]][::2] == ["q1", "q2"]
 
-    with FakeServer(source=CassetteDeck.open(path, RecordMode.NONE).source()) as replay:
+    with serve.running(source=CassetteDeck.open(path, RecordMode.NONE).source()) as replay:
         assert [end["type"] for end in websocket_turns(replay, "q1", "q2")] == ["response.completed"] * 2

@@ -13,8 +13,8 @@ import pytest
 from rrkit.cassette import Cassette, CassetteSource, MatchConfig
 from rrkit.cassette.match import compare
 from rrkit.protocol.incremental import logical_from_wire
-from rrkit.server import FakeServer
 
+from ..errortrap import Serve
 from .recordings import record
 
 RUNS: dict[str, Any] = json.loads((Path(__file__).parent / "data" / "codex-0.169.0-requests.json").read_text())["runs"]
@@ -31,12 +31,10 @@ def moved(value: Any, run: str, cwd: str, home: str) -> Any:
     return json.loads(raw)
 
 
-
-
-def replayed(cassette: Cassette, config: MatchConfig, requests: list[dict[str, Any]]) -> list[str]:
+def replayed(serve: Serve, cassette: Cassette, config: MatchConfig, requests: list[dict[str, Any]]) -> list[str]:
     """Per request, the recorded answer that came back, or `no match`."""
     answers = []
-    with FakeServer(source=CassetteSource(cassette, config)) as replay, httpx.Client() as client:
+    with serve.running(source=CassetteSource(cassette, config)) as replay, httpx.Client() as client:
         for request in requests:
             response = client.post(replay.http_url + "/responses", json=request)
             found = [part for part in response.text.split('"') if part.startswith("answer ")]
@@ -44,10 +42,10 @@ def replayed(cassette: Cassette, config: MatchConfig, requests: list[dict[str, A
     return answers
 
 
-def test_codex_session_recorded_in_one_directory_replays_from_another() -> None:
-    cassette = record(bodies("sse-tool-A"))
-    assert replayed(cassette, CODEX, bodies("sse-tool-B")) == ["answer 0", "answer 1"]
-    assert replayed(cassette, MatchConfig(), bodies("sse-tool-B")) == ["no match", "no match"]
+def test_codex_session_recorded_in_one_directory_replays_from_another(serve: Serve) -> None:
+    cassette = record(serve, bodies("sse-tool-A"))
+    assert replayed(serve, cassette, CODEX, bodies("sse-tool-B")) == ["answer 0", "answer 1"]
+    assert replayed(serve, cassette, MatchConfig(), bodies("sse-tool-B")) == ["no match", "no match"]
 
 
 def test_codex_websocket_logical_requests_match_the_sse_ones() -> None:

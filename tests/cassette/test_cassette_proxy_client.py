@@ -7,14 +7,17 @@ import pytest
 
 from rrkit.cassette import RecordingProxy
 from rrkit.client.check import view_mismatches
-from rrkit.server import FakeServer
 
+from ..errortrap import Serve
 from .client_session import request_kinds, run_session, session_script
 
 
 @pytest.mark.parametrize("transport", ["http", "ws"])
-async def test_proxy_records_the_reference_client_with_the_logical_requests_it_logged(transport: str) -> None:
-    async with FakeServer(session_script()) as upstream, RecordingProxy(upstream.http_url) as proxy:
+async def test_proxy_records_the_reference_client_with_the_logical_requests_it_logged(
+    serve: Serve, transport: str
+) -> None:
+    async with serve.running(session_script()) as upstream, RecordingProxy(upstream.http_url) as proxy:
+        serve.guard(proxy)
         trace = await run_session(proxy.http_url, transport)
         cassette = await proxy.cassette_async(name=f"client-{transport}")
         await upstream.settle_async()

@@ -8,7 +8,7 @@ import gzip
 import json
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import httpx
@@ -25,6 +25,7 @@ from rrkit.protocol.events import SSE_COMMENT
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
 
+from ..errortrap import Serve
 from .rawupstream import RawUpstream, silent, sse, whole
 
 SECRET = "sk-proj-7c21d4e5b6a8c0d2e4f63f9a"
@@ -32,14 +33,19 @@ BODY = {"model": "gpt-test", "input": "hi", "stream": True}
 
 
 @contextmanager
-def through_proxy(upstream: RawUpstream | FakeServer, url: str | None = None) -> Iterator[RecordingProxy]:
-    with upstream, RecordingProxy(url or upstream.http_url) as proxy:
+def through_proxy(
+    serve: Serve, upstream: AbstractContextManager[RawUpstream | FakeServer], url: str | None = None
+) -> Iterator[RecordingProxy]:
+    """The upstream (a `RawUpstream`, or `serve.running(...)`) and a recording proxy in front of it, both guarded."""
+    with upstream as started, RecordingProxy(url or started.http_url) as proxy:
+        serve.guard(started)
+        serve.guard(proxy)
         yield proxy
 
 
 @contextmanager
-def replaying(cassette: Cassette) -> Iterator[FakeServer]:
-    with FakeServer(source=CassetteSource(cassette)) as server:
+def replaying(serve: Serve, cassette: Cassette) -> Iterator[FakeServer]:
+    with serve.running(source=CassetteSource(cassette)) as server:
         yield server
 
 
@@ -47,8 +53,8 @@ def post(url: str, body: object = BODY, **kwargs: object) -> httpx.Response:
     return httpx.post(url + "/responses", json=body, trust_env=False, timeout=10, **kwargs)  # type: ignore[arg-type]
 
 
-def test_sdk_non_streaming_create_is_relayed_as_json_recorded_completed_and_replayed() -> None:
-    with through_proxy(FakeServer(Script().add(reply(text("Hello there", chunks=3))))) as proxy:
+def test_sdk_non_streaming_create_is_relayed_as_json_recorded_completed_and_replayed(serve: Serve) -> None:
+    with through_proxy(serve, serve.running(Script().add(reply(text("Hello there", chunks=3))))) as proxy:
         client = openai.OpenAI(base_url=proxy.http_url, api_key="sk-test", max_retries=0)
         assert client.responses.create(model="gpt-test", input="hi").output_text == "Hello there"
         cassette = proxy.cassette()
@@ -57,14 +63,14 @@ def test_sdk_non_streaming_create_is_relayed_as_json_recorded_completed_and_repl
     assert exchange.response_status == 200 and exchange.events == []
     assert exchange.response_body is not None and exchange.response_body.json_value["object"] == "response"
 
-    with replaying(cassette) as replay:
+    with replaying(serve, cassette) as replay:
         client = openai.OpenAI(base_url=replay.http_url, api_key="sk-test", max_retries=0)
         assert client.responses.create(model="gpt-test", input="hi").output_text == "Hello there"
 
 
-def test_html_page_answered_with_200_is_relayed_recorded_and_replayed_verbatim() -> None:
+def test_html_page_answered_with_200_is_relayed_recorded_and_replayed_verbatim(serve: Serve) -> None:
     page = b"<html><body>Sign in to the gateway</body></html>"
-    with through_proxy(RawUpstream(whole(200, page, "text/html; charset=utf-8"))) as proxy:
+    with through_proxy(serve, RawUpstream(whole(200, page, "text/html; charset=utf-8"))) as proxy:
         answer = post(proxy.http_url)
         cassette = proxy.cassette()
     assert (answer.status_code, answer.content) == (200, page)
@@ -73,15 +79,15 @@ def test_html_page_answered_with_200_is_relayed_recorded_and_replayed_verbatim()
     assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.ANSWERED
     assert exchange.response_body is not None and exchange.response_body.text == page.decode()
 
-    with replaying(cassette) as replay:
+    with replaying(serve, cassette) as replay:
         again = post(replay.http_url)
     assert (again.status_code, again.content) == (200, page)
     assert again.headers["content-type"].startswith("text/html")
 
 
-def test_upstream_error_body_and_retry_after_reach_the_client_exactly_and_replay_so() -> None:
+def test_upstream_error_body_and_retry_after_reach_the_client_exactly_and_replay_so(serve: Serve) -> None:
     error = b'{"error": {"message": "Slow down.", "type": "requests", "code": "rate_limit_exceeded", "extra": 7}}'
-    with through_proxy(RawUpstream(whole(429, error, "application/json", retry_after="3"))) as proxy:
+    with through_proxy(serve, RawUpstream(whole(429, error, "application/json", retry_after="3"))) as proxy:
         answer = post(proxy.http_url)
         cassette = proxy.cassette()
     assert (answer.status_code, json.loads(answer.content)) == (429, json.loads(error))
@@ -90,14 +96,16 @@ def test_upstream_error_body_and_retry_after_reach_the_client_exactly_and_replay
     assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.REFUSED
     assert (exchange.outcome.status, exchange.outcome.code) == (429, "rate_limit_exceeded")
 
-    with replaying(cassette) as replay:
+    with replaying(serve, cassette) as replay:
         again = post(replay.http_url)
     assert (again.status_code, json.loads(again.content), again.headers["retry-after"]) == (429, json.loads(error), "3")
 
 
-def test_query_string_is_forwarded_and_its_secret_values_are_redacted_in_the_cassette(tmp_path: Path) -> None:
+def test_query_string_is_forwarded_and_its_secret_values_are_redacted_in_the_cassette(
+    serve: Serve, tmp_path: Path
+) -> None:
     upstream = RawUpstream(whole(200, b'{"ok": true}', "application/json"))
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         post(proxy.http_url, params={"api-version": "2024-10-21", "api-key": SECRET})
         path = tmp_path / "query.json"
         proxy.save(path)
@@ -107,14 +115,15 @@ def test_query_string_is_forwarded_and_its_secret_values_are_redacted_in_the_cas
 
 
 def test_secrets_in_the_upstream_url_reach_neither_the_client_nor_the_cassette_nor_the_log(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    serve: Serve, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    closed = FakeServer().start_in_thread()
-    port = closed.http_url.split(":")[-1].split("/")[0]
-    closed.stop_in_thread()  # nothing listens there any more: the upstream fails
+    with serve.running() as closed:
+        port = closed.http_url.split(":")[-1].split("/")[0]
+    # nothing listens there any more: the upstream fails
     url = f"http://user:{SECRET}@127.0.0.1:{port}/v1?api-key={SECRET}"
     caplog.set_level(logging.WARNING)
     with RecordingProxy(url) as proxy:
+        serve.guard(proxy)
         answer = post(proxy.http_url)
         path = tmp_path / "failed.json"
         proxy.save(path)
@@ -126,12 +135,14 @@ def test_secrets_in_the_upstream_url_reach_neither_the_client_nor_the_cassette_n
 
 
 @pytest.mark.parametrize("encoding", ["zstd", "gzip"])
-def test_encoded_request_body_is_forwarded_as_sent_and_decoded_for_the_logical_view(encoding: str) -> None:
+def test_encoded_request_body_is_forwarded_as_sent_and_decoded_for_the_logical_view(
+    serve: Serve, encoding: str
+) -> None:
     raw = json.dumps({"model": "gpt-test", "input": "compressed hi"}).encode()
     sent = zstandard.ZstdCompressor().compress(raw) if encoding == "zstd" else gzip.compress(raw)
     answered = b'{"object": "response", "id": "resp_1", "status": "completed"}'
     upstream = RawUpstream(whole(200, answered, "application/json"))
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         answer = httpx.post(
             proxy.http_url + "/responses",
             content=sent,
@@ -146,9 +157,9 @@ def test_encoded_request_body_is_forwarded_as_sent_and_decoded_for_the_logical_v
     assert exchange.request_headers["content-encoding"] == encoding
 
 
-def test_fake_server_reads_a_zstd_body_and_names_a_body_that_is_not_what_its_encoding_says() -> None:
+def test_fake_server_reads_a_zstd_body_and_names_a_body_that_is_not_what_its_encoding_says(serve: Serve) -> None:
     raw = json.dumps(BODY).encode()
-    with FakeServer() as server:
+    with serve.running() as server:
         good = httpx.post(
             server.http_url + "/responses",
             content=zstandard.ZstdCompressor().compress(raw),
@@ -160,10 +171,10 @@ def test_fake_server_reads_a_zstd_body_and_names_a_body_that_is_not_what_its_enc
     assert bad.status_code == 400 and "not valid zstd" in bad.json()["error"]["message"]
 
 
-def test_keepalive_comments_are_forwarded_recorded_and_replayed() -> None:
+def test_keepalive_comments_are_forwarded_recorded_and_replayed(serve: Serve) -> None:
     created = b'event: response.created\ndata: {"type":"response.created","response":{"id":"resp_k"}}\n\n'
     done = b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_k"}}\n\n'
-    with through_proxy(RawUpstream(sse(b": ping\n\n", created, b": ping\n\n", done))) as proxy:
+    with through_proxy(serve, RawUpstream(sse(b": ping\n\n", created, b": ping\n\n", done))) as proxy:
         answer = post(proxy.http_url)
         cassette = proxy.cassette()
     assert answer.text.count(": ping\n\n") == 2
@@ -171,15 +182,15 @@ def test_keepalive_comments_are_forwarded_recorded_and_replayed() -> None:
     assert [e.type for e in exchange.events] == [SSE_COMMENT, "response.created", SSE_COMMENT, "response.completed"]
     assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED
 
-    with replaying(cassette) as replay:
+    with replaying(serve, cassette) as replay:
         again = post(replay.http_url)
     assert again.text.count(": ping\n\n") == 2 and "response.completed" in again.text
 
 
-def test_client_that_leaves_mid_stream_cancels_the_upstream_request() -> None:
+def test_client_that_leaves_mid_stream_cancels_the_upstream_request(serve: Serve) -> None:
     created = b'event: response.created\ndata: {"type":"response.created","response":{"id":"resp_w"}}\n\n'
     upstream = RawUpstream(sse(created, then_wait=True))
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         with httpx.stream("POST", proxy.http_url + "/responses", json=BODY, trust_env=False) as answer:
             next(answer.iter_bytes())  # the first event arrived; the upstream now says nothing
         assert upstream.wait_disconnects(1), "the upstream request stayed open after the client left"
@@ -188,18 +199,18 @@ def test_client_that_leaves_mid_stream_cancels_the_upstream_request() -> None:
         assert proxy.exchanges[0].outcome.kind is OutcomeKind.DISCONNECTED
 
 
-def test_client_that_gives_up_before_the_upstream_answers_cancels_the_upstream_request() -> None:
+def test_client_that_gives_up_before_the_upstream_answers_cancels_the_upstream_request(serve: Serve) -> None:
     upstream = RawUpstream(silent)
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(proxy.http_url + "/responses", json={"model": "gpt-test", "input": "hi"}, timeout=0.5)
         assert upstream.wait_disconnects(1), "the upstream request stayed open after the client left"
         proxy.settle()
 
 
-def test_websocket_client_that_leaves_while_the_upstream_is_silent_closes_the_upstream_socket() -> None:
+def test_websocket_client_that_leaves_while_the_upstream_is_silent_closes_the_upstream_socket(serve: Serve) -> None:
     upstream = RawUpstream(on_frame=lambda frame: [])  # takes the request, answers nothing
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         with ws_connect(proxy.responses_ws_url) as ws:
             ws.send(json.dumps({"type": "response.create", "model": "gpt-test", "input": []}))
             assert upstream_got(upstream, 1)
@@ -218,9 +229,9 @@ def upstream_got(upstream: RawUpstream, frames: int, timeout: float = 10.0) -> b
     return len(upstream.frames) >= frames
 
 
-def test_unknown_previous_response_id_is_answered_by_the_upstream_not_by_the_proxy() -> None:
-    upstream = FakeServer()
-    with through_proxy(upstream) as proxy:
+def test_unknown_previous_response_id_is_answered_by_the_upstream_not_by_the_proxy(serve: Serve) -> None:
+    with serve.running() as upstream, RecordingProxy(upstream.http_url) as proxy:
+        serve.guard(proxy)
         answer = post(proxy.http_url, {**BODY, "previous_response_id": "resp_known_upstream_only"})
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == "previous_response_not_found"
@@ -233,11 +244,11 @@ def test_unknown_previous_response_id_is_answered_by_the_upstream_not_by_the_pro
         assert upstream.exchanges[-1].transport == "ws", "the frame never reached the upstream"
 
 
-def test_unknown_websocket_client_frame_is_forwarded_and_its_answer_relayed_and_recorded() -> None:
+def test_unknown_websocket_client_frame_is_forwarded_and_its_answer_relayed_and_recorded(serve: Serve) -> None:
     ack = json.dumps({"type": "response.steer.accepted", "note": "from upstream"})
     upstream = RawUpstream(on_frame=lambda frame: [ack] if "steer" in frame else [])
     steer = json.dumps({"type": "response.steer", "input": [{"role": "user", "content": "shorter"}]})
-    with through_proxy(upstream) as proxy:
+    with through_proxy(serve, upstream) as proxy:
         with ws_connect(proxy.responses_ws_url) as ws:
             ws.send(steer)
             assert json.loads(ws.recv(timeout=5)) == json.loads(ack)

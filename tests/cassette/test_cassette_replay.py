@@ -21,6 +21,8 @@ from rrkit.protocol import OutcomeKind
 from rrkit.script import Match, Script, function_call, reply, text
 from rrkit.server import FakeServer
 
+from ..errortrap import Serve
+
 CONTEXT = [{"role": "user", "content": "You are a weather bot."}]
 TOOLS: list[Any] = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}, "strict": False}]
 
@@ -78,8 +80,8 @@ def normalized(session: list[Any]) -> list[Any]:
 
 
 @pytest.fixture
-def recorded(tmp_path: Path) -> tuple[Path, list[Any]]:
-    with FakeServer(session_script()) as server:
+def recorded(serve: Serve, tmp_path: Path) -> tuple[Path, list[Any]]:
+    with serve.running(session_script()) as server:
         seen = sdk_session(server.http_url)
         server.settle()
         cassette = cassette_from_capture(server.exchanges, server.connections, name="session")
@@ -104,9 +106,9 @@ def test_recorded_session_has_warmup_incremental_tool_loop_and_drop(recorded: tu
     assert seen[3] == "APIConnectionError"
 
 
-def test_replay_gives_the_sdk_the_same_events_and_outcomes(recorded: tuple[Path, list[Any]]) -> None:
+def test_replay_gives_the_sdk_the_same_events_and_outcomes(serve: Serve, recorded: tuple[Path, list[Any]]) -> None:
     path, seen = recorded
-    with FakeServer(source=CassetteSource(load_cassette(path))) as replay:
+    with serve.running(source=CassetteSource(load_cassette(path))) as replay:
         replayed = sdk_session(replay.http_url)
         replay.settle()
         assert all(exchange.replayed for exchange in replay.exchanges)
@@ -114,10 +116,11 @@ def test_replay_gives_the_sdk_the_same_events_and_outcomes(recorded: tuple[Path,
 
 
 def test_replay_reissues_response_ids_and_resolves_them_within_the_connection(
+    serve: Serve,
     recorded: tuple[Path, list[Any]],
 ) -> None:
     path, seen = recorded
-    with FakeServer(source=CassetteSource(load_cassette(path))) as replay:
+    with serve.running(source=CassetteSource(load_cassette(path))) as replay:
         replayed = sdk_session(replay.http_url)
     recorded_ids = {entry[-1]["response"]["id"] for entry in seen[:3]}
     replayed_ids = {entry[-1]["response"]["id"] for entry in replayed[:3]}
@@ -146,9 +149,11 @@ def test_rrkit_serve_cassette_replays_to_the_sdk(recorded: tuple[Path, list[Any]
         process.wait(timeout=10)
 
 
-def test_unmatched_request_in_none_mode_reports_the_closest_recording(recorded: tuple[Path, list[Any]]) -> None:
+def test_unmatched_request_in_none_mode_reports_the_closest_recording(
+    serve: Serve, recorded: tuple[Path, list[Any]]
+) -> None:
     path, _ = recorded
-    with FakeServer(source=CassetteSource(load_cassette(path))) as replay:
+    with serve.running(source=CassetteSource(load_cassette(path))) as replay:
         response = httpx.post(
             replay.http_url + "/responses", json={"model": "gpt-test", "input": "bye", "stream": True}
         )
@@ -162,7 +167,9 @@ def test_unmatched_request_in_none_mode_reports_the_closest_recording(recorded: 
     assert "new_episodes" in message
 
 
-def test_matching_ignores_volatile_fields_and_replays_the_recorded_drop(recorded: tuple[Path, list[Any]]) -> None:
+def test_matching_ignores_volatile_fields_and_replays_the_recorded_drop(
+    serve: Serve, recorded: tuple[Path, list[Any]]
+) -> None:
     path, _ = recorded
     body = {
         "model": "gpt-test",
@@ -171,7 +178,7 @@ def test_matching_ignores_volatile_fields_and_replays_the_recorded_drop(recorded
         "prompt_cache_key": "other",
         "client_metadata": {"a": 1},
     }
-    with FakeServer(source=CassetteSource(load_cassette(path))) as replay:
+    with serve.running(source=CassetteSource(load_cassette(path))) as replay:
         with pytest.raises(httpx.RemoteProtocolError):
             httpx.post(replay.http_url + "/responses", json=body)
         second = httpx.post(replay.http_url + "/responses", json=body)
@@ -181,7 +188,7 @@ def test_matching_ignores_volatile_fields_and_replays_the_recorded_drop(recorded
     assert kinds == [OutcomeKind.DROPPED, OutcomeKind.COMPLETED]
 
 
-def test_websocket_error_frame_headers_are_recorded_and_replayed() -> None:
+def test_websocket_error_frame_headers_are_recorded_and_replayed(serve: Serve) -> None:
     from websockets.sync.client import connect
 
     from rrkit.protocol import response_create
@@ -194,11 +201,11 @@ def test_websocket_error_frame_headers_are_recorded_and_replayed() -> None:
             return frame
 
     script = Script().add(reject(429, "rate_limit_exceeded", "Slow down.", retry_after=2))
-    with FakeServer(script) as server:
+    with serve.running(script) as server:
         recorded_frame = ask(server)
         server.settle()
         cassette = cassette_from_capture(server.exchanges, server.connections)
-    with FakeServer(source=CassetteSource(cassette)) as replay:
+    with serve.running(source=CassetteSource(cassette)) as replay:
         replayed_frame = ask(replay)
     assert recorded_frame["headers"] == {"retry-after": "2"}
     assert replayed_frame == recorded_frame

@@ -1,8 +1,9 @@
 """Shared harness of the client acceptance tests: the real fake server, the reference client, the checks.
 
-`served(script)` runs the fake server on the test's event loop and a ModelClient pointed at it, with
-an injectable sleep that records delays and never waits; on exit it asserts that, for every request,
-the wire request and the logical request the client logged equal what the server captured and rebuilt.
+`served(serve, script)` runs the fake server on the test's event loop, guarded by the `serve` fixture, and a
+ModelClient pointed at it, with an injectable sleep that records delays and never waits; on exit it asserts
+that, for every request, the wire request and the logical request the client logged equal what the server
+captured and rebuilt.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from rrkit.protocol import Item, ResponseEvents
 from rrkit.script import Reply, Script
 from rrkit.script.models import TimedEvent
 from rrkit.server import Exchange, FakeServer
+
+from ..errortrap import Serve
 
 BUDGET = 2
 """Stream retries in these tests: a stream gets BUDGET + 1 attempts per transport."""
@@ -77,6 +80,7 @@ class Harness:
 
 @asynccontextmanager
 async def served(
+    serve: Serve,
     script: Script,
     *,
     transport: str = "ws",
@@ -93,7 +97,7 @@ async def served(
         warmup_timeout=5.0,
     )
     options.sleep, options.rng, options.new_id = sleep, lambda: 0.5, turn_ids()
-    async with FakeServer(script) as server:
+    async with serve.running(script) as server:
         async with ModelClient(
             server.http_url, supports_websockets=transport == "ws", options=options, **client_options
         ) as client:

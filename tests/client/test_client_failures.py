@@ -31,6 +31,7 @@ from rrkit.protocol import FAILURE_CODES, OutcomeKind
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND, RECONNECT_CODES, WEBSOCKET_CONNECTION_LIMIT
 from rrkit.script import Match, Script, error_event, failed, incomplete, load_script, reject, reply, text
 
+from ..errortrap import Serve
 from .client_support import (
     BUDGET,
     REQUEST_BUDGET,
@@ -61,8 +62,10 @@ def test_every_failure_code_of_the_catalogue_is_covered() -> None:
 # -- response.failed ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("code", sorted(NOT_RETRIED))
-async def test_non_retried_failure_codes_fail_the_turn_after_one_attempt(code: str, transport: str) -> None:
-    async with served(Script().queue(failed(code), reply("never sent")), transport=transport) as h:
+async def test_non_retried_failure_codes_fail_the_turn_after_one_attempt(
+    serve: Serve, code: str, transport: str
+) -> None:
+    async with served(serve, Script().queue(failed(code), reply("never sent")), transport=transport) as h:
         with pytest.raises(NOT_RETRIED[code]) as caught:
             await h.conversation().run_turn("Hello.")
         assert caught.value.code == code
@@ -81,10 +84,10 @@ async def test_non_retried_failure_codes_fail_the_turn_after_one_attempt(code: s
     ids=["s", "ms", "seconds"],
 )
 async def test_rate_limit_exceeded_waits_the_delay_named_in_its_message(
-    message: str, delay: float, transport: str
+    serve: Serve, message: str, delay: float, transport: str
 ) -> None:
     script = Script().queue(failed("rate_limit_exceeded", message), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert len(h.exchanges) == 2
         assert h.sleep.delays == [pytest.approx(delay)]
@@ -92,25 +95,27 @@ async def test_rate_limit_exceeded_waits_the_delay_named_in_its_message(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_rate_limit_exceeded_naming_a_delay_in_another_unit_gets_backoff(transport: str) -> None:
+async def test_rate_limit_exceeded_naming_a_delay_in_another_unit_gets_backoff(serve: Serve, transport: str) -> None:
     script = Script().queue(failed("rate_limit_exceeded", "Please try again in 2 minutes."), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert h.sleep.delays == [backoff(1)]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_named_delay_is_read_only_for_rate_limit_exceeded(transport: str) -> None:
+async def test_a_named_delay_is_read_only_for_rate_limit_exceeded(serve: Serve, transport: str) -> None:
     script = Script().queue(failed("server_error", "Please try again in 2s."), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert h.sleep.delays == [backoff(1)]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("code", RETRIED_WITH_BACKOFF, ids=["slow-down", "unknown-code", "no-code"])
-async def test_slow_down_and_other_failure_codes_are_retried_with_backoff(code: str | None, transport: str) -> None:
-    async with served(Script().queue(failed(code), failed(code), reply("Done.")), transport=transport) as h:
+async def test_slow_down_and_other_failure_codes_are_retried_with_backoff(
+    serve: Serve, code: str | None, transport: str
+) -> None:
+    async with served(serve, Script().queue(failed(code), failed(code), reply("Done.")), transport=transport) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
         assert len(h.exchanges) == 3
@@ -119,9 +124,11 @@ async def test_slow_down_and_other_failure_codes_are_retried_with_backoff(code: 
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_generic_stream_error_raises_once_the_retry_budget_is_spent_over_http(transport: str) -> None:
+async def test_a_generic_stream_error_raises_once_the_retry_budget_is_spent_over_http(
+    serve: Serve, transport: str
+) -> None:
     script = Script(default=failed("server_error"))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         with pytest.raises(RetryableStreamError):
             await h.conversation().run_turn("Hello.")
         attempts = BUDGET + 1
@@ -132,8 +139,10 @@ async def test_a_generic_stream_error_raises_once_the_retry_budget_is_spent_over
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_response_incomplete_is_not_retried(transport: str) -> None:
-    async with served(Script().queue(incomplete("max_output_tokens"), reply("never sent")), transport=transport) as h:
+async def test_response_incomplete_is_not_retried(serve: Serve, transport: str) -> None:
+    async with served(
+        serve, Script().queue(incomplete("max_output_tokens"), reply("never sent")), transport=transport
+    ) as h:
         with pytest.raises(ResponseIncomplete) as caught:
             await h.conversation().run_turn("Hello.")
         assert str(caught.value).startswith("Incomplete response returned, reason: max_output_tokens")
@@ -144,11 +153,13 @@ async def test_response_incomplete_is_not_retried(transport: str) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
-async def test_a_fail_step_without_a_message_sends_the_catalogues_message(suffix: str, tmp_path: Path) -> None:
+async def test_a_fail_step_without_a_message_sends_the_catalogues_message(
+    serve: Serve, suffix: str, tmp_path: Path
+) -> None:
     steps = [{"fail": {"code": "rate_limit_exceeded"}}, {"output": [{"text": "Done."}]}]
     path = tmp_path / f"script{suffix}"
     path.write_text(json.dumps({"responses": steps}))  # JSON is YAML too
-    async with served(load_script(path), transport="http") as h:
+    async with served(serve, load_script(path), transport="http") as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         failure = h.exchanges[0].events[-1].event
         assert failure["response"]["error"]["message"] == FAILURE_CODES["rate_limit_exceeded"].message
@@ -157,27 +168,29 @@ async def test_a_fail_step_without_a_message_sends_the_catalogues_message(suffix
 
 # -- the flat error event and error frames without status --------------------------------------------------
 @pytest.mark.parametrize("code", ["context_length_exceeded", "server_error", None])
-async def test_a_flat_error_event_is_ignored_whatever_its_code(code: str | None) -> None:
+async def test_a_flat_error_event_is_ignored_whatever_its_code(serve: Serve, code: str | None) -> None:
     flat = {"type": "error", "message": "Something broke.", "code": code, "param": None}
-    async with served(Script().queue(text_reply_with(flat)), transport="http") as h:
+    async with served(serve, Script().queue(text_reply_with(flat)), transport="http") as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert len(h.exchanges) == 1
         assert h.sleep.delays == []
 
 
 @pytest.mark.parametrize("code", ["context_length_exceeded", "server_is_overloaded", None])
-async def test_an_error_frame_without_status_is_ignored_whatever_its_code(code: str | None) -> None:
+async def test_an_error_frame_without_status_is_ignored_whatever_its_code(serve: Serve, code: str | None) -> None:
     no_status = {"type": "error", "error": {"type": "server_error", "code": code, "message": "no status"}}
-    async with served(Script().queue(text_reply_with(no_status))) as h:
+    async with served(serve, Script().queue(text_reply_with(no_status))) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert len(h.exchanges) == 1
         assert h.sleep.delays == []
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_flat_error_event_then_the_end_of_the_stream_is_an_ordinary_retryable_drop(transport: str) -> None:
+async def test_a_flat_error_event_then_the_end_of_the_stream_is_an_ordinary_retryable_drop(
+    serve: Serve, transport: str
+) -> None:
     script = Script().queue(error_event("Something broke.", "context_length_exceeded"), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         # over HTTP the stream then ends; over a socket that stays open, the idle timeout ends it
         ended = StreamDropped if transport == "http" else IdleTimeout
@@ -189,11 +202,13 @@ async def test_a_flat_error_event_then_the_end_of_the_stream_is_an_ordinary_retr
 
 
 @pytest.mark.parametrize("code", sorted(RECONNECT_CODES))
-async def test_a_statusless_frame_asking_for_a_new_socket_gets_one_and_the_full_request(code: str) -> None:
+async def test_a_statusless_frame_asking_for_a_new_socket_gets_one_and_the_full_request(
+    serve: Serve, code: str
+) -> None:
     frame = {"type": "error", "error": {"type": "invalid_request_error", "code": code, "message": "again"}}
     second = Match(incremental=True)
     script = Script().queue(reply("One.")).add(text_reply_with(frame), when=second).add(reply("Two."))
-    async with served(script) as h:
+    async with served(serve, script) as h:
         conversation = h.conversation()
         await conversation.run_turn("First?")
         assert (await conversation.run_turn("Second?")).text == "Two."
@@ -205,9 +220,9 @@ async def test_a_statusless_frame_asking_for_a_new_socket_gets_one_and_the_full_
 
 # -- errors before the stream ------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_429_without_retry_after_is_not_retried(transport: str) -> None:
+async def test_429_without_retry_after_is_not_retried(serve: Serve, transport: str) -> None:
     script = Script().queue(reject(429, "rate_limit_exceeded", "Please try again in 1s."), reply("never sent"))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         with pytest.raises(RetryLimitReached) as caught:
             await h.conversation().run_turn("Hello.")
         assert str(caught.value).startswith("exceeded retry limit, last status: 429")
@@ -218,19 +233,21 @@ async def test_429_without_retry_after_is_not_retried(transport: str) -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("status", [429, 503])
-async def test_429_or_503_with_retry_after_is_retried_after_exactly_its_seconds(status: int, transport: str) -> None:
+async def test_429_or_503_with_retry_after_is_retried_after_exactly_its_seconds(
+    serve: Serve, status: int, transport: str
+) -> None:
     script = Script().queue(reject(status, None, "Slow down.", retry_after=7), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert len(h.exchanges) == 2
         assert h.sleep.delays == [7.0]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_retry_after_ms_is_ignored(transport: str) -> None:
+async def test_retry_after_ms_is_ignored(serve: Serve, transport: str) -> None:
     only_ms = {"retry-after-ms": "350"}
     script = Script().queue(reject(503, headers=only_ms), reply("Done."), reject(429, headers=only_ms))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         conversation = h.conversation()
         assert (await conversation.run_turn("Hello.")).text == "Done."
         assert h.sleep.delays == [backoff(1)]  # a 503 with it gets ordinary backoff
@@ -241,8 +258,8 @@ async def test_retry_after_ms_is_ignored(transport: str) -> None:
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("status", [401, 403, 404])
-async def test_401_403_and_404_are_retried_with_backoff(status: int, transport: str) -> None:
-    async with served(Script().queue(reject(status), reject(status), reply("Done.")), transport=transport) as h:
+async def test_401_403_and_404_are_retried_with_backoff(serve: Serve, status: int, transport: str) -> None:
+    async with served(serve, Script().queue(reject(status), reject(status), reply("Done.")), transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert [exchange.response_status for exchange in h.exchanges][:2] == [status, status]
         assert h.sleep.delays == [backoff(1), backoff(2)]
@@ -251,8 +268,10 @@ async def test_401_403_and_404_are_retried_with_backoff(status: int, transport: 
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
-async def test_http_5xx_is_retried_first_at_the_request_level_then_by_the_stream_budget(status: int) -> None:
-    async with served(Script(default=reject(status)), transport="http") as h:
+async def test_http_5xx_is_retried_first_at_the_request_level_then_by_the_stream_budget(
+    serve: Serve, status: int
+) -> None:
+    async with served(serve, Script(default=reject(status)), transport="http") as h:
         with pytest.raises(RetryableStreamError) as caught:
             await h.conversation().run_turn("Hello.")
         assert caught.value.status == status
@@ -265,8 +284,8 @@ async def test_http_5xx_is_retried_first_at_the_request_level_then_by_the_stream
 
 
 @pytest.mark.parametrize("status", [500, 503])
-async def test_a_5xx_error_frame_is_retried_by_the_stream_budget_only(status: int) -> None:
-    async with served(Script().queue(reject(status), reject(status), reply("Done."))) as h:
+async def test_a_5xx_error_frame_is_retried_by_the_stream_budget_only(serve: Serve, status: int) -> None:
+    async with served(serve, Script().queue(reject(status), reject(status), reply("Done."))) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert [entry.retry_level for entry in h.trace.entries] == ["stream", "stream", None]
         assert h.sleep.delays == [backoff(1), backoff(2)]
@@ -287,10 +306,10 @@ NOT_RETRIED_STATUSES: list[tuple[int, str | None, str | None, type[ModelClientEr
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize(("status", "code", "type_", "error"), NOT_RETRIED_STATUSES)
 async def test_400_server_is_overloaded_and_usage_errors_before_the_stream_are_not_retried(
-    status: int, code: str | None, type_: str | None, error: type[ModelClientError], transport: str
+    serve: Serve, status: int, code: str | None, type_: str | None, error: type[ModelClientError], transport: str
 ) -> None:
     script = Script(default=reject(status, code, type=type_, retry_after=1))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         with pytest.raises(error) as caught:
             await h.conversation().run_turn("Hello.")
         assert caught.value.status == status and caught.value.outcome_kind is OutcomeKind.REFUSED
@@ -299,8 +318,8 @@ async def test_400_server_is_overloaded_and_usage_errors_before_the_stream_are_n
         assert h.sleep.delays == [1.0] * request_retries  # a request-level retry waits Retry-After when given
 
 
-async def test_http_503_server_is_overloaded_spends_the_request_level_retries_then_fails_the_turn() -> None:
-    async with served(Script(default=reject(503, "server_is_overloaded")), transport="http") as h:
+async def test_http_503_server_is_overloaded_spends_the_request_level_retries_then_fails_the_turn(serve: Serve) -> None:
+    async with served(serve, Script(default=reject(503, "server_is_overloaded")), transport="http") as h:
         with pytest.raises(ServerOverloaded):
             await h.conversation().run_turn("Hello.")
         assert len(h.exchanges) == REQUEST_BUDGET + 1
@@ -309,15 +328,15 @@ async def test_http_503_server_is_overloaded_spends_the_request_level_retries_th
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_slow_down_as_http_503_is_retried_with_backoff(transport: str) -> None:
-    async with served(Script().queue(reject(503, "slow_down"), reply("Done.")), transport=transport) as h:
+async def test_slow_down_as_http_503_is_retried_with_backoff(serve: Serve, transport: str) -> None:
+    async with served(serve, Script().queue(reject(503, "slow_down"), reply("Done.")), transport=transport) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         assert h.sleep.delays == [backoff(1)]
 
 
-async def test_websocket_connection_limit_reached_reconnects_and_retries() -> None:
+async def test_websocket_connection_limit_reached_reconnects_and_retries(serve: Serve) -> None:
     script = Script().queue(reject(400, WEBSOCKET_CONNECTION_LIMIT, "Too many connections."), reply("Done."))
-    async with served(script) as h:
+    async with served(serve, script) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
         assert h.trace.entries[0].error_type == ConnectionLimitReached.__name__
@@ -327,10 +346,10 @@ async def test_websocket_connection_limit_reached_reconnects_and_retries() -> No
         assert h.trace.fallbacks == []
 
 
-async def test_previous_response_not_found_opens_a_new_socket_and_resends_in_full_after_backoff() -> None:
+async def test_previous_response_not_found_opens_a_new_socket_and_resends_in_full_after_backoff(serve: Serve) -> None:
     unknown = reject(400, PREVIOUS_RESPONSE_NOT_FOUND, "Previous response not found.")
     script = Script().queue(reply("One.")).add(unknown, when=Match(incremental=True)).add(reply("Two."))
-    async with served(script) as h:
+    async with served(serve, script) as h:
         conversation = h.conversation()
         await conversation.run_turn("First?")
         assert (await conversation.run_turn("Second?")).text == "Two."
@@ -342,11 +361,11 @@ async def test_previous_response_not_found_opens_a_new_socket_and_resends_in_ful
 
 # -- drops, stalls, cancellation ---------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_mid_stream_drop_is_retried_with_done_items_kept_and_deltas_gone(transport: str) -> None:
+async def test_a_mid_stream_drop_is_retried_with_done_items_kept_and_deltas_gone(serve: Serve, transport: str) -> None:
     # created, in_progress, the first message complete (7 events), the second added + its first delta: cut
     first_try = reply(text("Part one.", chunks=2), text("Part two, never finished.", chunks=4)).drop_after(12)
     seen: list[str] = []
-    async with served(Script().queue(first_try, reply("Part two.")), transport=transport) as h:
+    async with served(serve, Script().queue(first_try, reply("Part two.")), transport=transport) as h:
         result = await h.conversation().run_turn("Tell me.", on_delta=lambda delta: seen.append(delta.delta))
         assert result.text == "Part two."
         first, retry = h.exchanges
@@ -364,8 +383,8 @@ async def test_a_mid_stream_drop_is_retried_with_done_items_kept_and_deltas_gone
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_stall_past_the_idle_timeout_is_retried(transport: str) -> None:
-    async with served(Script().queue(reply("Never.").stall_after(3), reply("Done.")), transport=transport) as h:
+async def test_a_stall_past_the_idle_timeout_is_retried(serve: Serve, transport: str) -> None:
+    async with served(serve, Script().queue(reply("Never.").stall_after(3), reply("Done.")), transport=transport) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
         assert h.trace.entries[0].error_type == IdleTimeout.__name__
@@ -376,9 +395,9 @@ async def test_a_stall_past_the_idle_timeout_is_retried(transport: str) -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_user_cancellation_ends_the_turn_and_is_never_retried(transport: str) -> None:
+async def test_user_cancellation_ends_the_turn_and_is_never_retried(serve: Serve, transport: str) -> None:
     streaming = reply(text("Streaming...", chunks=4)).stall_after(5)  # stalls after the first delta
-    async with served(Script().queue(streaming), transport=transport, idle=60.0) as h:
+    async with served(serve, Script().queue(streaming), transport=transport, idle=60.0) as h:
         first_delta = asyncio.Event()
         turn = asyncio.create_task(h.conversation().run_turn("Hello.", on_delta=lambda delta: first_delta.set()))
         delta_seen = asyncio.create_task(first_delta.wait())

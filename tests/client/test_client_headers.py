@@ -12,6 +12,7 @@ from rrkit.protocol.headers import TURN_METADATA_HEADER
 from rrkit.script import Script, function_call, reject, reply
 from rrkit.server import Exchange, FakeServer
 
+from ..errortrap import Serve
 from .client_support import TRANSPORTS, served
 
 THREAD = "thread-0001"
@@ -29,10 +30,12 @@ def body_metadata(exchange: Exchange) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_every_request_and_upgrade_carries_session_thread_client_request_and_window_ids(transport: str) -> None:
+async def test_every_request_and_upgrade_carries_session_thread_client_request_and_window_ids(
+    serve: Serve, transport: str
+) -> None:
     script = Script().queue(reply(function_call("get_weather", {"city": "Paris"})), reply("Sunny.").drop_after(2))
     script.add(reply("Sunny."), repeat=True)
-    async with served(script, transport=transport, session_id="session-1", thread_id=THREAD) as h:
+    async with served(serve, script, transport=transport, session_id="session-1", thread_id=THREAD) as h:
         await h.conversation().run_turn("Weather?", lambda call: "sunny")
         headers = sent_headers(h.server)
         assert len(headers) >= 2
@@ -44,14 +47,14 @@ async def test_every_request_and_upgrade_carries_session_thread_client_request_a
             assert TURN_METADATA_HEADER in sent
 
 
-async def test_the_upgrade_carries_openai_beta_responses_websockets() -> None:
-    async with served(Script().queue(reply("Hi."))) as h:
+async def test_the_upgrade_carries_openai_beta_responses_websockets(serve: Serve) -> None:
+    async with served(serve, Script().queue(reply("Hi."))) as h:
         await h.conversation().run_turn("Hello.")
         assert h.server.connections[0].handshake_headers[OPENAI_BETA_HEADER] == RESPONSES_WEBSOCKETS_BETA
 
 
-async def test_turn_metadata_is_prewarm_with_an_empty_turn_id_on_the_prewarm_then_turn() -> None:
-    async with served(Script().queue(reply("Hi."))) as h:
+async def test_turn_metadata_is_prewarm_with_an_empty_turn_id_on_the_prewarm_then_turn(serve: Serve) -> None:
+    async with served(serve, Script().queue(reply("Hi."))) as h:
         conversation = h.conversation()
         await conversation.warmup()
         await conversation.run_turn("Hello.")
@@ -64,11 +67,12 @@ async def test_turn_metadata_is_prewarm_with_an_empty_turn_id_on_the_prewarm_the
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_the_turn_id_stays_the_same_across_the_retries_of_one_turn_and_changes_with_the_turn(
+    serve: Serve,
     transport: str,
 ) -> None:
     script = Script().queue(reject(500), reply(function_call("get_weather", {"city": "Paris"})))
     script.queue(reply("Sunny.").drop_after(2), reply("Sunny."), reply("Bye."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         conversation = h.conversation()
         await conversation.run_turn("Weather?", lambda call: "sunny")
         await conversation.run_turn("Thanks.")
@@ -80,8 +84,8 @@ async def test_the_turn_id_stays_the_same_across_the_retries_of_one_turn_and_cha
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_turn_metadata_is_copied_into_the_bodys_client_metadata(transport: str) -> None:
-    async with served(Script().queue(reply("Hi.")), transport=transport) as h:
+async def test_turn_metadata_is_copied_into_the_bodys_client_metadata(serve: Serve, transport: str) -> None:
+    async with served(serve, Script().queue(reply("Hi.")), transport=transport) as h:
         await h.conversation().run_turn("Hello.")
         header = sent_headers(h.server)[0][TURN_METADATA_HEADER]
         metadata = (h.exchanges[0].wire_request or {})["client_metadata"]

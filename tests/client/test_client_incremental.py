@@ -14,6 +14,7 @@ from rrkit.protocol.incremental import changed_properties
 from rrkit.protocol.request import COMPARED_FIELDS, IGNORED_FIELDS
 from rrkit.script import Script, function_call, reply, text
 
+from ..errortrap import Serve
 from .client_support import PROMPT, WEATHER_TOOL, served, verbatim, wire_inputs
 
 TOOL_OUTPUT = "sunny, 21C"
@@ -26,8 +27,8 @@ def tool_then_answer() -> Script:
     )
 
 
-async def test_strict_prefix_sends_only_the_suffix_with_previous_response_id() -> None:
-    async with served(tool_then_answer()) as h:
+async def test_strict_prefix_sends_only_the_suffix_with_previous_response_id(serve: Serve) -> None:
+    async with served(serve, tool_then_answer()) as h:
         await h.conversation().run_turn("Weather in Paris?", lambda call: TOOL_OUTPUT)
         first, second = h.exchanges
         assert not first.incremental
@@ -45,9 +46,9 @@ def first_done_items(h: Any) -> list[Item]:
     return [sent.event["item"] for sent in h.exchanges[0].events if sent.event["type"] == "response.output_item.done"]
 
 
-async def test_the_first_request_after_a_prewarm_continues_from_it_with_the_remaining_delta() -> None:
+async def test_the_first_request_after_a_prewarm_continues_from_it_with_the_remaining_delta(serve: Serve) -> None:
     context = user_message("You are in a test.")
-    async with served(Script().queue(reply("Hello."))) as h:
+    async with served(serve, Script().queue(reply("Hello."))) as h:
         conversation = h.conversation(PROMPT.extended(context))
         warmup_id = await conversation.warmup()
         await conversation.run_turn("Say hello.")
@@ -61,9 +62,9 @@ async def test_the_first_request_after_a_prewarm_continues_from_it_with_the_rema
         assert h.trace.entries[1].logical["input"] == [context, user_message("Say hello.")]
 
 
-async def test_after_a_warmup_with_the_whole_prompt_the_first_request_carries_an_empty_delta() -> None:
+async def test_after_a_warmup_with_the_whole_prompt_the_first_request_carries_an_empty_delta(serve: Serve) -> None:
     prompt = PROMPT.extended(user_message("Say hello."))
-    async with served(Script().queue(reply("Hello."))) as h:
+    async with served(serve, Script().queue(reply("Hello."))) as h:
         warmup_id = await h.client.warmup(prompt)
         async with h.client.turn() as turn:
             result = await turn.sample(prompt)
@@ -78,13 +79,13 @@ async def test_after_a_warmup_with_the_whole_prompt_the_first_request_carries_an
         assert real.logical_request["input"] == [user_message("Say hello.")]
 
 
-async def test_the_baseline_id_is_the_one_in_response_completed_only() -> None:
+async def test_the_baseline_id_is_the_one_in_response_completed_only(serve: Serve) -> None:
     builder = ResponseEvents({"model": PROMPT.model}, response_id="resp_created_only")
     builder.start()
     builder.message("One.")
     builder.completed()
     events = [*builder.events[:-1], {**builder.events[-1], "response": {**builder.events[-1]["response"], "id": ""}}]
-    async with served(Script().queue(verbatim(*events), reply("Two."))) as h:
+    async with served(serve, Script().queue(verbatim(*events), reply("Two."))) as h:
         conversation = h.conversation()
         await conversation.run_turn("First?")
         await conversation.run_turn("Second?")
@@ -93,8 +94,8 @@ async def test_the_baseline_id_is_the_one_in_response_completed_only() -> None:
         assert "previous_response_id" not in (h.exchanges[1].wire_request or {})
 
 
-async def test_no_warmup_is_sent_when_the_sessions_socket_already_holds_a_last_request() -> None:
-    async with served(Script().queue(reply("One."), reply("Two."))) as h:
+async def test_no_warmup_is_sent_when_the_sessions_socket_already_holds_a_last_request(serve: Serve) -> None:
+    async with served(serve, Script().queue(reply("One."), reply("Two."))) as h:
         conversation = h.conversation()
         assert await conversation.warmup() is not None
         await conversation.run_turn("First?")
@@ -129,9 +130,9 @@ def test_every_compared_and_ignored_field_has_a_change_in_these_tests() -> None:
     assert set(IGNORED_CHANGES) <= set(IGNORED_FIELDS)
 
 
-async def two_samples(first: Prompt, change: Callable[[Prompt], Prompt]) -> Any:
+async def two_samples(serve: Serve, first: Prompt, change: Callable[[Prompt], Prompt]) -> Any:
     """Sample `first`, then the changed prompt with the answer and a new user message appended."""
-    async with served(Script().queue(reply("One."), reply("Two."))) as h:
+    async with served(serve, Script().queue(reply("One."), reply("Two."))) as h:
         history: list[Item] = list(first.history)
         async with h.client.turn() as turn:
             await turn.sample(first, history=history)
@@ -141,8 +142,8 @@ async def two_samples(first: Prompt, change: Callable[[Prompt], Prompt]) -> Any:
 
 
 @pytest.mark.parametrize("field", COMPARED_FIELDS)
-async def test_a_changed_compared_field_falls_back_to_a_full_request(field: str) -> None:
-    h = await two_samples(PROMPT.extended(user_message("Hello.")), CHANGES[field])
+async def test_a_changed_compared_field_falls_back_to_a_full_request(serve: Serve, field: str) -> None:
+    h = await two_samples(serve, PROMPT.extended(user_message("Hello.")), CHANGES[field])
     first, second = h.trace.entries
     assert changed_properties(first.logical, second.logical) == [field]
     assert not second.incremental and second.decision == f"changed: {field}"
@@ -151,8 +152,8 @@ async def test_a_changed_compared_field_falls_back_to_a_full_request(field: str)
 
 
 @pytest.mark.parametrize("field", sorted(IGNORED_CHANGES))
-async def test_an_ignored_field_change_stays_incremental(field: str) -> None:
-    h = await two_samples(PROMPT.extended(user_message("Hello.")), IGNORED_CHANGES[field])
+async def test_an_ignored_field_change_stays_incremental(serve: Serve, field: str) -> None:
+    h = await two_samples(serve, PROMPT.extended(user_message("Hello.")), IGNORED_CHANGES[field])
     first, second = h.trace.entries
     assert first.logical.get(field) != second.logical.get(field)
     assert second.incremental
@@ -174,9 +175,10 @@ def _reordered(history: list[Item]) -> list[Item]:
 
 @pytest.mark.parametrize("rewrite", [_shorter, _edited, _reordered], ids=["shorter", "edited", "reordered"])
 async def test_input_that_does_not_extend_the_baseline_falls_back_to_a_full_request(
+    serve: Serve,
     rewrite: Callable[[list[Item]], list[Item]],
 ) -> None:
-    async with served(Script().queue(reply("One."), reply("Two."))) as h:
+    async with served(serve, Script().queue(reply("One."), reply("Two."))) as h:
         history: list[Item] = [user_message("Hello.")]
         async with h.client.turn() as turn:
             await turn.sample(PROMPT.with_history(history), history=history)
@@ -189,8 +191,8 @@ async def test_input_that_does_not_extend_the_baseline_falls_back_to_a_full_requ
         assert h.exchanges[1].wire_request["input"] == second.logical["input"]
 
 
-async def test_http_always_sends_the_full_request() -> None:
-    async with served(tool_then_answer(), transport="http") as h:
+async def test_http_always_sends_the_full_request(serve: Serve) -> None:
+    async with served(serve, tool_then_answer(), transport="http") as h:
         await h.conversation().run_turn("Weather in Paris?", lambda call: TOOL_OUTPUT)
         assert [exchange.incremental for exchange in h.exchanges] == [False, False]
         assert len(wire_inputs(h.exchanges)[1]) == 3

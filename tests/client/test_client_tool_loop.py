@@ -10,6 +10,7 @@ from rrkit.client import Delta, TextDelta, ToolInputDelta, tool_output
 from rrkit.protocol import Item
 from rrkit.script import Script, function_call, reasoning, reply, text
 
+from ..errortrap import Serve
 from .client_support import TRANSPORTS, item_types, served, wire_inputs
 
 
@@ -26,8 +27,8 @@ def weather(call: Item) -> str:
     return {"Paris": "sunny", "Rome": "rainy"}[city]
 
 
-async def test_a_multi_step_tool_loop_over_websocket_sends_every_follow_up_incrementally() -> None:
-    async with served(two_tool_calls_then_answer()) as h:
+async def test_a_multi_step_tool_loop_over_websocket_sends_every_follow_up_incrementally(serve: Serve) -> None:
+    async with served(serve, two_tool_calls_then_answer()) as h:
         conversation = h.conversation()
         result = await conversation.run_turn("Weather in Paris and Rome?", weather)
         assert result.text == "Sunny in Paris, rainy in Rome."
@@ -52,8 +53,8 @@ async def test_a_multi_step_tool_loop_over_websocket_sends_every_follow_up_incre
         ]
 
 
-async def test_a_multi_step_tool_loop_over_http_sends_full_requests() -> None:
-    async with served(two_tool_calls_then_answer(), transport="http") as h:
+async def test_a_multi_step_tool_loop_over_http_sends_full_requests(serve: Serve) -> None:
+    async with served(serve, two_tool_calls_then_answer(), transport="http") as h:
         result = await h.conversation().run_turn("Weather in Paris and Rome?", weather)
         assert result.text == "Sunny in Paris, rainy in Rome."
         assert [exchange.incremental for exchange in h.exchanges] == [False, False, False]
@@ -61,9 +62,9 @@ async def test_a_multi_step_tool_loop_over_http_sends_full_requests() -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_deltas_go_to_the_display_only_and_done_items_to_history(transport: str) -> None:
+async def test_deltas_go_to_the_display_only_and_done_items_to_history(serve: Serve, transport: str) -> None:
     deltas: list[Delta] = []
-    async with served(two_tool_calls_then_answer(), transport=transport) as h:
+    async with served(serve, two_tool_calls_then_answer(), transport=transport) as h:
         conversation = h.conversation()
         await conversation.run_turn("Weather?", weather, on_delta=deltas.append)
         shown = "".join(delta.delta for delta in deltas if isinstance(delta, TextDelta))
@@ -81,9 +82,9 @@ async def test_deltas_go_to_the_display_only_and_done_items_to_history(transport
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_end_turn_false_samples_again_within_the_turn(transport: str) -> None:
+async def test_end_turn_false_samples_again_within_the_turn(serve: Serve, transport: str) -> None:
     script = Script().queue(reply("Let me think more.", end_turn=False), reply("Done."))
-    async with served(script, transport=transport) as h:
+    async with served(serve, script, transport=transport) as h:
         result = await h.conversation().run_turn("Hello.")
         assert [sample.end_turn for sample in result.samples] == [False, None]
         assert result.text == "Done."
@@ -92,11 +93,11 @@ async def test_end_turn_false_samples_again_within_the_turn(transport: str) -> N
             assert h.exchanges[1].incremental and wire_inputs(h.exchanges)[1] == []
 
 
-async def test_sample_returns_tool_calls_to_the_caller_and_records_usage() -> None:
+async def test_sample_returns_tool_calls_to_the_caller_and_records_usage(serve: Serve) -> None:
     script = Script().queue(
         reply(function_call("get_weather", {"city": "Oslo"}), usage={"input_tokens": 50, "output_tokens": 7})
     )
-    async with served(script) as h:
+    async with served(serve, script) as h:
         async with h.client.turn() as turn:
             result = await turn.sample(h.conversation().prompt().extended({"role": "user", "content": "Oslo?"}))
         assert [call["name"] for call in result.tool_calls] == ["get_weather"]
@@ -104,8 +105,8 @@ async def test_sample_returns_tool_calls_to_the_caller_and_records_usage() -> No
         assert h.client.usage == [result.usage]
 
 
-async def test_lite_encoding_is_sent_and_logged_as_the_logical_request() -> None:
-    async with served(Script().queue(reply("Hello.")), transport="http", encoding="lite") as h:
+async def test_lite_encoding_is_sent_and_logged_as_the_logical_request(serve: Serve) -> None:
+    async with served(serve, Script().queue(reply("Hello.")), transport="http", encoding="lite") as h:
         await h.conversation().run_turn("Hi.")
         wire = h.exchanges[0].wire_request
         assert wire is not None

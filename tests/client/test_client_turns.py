@@ -5,12 +5,13 @@ from __future__ import annotations
 from rrkit.protocol import TURN_STATE_HEADER
 from rrkit.script import Script, accept_upgrade, function_call, reject, reply
 
+from ..errortrap import Serve
 from .client_support import served
 
 
-async def test_incremental_requests_continue_across_turns_on_one_connection() -> None:
+async def test_incremental_requests_continue_across_turns_on_one_connection(serve: Serve) -> None:
     script = Script().queue(reply("One."), reply("Two."), reply("Three."))
-    async with served(script) as h:
+    async with served(serve, script) as h:
         conversation = h.conversation()
         for question in ("First?", "Second?", "Third?"):
             await conversation.run_turn(question)
@@ -20,7 +21,7 @@ async def test_incremental_requests_continue_across_turns_on_one_connection() ->
         assert [entry.turn for entry in h.trace.entries] == [1, 2, 3]
 
 
-async def test_a_turn_state_on_the_101_is_not_sent_back_on_later_upgrades() -> None:
+async def test_a_turn_state_on_the_101_is_not_sent_back_on_later_upgrades(serve: Serve) -> None:
     script = (
         Script()
         .add_handshake(accept_upgrade(turn_state="ts-1", repeat=True))
@@ -32,7 +33,7 @@ async def test_a_turn_state_on_the_101_is_not_sent_back_on_later_upgrades() -> N
             reply("Bye."),
         )
     )
-    async with served(script) as h:
+    async with served(serve, script) as h:
         conversation = h.conversation()
         await conversation.run_turn("Weather?", lambda call: "sunny")
         await conversation.run_turn("Thanks.")
@@ -41,7 +42,9 @@ async def test_a_turn_state_on_the_101_is_not_sent_back_on_later_upgrades() -> N
         assert [exchange.connection_id for exchange in h.exchanges] == [0, 0, 1, 1, 2]
 
 
-async def test_an_http_turn_state_is_sent_back_on_the_following_requests_of_the_same_turn_retries_included() -> None:
+async def test_an_http_turn_state_is_sent_back_on_the_following_requests_of_the_same_turn_retries_included(
+    serve: Serve,
+) -> None:
     script = Script().queue(
         reply(function_call("get_weather", {"city": "Paris"}), turn_state="ts-A"),
         reject(500),  # the follow-up is retried
@@ -49,7 +52,7 @@ async def test_an_http_turn_state_is_sent_back_on_the_following_requests_of_the_
         reply("Bye.", turn_state="ts-C"),
         reply("Again."),
     )
-    async with served(script, transport="http") as h:
+    async with served(serve, script, transport="http") as h:
         conversation = h.conversation()
         await conversation.run_turn("Weather?", lambda call: "sunny")
         await conversation.run_turn("Thanks.")

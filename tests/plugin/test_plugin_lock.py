@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.recordmode import RecordMode
-from rrkit.plugin_server import _directory_lock
+from rrkit.cassette.lock import directory_lock as _directory_lock
 from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.script import Script
 from rrkit.server.capture import Exchange

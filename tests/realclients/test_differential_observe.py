@@ -12,7 +12,8 @@ from rrkit.differential.codex import config_toml
 from rrkit.differential.observe import WaitRanges, named_delays
 from rrkit.differential.settings import Budgets
 from rrkit.script import Script, failed, refuse_upgrade, reject, reply
-from rrkit.server import FakeServer
+
+from ..errortrap import Serve
 
 RANGES = WaitRanges(named=(1.0,), idle_timeout=1.5)
 
@@ -52,9 +53,9 @@ def test_codex_config_leaves_out_a_budget_that_is_not_set() -> None:
     assert "stream_idle_timeout_ms = 500" in text and "supports_websockets = true" in text
 
 
-def test_observe_lists_attempts_with_the_wait_before_each() -> None:
+def test_observe_lists_attempts_with_the_wait_before_each(serve: Serve) -> None:
     script = Script(default=reply("ok")).add(reject(503, "server_error", retry_after=1))
-    with FakeServer(script) as server, httpx.Client(trust_env=False) as client:
+    with serve.running(script) as server, httpx.Client(trust_env=False) as client:
         body = {"model": "m", "input": "hi", "stream": True}
         client.post(server.http_url + "/responses", json=body)
         time.sleep(0.2)

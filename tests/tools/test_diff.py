@@ -18,9 +18,10 @@ from rrkit.cassette import Cassette, cassette_from_capture, load_cassette, save_
 from rrkit.cli import main
 from rrkit.demo import TRANSPORTS, fixture_paths, golden_name, run_demo, run_one
 from rrkit.script import Match, Script, function_call, load_script, reply, text
-from rrkit.server import FakeServer
 from rrkit.tools.diff import DIFF_FORMAT, Difference, DiffReport, Kind, diff_cassettes
 from rrkit.tools.diff_render import report_text
+
+from ..errortrap import Serve
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "cassettes"
@@ -32,10 +33,10 @@ QUESTION = {"role": "user", "content": "Weather in Paris?"}
 # -- recordings ---------------------------------------------------------------------------------------------------
 
 
-async def record_demo_session(fixture: str, transport: str) -> Cassette:
+async def record_demo_session(serve: Serve, fixture: str, transport: str) -> Cassette:
     """The reference client through a fixture, recorded as captured: random ids, real clocks, a fresh port."""
     script = load_script(FIXTURES / f"{fixture}.yaml")
-    async with FakeServer(script, log_level="critical") as server:
+    async with serve.running(script) as server:
         await run_one(server, script, transport)
         await server.settle_async()
         return cassette_from_capture(server.exchanges, server.connections, name=f"{fixture}.{transport}")
@@ -68,10 +69,10 @@ def until_done(events: Iterator[Any]) -> tuple[Any, list[dict[str, Any]]]:
     return None, done
 
 
-def record_sdk_session(script: Script, *, transport: str = "http", incremental: bool = True) -> Cassette:
+def record_sdk_session(serve: Serve, script: Script, *, transport: str = "http", incremental: bool = True) -> Cassette:
     """The official SDK through a tool loop: over HTTP two streamed requests; over a WebSocket a warmup, then the
     question and the tool output, each as a delta on the previous response or as the full request."""
-    with FakeServer(script, log_level="critical") as server:
+    with serve.running(script) as server:
         client = openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0)
         if transport == "http":
             _, items = until_done(iter(client.responses.create(model="gpt-test", input=[QUESTION], stream=True)))
@@ -119,10 +120,10 @@ def place(difference: Difference) -> tuple[Any, ...]:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("fixture", ["tool-loop", "example", "http-429-retry-after", "ws-refuse-503"])
 async def test_two_recordings_of_the_same_session_made_at_different_times_differ_only_when_strict(
-    fixture: str, transport: str
+    serve: Serve, fixture: str, transport: str
 ) -> None:
-    first = await record_demo_session(fixture, transport)
-    second = await record_demo_session(fixture, transport)
+    first = await record_demo_session(serve, fixture, transport)
+    second = await record_demo_session(serve, fixture, transport)
 
     normalized = diff_cassettes(first, second)
     assert normalized.equal, report_text(normalized, width=120)
@@ -136,10 +137,10 @@ async def test_two_recordings_of_the_same_session_made_at_different_times_differ
     assert Kind.TIMING in {difference.kind for difference in strict.differences}
 
 
-def test_two_sdk_recordings_of_the_same_script_differ_only_when_strict() -> None:
+def test_two_sdk_recordings_of_the_same_script_differ_only_when_strict(serve: Serve) -> None:
     for transport in TRANSPORTS:
-        first = record_sdk_session(weather_script(), transport=transport)
-        second = record_sdk_session(weather_script(), transport=transport)
+        first = record_sdk_session(serve, weather_script(), transport=transport)
+        second = record_sdk_session(serve, weather_script(), transport=transport)
         assert diff_cassettes(first, second).equal
         strict = diff_cassettes(first, second, strict=True)
         ids = [d for d in strict.differences if re.fullmatch(r'"(resp|fc|call|msg)_\w+"', d.a.value or "")]
@@ -159,9 +160,9 @@ async def test_every_golden_cassette_equals_a_fresh_demo_recording_of_its_fixtur
 # -- each kind of change at its place --------------------------------------------------------------------------------
 
 
-def test_a_changed_tool_argument_is_reported_in_the_events_and_in_the_next_request() -> None:
-    paris = record_sdk_session(weather_script("Paris"))
-    london = record_sdk_session(weather_script("London"))
+def test_a_changed_tool_argument_is_reported_in_the_events_and_in_the_next_request(serve: Serve) -> None:
+    paris = record_sdk_session(serve, weather_script("Paris"))
+    london = record_sdk_session(serve, weather_script("London"))
 
     report = diff_cassettes(paris, london)
 
@@ -175,8 +176,8 @@ def test_a_changed_tool_argument_is_reported_in_the_events_and_in_the_next_reque
     assert {d.kind for d in report.differences} <= {Kind.CONTENT, Kind.EVENT_FIELD}
 
 
-def test_a_missing_event_is_reported_at_its_index_and_the_later_events_stay_aligned() -> None:
-    recorded = record_sdk_session(weather_script())
+def test_a_missing_event_is_reported_at_its_index_and_the_later_events_stay_aligned(serve: Serve) -> None:
+    recorded = record_sdk_session(serve, weather_script())
     cut = copy_of(recorded)
     events = cut.exchanges[1].events
     index = next(i for i, e in enumerate(events) if e.type == "response.output_text.delta")
@@ -194,9 +195,9 @@ def test_a_missing_event_is_reported_at_its_index_and_the_later_events_stay_alig
     assert {d.kind for d in report.differences} == {Kind.EVENTS, Kind.PROTOCOL}
 
 
-def test_a_different_outcome_is_reported_with_both_outcomes_and_the_events_only_one_side_sent() -> None:
-    completed = record_sdk_session(weather_script())
-    dropped = record_sdk_session(weather_script(drop_after=5))
+def test_a_different_outcome_is_reported_with_both_outcomes_and_the_events_only_one_side_sent(serve: Serve) -> None:
+    completed = record_sdk_session(serve, weather_script())
+    dropped = record_sdk_session(serve, weather_script(drop_after=5))
     assert dropped.exchanges[1].outcome is not None and dropped.exchanges[1].outcome.kind.value == "dropped"
 
     report = diff_cassettes(completed, dropped)
@@ -210,9 +211,9 @@ def test_a_different_outcome_is_reported_with_both_outcomes_and_the_events_only_
     assert report.pairs == [(0, 0), (1, 1)]
 
 
-def test_a_full_request_where_the_other_sent_a_delta_is_an_incrementality_difference_not_content() -> None:
-    deltas = record_sdk_session(weather_script(), transport="ws", incremental=True)
-    full = record_sdk_session(weather_script(), transport="ws", incremental=False)
+def test_a_full_request_where_the_other_sent_a_delta_is_an_incrementality_difference_not_content(serve: Serve) -> None:
+    deltas = record_sdk_session(serve, weather_script(), transport="ws", incremental=True)
+    full = record_sdk_session(serve, weather_script(), transport="ws", incremental=False)
     assert [e.incremental for e in deltas.exchanges] == [False, True, True]
     assert [e.incremental for e in full.exchanges] == [False, False, False]
 
@@ -232,8 +233,8 @@ def test_a_full_request_where_the_other_sent_a_delta_is_an_incrementality_differ
     assert "B sends a delta" in reverse.differences[0].detail
 
 
-def test_an_id_used_differently_is_a_difference_though_ids_are_normalized() -> None:
-    recorded = record_sdk_session(weather_script(), transport="ws")
+def test_an_id_used_differently_is_a_difference_though_ids_are_normalized(serve: Serve) -> None:
+    recorded = record_sdk_session(serve, weather_script(), transport="ws")
     again = copy_of(recorded)
     warmup_id = again.exchanges[0].response_id
     wire = again.exchanges[2].wire_request
@@ -290,9 +291,9 @@ def test_status_headers_and_turn_state_are_compared_but_per_run_headers_are_not(
     assert len(diff_cassettes(golden, changed, strict=True).differences) == 4
 
 
-def test_ignored_paths_leave_out_requests_fields_and_reported_paths() -> None:
-    paris = record_sdk_session(weather_script("Paris"))
-    london = record_sdk_session(weather_script("London"))
+def test_ignored_paths_leave_out_requests_fields_and_reported_paths(serve: Serve) -> None:
+    paris = record_sdk_session(serve, weather_script("Paris"))
+    london = record_sdk_session(serve, weather_script("London"))
 
     report = diff_cassettes(paris, london, ignore=["input[*].arguments"])
     assert not of_kind(report, Kind.CONTENT) and of_kind(report, Kind.EVENT_FIELD)
@@ -306,9 +307,9 @@ def test_ignored_paths_leave_out_requests_fields_and_reported_paths() -> None:
 # -- the report -----------------------------------------------------------------------------------------------------
 
 
-def test_the_json_report_has_a_stable_documented_shape() -> None:
-    deltas = record_sdk_session(weather_script(), transport="ws", incremental=True)
-    full = record_sdk_session(weather_script(), transport="ws", incremental=False)
+def test_the_json_report_has_a_stable_documented_shape(serve: Serve) -> None:
+    deltas = record_sdk_session(serve, weather_script(), transport="ws", incremental=True)
+    full = record_sdk_session(serve, weather_script(), transport="ws", incremental=False)
     report = diff_cassettes(deltas, full, names=("a.json", "b.json"))
 
     data = json.loads(report.to_json())
@@ -325,9 +326,9 @@ def test_the_json_report_has_a_stable_documented_shape() -> None:
     assert difference["kind"] == "incrementality" and difference["a"]["exchange"] == 1
 
 
-def test_the_rendering_shows_a_beside_b_within_80_columns_and_colours_only_on_request() -> None:
-    paris = record_sdk_session(weather_script("Paris"))
-    london = record_sdk_session(weather_script("London"))
+def test_the_rendering_shows_a_beside_b_within_80_columns_and_colours_only_on_request(serve: Serve) -> None:
+    paris = record_sdk_session(serve, weather_script("Paris"))
+    london = record_sdk_session(serve, weather_script("London"))
     report = diff_cassettes(paris, london)
 
     plain = report_text(report, width=80)
@@ -388,17 +389,16 @@ def test_cli_help_shows_an_example() -> None:
     assert "--strict" in result.output and "--view [logical|wire|both]" in result.output
 
 
-def test_codex_identity_headers_count_by_presence_not_by_their_per_session_values() -> None:
+def test_codex_identity_headers_count_by_presence_not_by_their_per_session_values(serve: Serve) -> None:
     import asyncio
 
     from rrkit.cassette import cassette_from_capture
     from rrkit.client import Conversation, ModelClient, Prompt
     from rrkit.script import Script, reply
-    from rrkit.server import FakeServer
     from rrkit.tools.diff import diff_cassettes
 
     async def session(session_id: str) -> Cassette:
-        async with FakeServer(Script(default=reply("Hello."))) as server:
+        async with serve.running(Script(default=reply("Hello."))) as server:
             async with ModelClient(server.http_url, supports_websockets=False, session_id=session_id) as client:
                 await Conversation(client, Prompt(model="gpt-test")).run_turn("Hi.")
             await server.settle_async()

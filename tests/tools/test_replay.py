@@ -19,9 +19,10 @@ from rrkit.cli import main as cli
 from rrkit.protocol.errors import Classification, ErrorKind
 from rrkit.protocol.incremental import Decision
 from rrkit.script.loader import load_script
-from rrkit.server import FakeServer
 from rrkit.tools.diff import Kind
 from rrkit.tools.replay import ReferenceClient, ReplayResult, first_difference, replay_cassette, session_plan
+
+from ..errortrap import Serve
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "cassettes"
@@ -87,7 +88,7 @@ def test_client_that_skips_the_warmup_misses_the_first_recorded_exchange() -> No
 
 
 def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from rrkit.cassette import cassette_from_capture
     from rrkit.client import ModelClient
@@ -102,7 +103,7 @@ def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
     )
 
     async def record() -> Cassette:
-        async with FakeServer(script) as server:
+        async with serve.running(script) as server:
             plan = session_plan(load_cassette(GOLDEN / "tool-loop.http.json"))
             await ReferenceClient(model_client=ModelClient).run(ServerURLs(server.http_url, server.ws_url), plan)
             await server.settle_async()
@@ -156,27 +157,27 @@ def test_a_short_sdk_client_replays_the_golden_cassette_from_openai_base_url_alo
     assert (first["kind"], first["a"]["exchange"], first["path"].split("[")[0]) == ("content", 0, "input")
 
 
-def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded() -> None:
-    with FakeServer(load_script(ROOT / "fixtures" / "tool-loop.yaml")) as server:
+def test_against_the_server_scripted_by_the_same_fixture_answers_as_recorded(serve: Serve) -> None:
+    with serve.running(load_script(ROOT / "fixtures" / "tool-loop.yaml")) as server:
         result = CliRunner().invoke(cli, ["replay", "--against", server.http_url, str(GOLDEN / "tool-loop.ws.json")])
     assert result.exit_code == 0, result.output
 
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda path: path.name)
-def test_every_golden_cassette_against_its_fixture_server_answers_as_recorded(path: Path) -> None:
+def test_every_golden_cassette_against_its_fixture_server_answers_as_recorded(serve: Serve, path: Path) -> None:
     from rrkit.tools.replay import replay_against
 
     async def check() -> ReplayResult:
         fixture = ROOT / "fixtures" / f"{path.name.split('.')[0]}.yaml"
-        async with FakeServer(load_script(fixture), log_level="critical") as server:
+        async with serve.running(load_script(fixture)) as server:
             return await replay_against(server.http_url, load_cassette(path), idle_timeout=10)
 
     result = asyncio.run(check())
     assert result.ok, [difference.to_dict() for difference in result.report.differences]
 
 
-def test_against_a_server_scripted_differently_names_the_event() -> None:
-    with FakeServer(load_script(ROOT / "fixtures" / "text.yaml")) as server:
+def test_against_a_server_scripted_differently_names_the_event(serve: Serve) -> None:
+    with serve.running(load_script(ROOT / "fixtures" / "text.yaml")) as server:
         cassette = str(GOLDEN / "tool-loop.http.json")
         result = CliRunner().invoke(cli, ["replay", "--json", "--against", server.http_url, cassette])
     assert result.exit_code == 1, result.output

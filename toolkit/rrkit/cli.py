@@ -112,7 +112,8 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
     "--script",
     "script_path",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="A YAML or JSON script (see fixtures/); without it every request gets a short text reply.",
+    help="A YAML or JSON script, or a shipped one as fixture:NAME (`rrkit fixtures` lists them); without it "
+    "every request gets a short text reply.",
 )
 @click.option(
     "--cassette",
@@ -132,6 +133,18 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
     "recorded (instead of --script).",
 )
 @click.option("--time-scale", default=0.0, show_default=True, help="Replay timing: 0 at once, 1 as recorded.")
+@click.option(
+    "--keep",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Exchanges kept in memory when nothing is recorded (the most recent); recording keeps every one.",
+)
+@click.option(
+    "--lenient",
+    is_flag=True,
+    help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
+)
 @_match_options
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
 def serve(
@@ -142,6 +155,8 @@ def serve(
     record_mode: str,
     upstream: str | None,
     time_scale: float,
+    keep: int,
+    lenient: bool,
     match_presets: tuple[str, ...],
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
@@ -152,7 +167,8 @@ def serve(
 
     \b
     Examples:
-      rrkit serve --script fixtures/drop-mid-stream.yaml
+      rrkit serve --script fixture:drop-mid-stream
+      rrkit serve --script my-script.yaml --port 8000
       rrkit serve --cassette codex.json --match-preset codex
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
@@ -172,11 +188,19 @@ def serve(
                 time_scale=time_scale,
                 source_name="proxy" if upstream is not None else "fake-server",
             )
-            server = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level)
+            server = FakeServer(
+                source=deck.source(),
+                host=host,
+                port=port,
+                log_level=log_level,
+                lenient=lenient,
+                keep=None if deck.records else keep,
+            )
             what = f"cassette {str(cassette_path)!r} (record mode {deck.mode.value})"
+            deck.journal_to(server.state.capture)  # each exchange on disk as it ends: a crash loses none
         else:
             script = script or default_script()
-            server = FakeServer(script, host=host, port=port, log_level=log_level)
+            server = FakeServer(script, host=host, port=port, log_level=log_level, lenient=lenient, keep=keep)
             what = f"script {script.name!r} ({len(script.responses)} steps)"
     except (ScriptError, CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
@@ -209,6 +233,11 @@ def serve(
 @click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
 @click.option("--redact-header", "--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
 @click.option("--redact-path", "paths", multiple=True, help="A JSON path to redact, e.g. input.*.content (repeatable).")
+@click.option(
+    "--lenient",
+    is_flag=True,
+    help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
+)
 @_match_options
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
 def record(
@@ -219,6 +248,7 @@ def record(
     port: int,
     headers: tuple[str, ...],
     paths: tuple[str, ...],
+    lenient: bool,
     match_presets: tuple[str, ...],
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
@@ -240,7 +270,8 @@ def record(
         deck = CassetteDeck.open(
             cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"
         )
-        proxy = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level)
+        proxy = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level, lenient=lenient)
+        deck.journal_to(proxy.state.capture)  # each exchange on disk as it ends: a crash loses none
     except (CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
@@ -267,31 +298,54 @@ def record(
     type=click.Path(path_type=Path, file_okay=False),
     help="Also write each run's recording to DIR/<fixture>.<transport>.json (the golden cassettes: cassettes/).",
 )
-def demo(fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON (for machines) instead of a table.")
+def demo(
+    fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None, as_json: bool
+) -> None:
     """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected.
 
     \b
     Examples:
       rrkit demo
       rrkit demo --transport ws --record /tmp/recordings
+      rrkit demo --json | jq '.[] | select(.ok | not)'
     """
     import asyncio
+    import json
 
-    from .demo import TRANSPORTS, find_fixtures, format_table, run_demo, summary
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from .demo import TRANSPORTS, demo_table, find_fixtures, rows_json, run_demo, summary
 
     directory = find_fixtures(fixtures_dir)
     if not directory.is_dir():
         raise click.ClickException(f"no fixtures directory at {directory} (use --fixtures DIR)")
-    try:
-        rows = asyncio.run(run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir))
-    except ScriptError as error:
-        raise click.ClickException(str(error)) from None
+    errors = Console(stderr=True)
+    with Progress(console=errors, transient=True, disable=not errors.is_terminal) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def step(done: int, total: int, what: str) -> None:
+            progress.update(task, completed=done, total=total, description=what)
+
+        try:
+            rows = asyncio.run(
+                run_demo(
+                    directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir, progress=step
+                )
+            )
+        except ScriptError as error:
+            raise click.ClickException(str(error)) from None
     if not rows:
         raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}")
-    click.echo(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
-    click.echo(format_table(rows))
-    click.echo(summary(rows))
-    if record_dir is not None:
+    if as_json:
+        click.echo(json.dumps(rows_json(rows), indent=2))
+    else:
+        out = Console(highlight=False, markup=False)
+        out.print(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
+        out.print(demo_table(rows))
+        out.print(summary(rows))
+    if record_dir is not None and not as_json:
         click.echo(f"Wrote {len(rows)} cassettes to {record_dir}")
     if not all(row.ok for row in rows):
         raise SystemExit(1)
@@ -505,6 +559,29 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
         else:
             raise CassetteError(f"{path}: no such file or folder")
     return files
+
+
+@main.command()
+def fixtures() -> None:
+    """List the scripts shipped with rrkit, one line each: use one as `--script fixture:NAME`.
+
+    \b
+    Examples:
+      rrkit fixtures
+      rrkit serve --script fixture:ws-refuse-426
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from .script.shipped import shipped_fixtures
+
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column("name", no_wrap=True, style="bold")
+    table.add_column("what it does", overflow="fold")
+    for name, path in shipped_fixtures().items():
+        script = load_script(path)
+        table.add_row(name, " ".join(script.description.split()).split(". ")[0].rstrip(".") + ".")
+    Console(highlight=False, markup=False).print(table)
 
 
 @main.command("compare-codex")

@@ -31,10 +31,10 @@ from .protocol.request import Item
 from .script.loader import load_script
 from .script.models import Script
 from .script.select import ReplySource
+from .script.shipped import SCRIPT_SUFFIXES, shipped_directory
 from .server.runner import FakeServer
 
 TRANSPORTS = ("http", "ws")
-SCRIPT_SUFFIXES = (".yaml", ".yml", ".json")
 DEMO_USER_INPUT = "What is the weather in Paris?"
 DEMO_SESSION_ID = "rrkit-demo"
 """Fixed, so that every run sends the same session id and prompt cache key (and recordings repeat)."""
@@ -69,7 +69,7 @@ def demo_options() -> ClientOptions:
     )
 
 
-SHIPPED_FIXTURES = Path(__file__).resolve().parent / "fixtures"
+SHIPPED_FIXTURES = shipped_directory()
 """The scripts installed with rrkit (the repository's `fixtures/` links here)."""
 
 

@@ -3,8 +3,6 @@ the cassette deck and the teardown checks (loaded by the fixtures, not at pytest
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -16,6 +14,7 @@ from typing import Any, Self
 import pytest
 
 from .cassette.format import Cassette
+from .cassette.lock import directory_lock
 from .cassette.match import MatchConfig, unknown_name
 from .cassette.modes import CassetteDeck
 from .cassette.record import cassette_from_capture
@@ -353,19 +352,6 @@ class AsyncRRKitServer(_Handle):
         return self._recording()
 
 
-@contextlib.contextmanager
-def _directory_lock(folder: Path) -> Iterator[None]:
-    """Serialize cassette writes in one folder across processes (pytest-xdist workers)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-
-
 def _upstream_source(url: str) -> ReplySource:
     from .cassette.upstream import UpstreamSource  # the proxy's relay, only needed when recording a URL
 
@@ -389,7 +375,9 @@ def _make(options: _Options) -> tuple[FakeServer, Script, CassetteDeck | None]:
         )
     except CassetteError as error:
         pytest.fail(f"{options.test}: {error}", pytrace=False)
-    return FakeServer(source=deck.source()), script, deck
+    server = FakeServer(source=deck.source())
+    deck.journal_to(server.state.capture)  # each exchange on disk as it ends: a crashed test run loses none
+    return server, script, deck
 
 
 def _finish(handle: _Handle) -> None:
@@ -397,7 +385,7 @@ def _finish(handle: _Handle) -> None:
         pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
     deck = handle.deck
     if deck is not None and deck.records:
-        with _directory_lock(deck.path.parent):
+        with directory_lock(deck.path.parent):
             deck.save(handle.exchanges, handle.connections)
     problems = handle.problems()
     if problems:

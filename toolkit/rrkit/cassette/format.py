@@ -7,6 +7,9 @@ cassette close to its file size.
 from __future__ import annotations
 
 import contextlib
+import json
+import math
+import re
 from base64 import b64decode, b64encode
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,6 +22,56 @@ from ..protocol.vocabulary import ClosedBy, Transport
 
 FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on incompatible changes
 
+# An integer literal orjson would turn into a float (beyond 64 bits has 19+ digits); a string with such a digit
+# run only makes the parse take the exact (slower) path.
+_LONG_INTEGER = re.compile(rb"\d{19,}")
+
+
+def loads_exact(text: str | bytes) -> Any:
+    """JSON parsed with integers kept exact: orjson, unless the text has an integer it would turn into a float
+    (beyond 64 bits), then the standard library."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _LONG_INTEGER.search(data) is None:
+        return orjson.loads(data)
+    return json.loads(data)
+
+
+def dumps_compact(value: Any) -> str:
+    """Compact JSON text: orjson, else (integers beyond 64 bits) the standard library, integers kept exact."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def escape_unencodable(value: Any, place: str = "") -> tuple[Any, list[str]]:
+    """`value` with what no JSON file can hold escaped, and the places escaped: a string with a lone
+    surrogate ("\\ud800") gets the escape as text, a float NaN or infinity becomes its name as a string. Integers
+    of any size are kept (they are valid JSON, written and read exactly)."""
+    places: list[str] = []
+
+    def walk(item: Any, where: str) -> Any:
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                places.append(where or "(value)")
+                return item.encode("utf-8", "backslashreplace").decode("utf-8")
+            return item
+        if isinstance(item, float) and not math.isfinite(item):
+            places.append(where or "(value)")
+            return repr(item).replace("inf", "Infinity").replace("nan", "NaN")
+        if isinstance(item, dict):
+            return {
+                walk(k, f"{where} (a key)" if where else "(a key)"): walk(v, f"{where}.{k}" if where else str(k))
+                for k, v in item.items()
+            }
+        if isinstance(item, list | tuple):
+            return [walk(v, f"{where}[{i}]") for i, v in enumerate(item)]
+        return item
+
+    return walk(value, place), places
+
 
 @dataclass(slots=True)
 class RecordedEvent:
@@ -29,7 +82,7 @@ class RecordedEvent:
 
     @property
     def event(self) -> dict[str, Any]:
-        value: dict[str, Any] = orjson.loads(self.raw)
+        value: dict[str, Any] = loads_exact(self.raw)
         return value
 
     @property
@@ -38,7 +91,11 @@ class RecordedEvent:
 
     @classmethod
     def of(cls, at: float, event: dict[str, Any]) -> RecordedEvent:
-        return cls(at, orjson.dumps(event).decode())
+        return cls(at, dumps_compact(event))
+
+
+class CassetteWarning(UserWarning):
+    """Something recorded as well as it could be (a value escaped), or recovered: the message says what and where."""
 
 
 class _Model(BaseModel):
@@ -59,9 +116,12 @@ class RecordedBody(_Model):
     @classmethod
     def of(cls, content: bytes, content_type: str) -> RecordedBody:
         if content_type.split(";")[0].strip().lower().endswith("json"):
-            # Kept as its JSON value (replayed compact); JSON that orjson cannot hold (huge integers) stays text.
-            with contextlib.suppress(orjson.JSONDecodeError):
-                return cls(content_type=content_type, json_value=orjson.loads(content))
+            # Kept as its JSON value (replayed compact; integers beyond 64 bits exact); JSON that cannot be
+            # parsed or written back (lone surrogates, NaN) stays text.
+            with contextlib.suppress(ValueError):
+                value = loads_exact(content)
+                if not escape_unencodable(value)[1]:
+                    return cls(content_type=content_type, json_value=value)
         try:
             return cls(content_type=content_type, text=content.decode("utf-8"))
         except UnicodeDecodeError:
@@ -73,7 +133,7 @@ class RecordedBody(_Model):
             return self.text.encode("utf-8")
         if self.base64 is not None:
             return b64decode(self.base64)
-        return orjson.dumps(self.json_value)
+        return dumps_compact(self.json_value).encode("utf-8")
 
 
 class RecordedHandshake(_Model):

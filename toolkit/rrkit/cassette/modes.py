@@ -3,17 +3,21 @@ answers from, and what gets written."""
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..protocol.plan import ResponsePlan
 from ..script.models import Handshake, Script
 from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
-from ..server.capture import Connection, Exchange
-from .format import Cassette, RecordedExchange
+from ..server.capture import Capture, Connection, Exchange
+from .format import Cassette, CassetteWarning, RecordedExchange
+from .journal import Journal, recover_journals
 from .match import MatchConfig
-from .record import cassette_from_capture
+from .record import append, cassette_from_capture, recorded_connection, recorded_exchange
 from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
@@ -89,6 +93,9 @@ class CassetteDeck:
     name: str = ""
     source_name: str = "fake-server"  # what records: the fake server, or a proxy ("proxy")
     replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
+    journal: Journal | None = field(default=None, init=False)  # the recording's journal, once `journal_to()` ran
+    _capture: Capture | None = field(default=None, init=False, repr=False)
+    _journaled_connections: set[int] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.mode is RecordMode.NONE and self.existing is None:
@@ -116,8 +123,10 @@ class CassetteDeck:
         source_name: str = "fake-server",
     ) -> CassetteDeck:
         """The deck of the cassette at `path` (read unless `mode` is `rewrite`); CassetteError naming the file
-        when it cannot be read, or cannot serve this mode."""
+        when it cannot be read, or cannot serve this mode. A journal a crashed recording left next to it is
+        recovered into it first (`journal.recover_journals`, with a CassetteWarning)."""
         path, mode = Path(path), parse_record_mode(mode)
+        recover_journals(path)
         existing = load_cassette(path) if path.exists() and mode is not RecordMode.REWRITE else None
         return cls(
             path,
@@ -201,25 +210,84 @@ class CassetteDeck:
         return self.mode is not RecordMode.NEW_EPISODES or self.existing is None
 
     def save(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Path | None:
+        """Write the cassette (atomically) when this deck records, then remove the recording's journal."""
         cassette = self.recorded(exchanges, connections)
-        return save_cassette(cassette, self.path) if cassette is not None else None
+        if cassette is None:
+            return None
+        journal = self.journal
+        written = save_cassette(cassette, self.path, before_replace=journal.mark_saved if journal else None)
+        if journal is not None:
+            if self._capture is not None:
+                self._capture.on_outcome = None
+            journal.remove()
+            self.journal = None
+        return written
 
+    # -- the journal: each exchange on disk as it ends -----------------------------------------------------
+    def journal_to(self, capture: Capture) -> Journal | None:
+        """When this deck records: journal each exchange of `capture` as it gets its outcome (`journal` module),
+        until `save` writes the cassette and removes the journal. Call it before the server answers."""
+        if not self.records or self.journal is not None:
+            return self.journal
+        try:
+            self.journal = Journal.start(
+                self.path,
+                replaces=self.mode not in (RecordMode.NEW_EPISODES, RecordMode.ALL),
+                name=self.name or self.path.stem,
+                source=self.source_name,
+                redaction=self.redactor.apply(Cassette()).redaction,
+            )
+        except OSError as error:
+            raise CassetteError(
+                f"{self.path}: cannot write the recording's journal next to it: {error.strerror or error}"
+            ) from None
+        self._capture = capture
+        capture.on_outcome = self._exchange_ended
+        return self.journal
 
-def append(base: Cassette, extra: Cassette) -> Cassette:
-    """`base` followed by `extra`, with `extra`'s exchanges and connections numbered on after `base`'s."""
-    merged = base.model_copy(deep=True)
-    first_connection = max((c.id for c in base.connections), default=-1) + 1
-    renumbered = {c.id: first_connection + index for index, c in enumerate(extra.connections)}
-    merged.connections += [c.model_copy(update={"id": renumbered[c.id]}) for c in extra.connections]
-    first_exchange = max((e.id for e in base.exchanges), default=-1) + 1
-    merged.exchanges += [
-        e.model_copy(
-            update={
-                "id": first_exchange + index,
-                "connection": None if e.connection is None else renumbered.get(e.connection),
-            }
+    def _exchange_ended(self, exchange: Exchange) -> None:
+        # On the server's loop the outcome is set a moment before the last fields (a collected body): journal it
+        # on the loop's next turn, once the handler has run on to its next await.
+        try:
+            asyncio.get_running_loop().call_soon(self._journal_exchange, exchange)
+        except RuntimeError:
+            self._journal_exchange(exchange)
+
+    def _journal_exchange(self, exchange: Exchange) -> None:
+        journal, capture = self.journal, self._capture
+        if journal is None or capture is None or exchange.replayed:
+            return
+        try:
+            journal.append(*self._journal_records(exchange, capture))
+        except Exception as error:  # never fail the server; the exchange is still written at a clean stop
+            warnings.warn(
+                f"{journal.path}: exchange {exchange.id} could not be journaled ({type(error).__name__}: {error}); "
+                "it is written to the cassette at a clean stop only",
+                CassetteWarning,
+                stacklevel=1,
+            )
+
+    def _journal_records(self, exchange: Exchange, capture: Capture) -> list[dict[str, Any]]:
+        connection_id = exchange.connection_id
+        onto = (
+            self.replay.recorded_connection(connection_id)
+            if self.replay is not None and connection_id is not None
+            else None
         )
-        for index, e in enumerate(extra.exchanges)
-    ]
-    merged.recorded_at = extra.recorded_at
-    return merged
+        records: list[dict[str, Any]] = []
+        live = None
+        if connection_id is not None and onto is None and connection_id not in self._journaled_connections:
+            live = next((c for c in capture.connections if c.id == connection_id), None)
+        single = Cassette(
+            connections=[recorded_connection(live)] if live is not None else [],
+            exchanges=[recorded_exchange(exchange, 0.0)],  # absolute start times: rebased on recovery
+        )
+        single = self.redactor.apply(single)
+        recorded = single.exchanges[0]
+        if onto is not None and self.replay is not None:
+            self._onto_recorded_connections([exchange], [recorded], {connection_id: onto})
+        if live is not None:
+            self._journaled_connections.add(live.id)
+            records.append({"connection": single.connections[0].model_dump(mode="json"), "started_at": live.started_at})
+        records.append({"exchange": recorded.model_dump(mode="json"), **({"onto": onto} if onto is not None else {})})
+        return records

@@ -3,37 +3,84 @@ the reference client's trace."""
 
 from __future__ import annotations
 
+import json
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import orjson
 
 from ..protocol.outcome import OutcomeKind
 from ..server.capture import Connection, Exchange
-from .format import Cassette, RecordedBody, RecordedConnection, RecordedEvent, RecordedExchange, RecordedHandshake
+from .format import (
+    Cassette,
+    CassetteWarning,
+    RecordedBody,
+    RecordedConnection,
+    RecordedEvent,
+    RecordedExchange,
+    RecordedHandshake,
+    escape_unencodable,
+)
 from .redact import Redactor
 
 if TYPE_CHECKING:
     from ..client.trace import Trace, TraceEntry
 
+_V = TypeVar("_V")
+TOO_DEEP = "<not recorded: nested too deeply to encode>"
+
+
+def encodable(value: _V, exchange_id: int, field: str) -> _V:
+    """`value` as a cassette can hold it: what no JSON file can hold (a lone surrogate, NaN) escaped, with a
+    CassetteWarning naming the exchange and the field; everything else (integers of any size) as it is."""
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return value
+    except ValueError:  # UnicodeEncodeError included
+        escaped, places = escape_unencodable(value, field)
+    except RecursionError:
+        escaped, places = TOO_DEEP, [field]
+    shown = ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
+    warnings.warn(
+        f"exchange {exchange_id}: {shown}: a value no JSON file can hold (a lone surrogate, NaN or infinity, or "
+        "nesting too deep) was recorded escaped",
+        CassetteWarning,
+        stacklevel=2,
+    )
+    result: _V = escaped
+    return result
+
+
+def _event(exchange_id: int, index: int, at: float, event: dict[str, Any]) -> RecordedEvent:
+    try:
+        return RecordedEvent(at, orjson.dumps(event).decode())
+    except TypeError:  # orjson cannot: a lone surrogate, or an integer beyond 64 bits (kept exact)
+        return RecordedEvent.of(at, encodable(event, exchange_id, f"events[{index}]"))
+
 
 def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
     body = exchange.response_body
     content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
+    number = exchange.id
     return RecordedExchange(
         id=exchange.id,
         transport="ws" if exchange.transport == "ws" else "http",
         connection=exchange.connection_id,
         started_at=round(max(0.0, exchange.started_at - origin), 6),
-        query=exchange.query or None,
-        request_headers=dict(exchange.request_headers) if exchange.transport == "http" else {},
-        wire_request=exchange.wire_request,
-        raw_body=exchange.raw_body,
-        logical_request=exchange.logical_request,
+        query=encodable(exchange.query, number, "query") or None,
+        request_headers=encodable(dict(exchange.request_headers), number, "request_headers")
+        if exchange.transport == "http"
+        else {},
+        wire_request=encodable(exchange.wire_request, number, "wire_request"),
+        raw_body=encodable(exchange.raw_body, number, "raw_body"),
+        logical_request=encodable(exchange.logical_request, number, "logical_request"),
         response_status=exchange.response_status,
-        response_headers=dict(exchange.response_headers),
-        response_id=exchange.response_id,
+        response_headers=encodable(dict(exchange.response_headers), number, "response_headers"),
+        response_id=encodable(exchange.response_id, number, "response_id"),
         response_body=RecordedBody.of(body, content_type) if body is not None else None,
-        events=[RecordedEvent.of(round(sent.at, 6), sent.event) for sent in exchange.events],
+        events=[_event(number, index, round(sent.at, 6), sent.event) for index, sent in enumerate(exchange.events)],
         outcome=exchange.outcome,
     )
 
@@ -71,6 +118,26 @@ def cassette_from_capture(
         exchanges=[recorded_exchange(exchange, origin) for exchange in exchanges],
     )
     return (redactor or Redactor()).apply(cassette)
+
+
+def append(base: Cassette, extra: Cassette) -> Cassette:
+    """`base` followed by `extra`, with `extra`'s exchanges and connections numbered on after `base`'s."""
+    merged = base.model_copy(deep=True)
+    first_connection = max((c.id for c in base.connections), default=-1) + 1
+    renumbered = {c.id: first_connection + index for index, c in enumerate(extra.connections)}
+    merged.connections += [c.model_copy(update={"id": renumbered[c.id]}) for c in extra.connections]
+    first_exchange = max((e.id for e in base.exchanges), default=-1) + 1
+    merged.exchanges += [
+        e.model_copy(
+            update={
+                "id": first_exchange + index,
+                "connection": None if e.connection is None else renumbered.get(e.connection),
+            }
+        )
+        for index, e in enumerate(extra.exchanges)
+    ]
+    merged.recorded_at = extra.recorded_at
+    return merged
 
 
 def _entry_exchange(entry: TraceEntry, id: int, origin: float) -> RecordedExchange:

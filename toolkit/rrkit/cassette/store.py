@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from ..protocol.errors import RRKitError
-from ..script.loader import json_place
-from .format import Cassette, RecordedExchange
+from ..protocol.events import SSE_COMMENT
+from ..protocol.outcome import OutcomeKind
+from ..script.loader import json_place, read_utf8
+from .format import FORMAT_VERSION, Cassette, RecordedExchange, loads_exact
 
 
 class CassetteError(RRKitError, ValueError):
@@ -28,12 +30,80 @@ def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:
         raise CassetteError(f"{path}: a cassette is a JSON object, got {type(data).__name__}")
     if "rrkit_cassette" not in data:
         raise CassetteError(f"{path}: not an rrkit cassette (no `rrkit_cassette` version field)")
+    version = data["rrkit_cassette"]
+    if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+        raise CassetteError(
+            f"{path}: written by a newer rrkit (format {version}; this rrkit reads up to {FORMAT_VERSION}): "
+            "upgrade rrkit"
+        )
+    if version != FORMAT_VERSION:
+        raise CassetteError(
+            f"{path}: rrkit_cassette: unknown format version {version!r} (this rrkit reads format "
+            f"{FORMAT_VERSION}); is this file an rrkit cassette?"
+        )
     try:
-        return Cassette.model_validate(data)
+        cassette = Cassette.model_validate(data)
     except ValidationError as error:
         lines = [f"{path}: invalid cassette ({error.error_count()} problem(s)):"]
         lines += [f"  - {json_place(problem['loc'])}: {problem['msg']}" for problem in error.errors()[:20]]
         raise CassetteError("\n".join(lines)) from None
+    problems = consistency_problems(cassette)
+    if problems:
+        lines = [f"{path}: inconsistent cassette ({len(problems)} problem(s)); fix or re-record these exchanges:"]
+        lines += [f"  - {problem}" for problem in problems[:20]]
+        raise CassetteError("\n".join(lines))
+    return cassette
+
+
+_ENDING_TYPE = {
+    OutcomeKind.COMPLETED: "response.completed",
+    OutcomeKind.FAILED: "response.failed",
+    OutcomeKind.INCOMPLETE: "response.incomplete",
+    OutcomeKind.ERRORED: "error",
+}
+"""The last event of an exchange whose outcome the stream states itself."""
+_ENDINGS = frozenset(_ENDING_TYPE.values())
+_COMMENT = f'"type":"{SSE_COMMENT}"'
+
+
+def consistency_problems(cassette: Cassette) -> list[str]:
+    """What a valid cassette says against itself, each with its place: duplicate exchange or connection ids,
+    references to connections it does not have, an outcome that disagrees with the recorded events."""
+    problems: list[str] = []
+    connection_at: dict[int, int] = {}
+    for index, connection in enumerate(cassette.connections):
+        if connection.id in connection_at:
+            problems.append(
+                f"connections[{index}]: id {connection.id} is also connections[{connection_at[connection.id]}]'s "
+                "(connection ids must be unique)"
+            )
+        connection_at.setdefault(connection.id, index)
+    exchange_at: dict[int, int] = {}
+    for index, exchange in enumerate(cassette.exchanges):
+        place = f"exchanges[{index}] (id {exchange.id})"
+        if exchange.id in exchange_at:
+            problems.append(
+                f"{place}: id {exchange.id} is also exchanges[{exchange_at[exchange.id]}]'s (exchange ids must be "
+                "unique: one of them could never be replayed)"
+            )
+        exchange_at.setdefault(exchange.id, index)
+        if exchange.connection is not None and exchange.connection not in connection_at:
+            problems.append(f"{place}: connection {exchange.connection} is not in `connections`")
+        outcome = exchange.outcome
+        if outcome is None:
+            continue
+        events = [e for e in exchange.events if _COMMENT not in e.raw]  # SSE comments are not counted as sent
+        if outcome.events_sent not in (len(events), len(exchange.events)):
+            problems.append(
+                f"{place}: outcome says {outcome.kind.value} after {outcome.events_sent} event(s), but "
+                f"{len(events)} event(s) are recorded in `events`"
+            )
+            continue
+        # A stated outcome against the stream's own ending; a stream with no ending is `rrkit show`'s to report.
+        ending, last = _ENDING_TYPE.get(outcome.kind), events[-1].type if events else None
+        if ending is not None and last in _ENDINGS and last != ending:
+            problems.append(f"{place}: outcome says {outcome.kind.value}, but the last recorded event is {last!r}")
+    return problems
 
 
 @contextlib.contextmanager
@@ -54,13 +124,10 @@ def load_cassette(path: Path | str) -> Cassette:
 
 
 def _load(path: Path) -> Cassette:
+    text = read_utf8(path, "cassette", CassetteError)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise CassetteError(f"{path}: cannot read cassette: {error.strerror or error}") from None
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
+        data = loads_exact(text)
+    except json.JSONDecodeError as error:  # orjson's JSONDecodeError is one too
         raise CassetteError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
     return parse_cassette(data, path)
 
@@ -93,17 +160,33 @@ def dump_cassette(cassette: Cassette) -> Iterator[str]:
     yield ("\n  ]" if cassette.exchanges else "]") + "\n}\n"
 
 
-def save_cassette(cassette: Cassette, path: Path | str) -> Path:
-    """Write atomically: a crash mid-write leaves the previous file (if any) untouched."""
+def _file_mode(path: Path) -> int:
+    """The mode a plain write would leave: the existing file's, else 0o666 less the umask (mkstemp makes 0o600)."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Callable[[str], None] | None = None) -> Path:
+    """Write atomically: a crash mid-write leaves the previous file (if any) untouched. `before_replace` is
+    given the new file's SHA-256 (hex) once it is on disk, just before it replaces `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    digest = hashlib.sha256()
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for piece in dump_cassette(cassette):
                 handle.write(piece)
+                digest.update(piece.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary, _file_mode(path))
+        if before_replace is not None:
+            before_replace(digest.hexdigest())
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

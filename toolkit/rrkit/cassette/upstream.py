@@ -32,7 +32,7 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, VerbatimBody, sse_comment, verbatim
 from ..protocol.request import RESPONSE_CREATE
-from ..protocol.sse import SSEDecoder
+from ..protocol.sse import SSEDecoder, encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
 from ..script.select import NoMatch, RequestView
@@ -312,7 +312,7 @@ class UpstreamSource:
         if request.body is not None:
             body = request.body
         else:
-            body = json.dumps(dict(request.wire), ensure_ascii=False).encode()
+            body = encode_json(dict(request.wire))
             headers.pop("content-encoding", None)
         client = self._client()
         url = _with_query(self.http_url, request.query)
@@ -432,7 +432,7 @@ class UpstreamSource:
             if "generate" in request.wire:
                 frame["generate"] = request.wire["generate"]
         try:
-            await socket.ws.send(json.dumps(frame, ensure_ascii=False))
+            await socket.ws.send(encode_json(frame).decode())
             raw = await self._recv(socket)
         except ConnectionClosed as closed:
             self._drop(request.connection_id, socket)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Item = dict[str, Any]
 """An input or output item, kept exactly as sent (items carry fields the API adds at any time)."""
@@ -63,6 +64,160 @@ IGNORED_FIELDS: tuple[str, ...] = ("client_metadata", "stream_options", "generat
 INPUT_FIELD = "input"
 WIRE_ONLY_FIELDS: tuple[str, ...] = ("type", "previous_response_id", "generate")
 """Fields that steer one wire request and are never part of the logical request."""
+
+
+class SamplingFields(BaseModel):
+    """Fields the API checks the type and range of, outside the incremental rule's list (so unknown to the request
+    models above; the rule compares them all the same, as it does any other field)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    temperature: float | None = Field(None, ge=0, le=2, allow_inf_nan=False)
+    top_p: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    max_output_tokens: int | None = Field(None, gt=0)
+
+
+TYPED_FIELDS: tuple[str, ...] = (
+    "model",
+    "stream",
+    "store",
+    "parallel_tool_calls",
+    "generate",
+    *SamplingFields.model_fields,
+)
+"""What a lenient check may coerce (`"yes"` to true, `"0.5"` to 0.5): fields with a scalar type."""
+
+
+class InvalidRequest(ValueError):
+    """A body or frame the API would answer with 400: the message names the field, `param` is its path."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param, self.code = message, param, code
+
+
+def check_request(body: object, *, frame: bool = False, lenient: bool = False) -> dict[str, Any]:
+    """The body (or `response.create` frame) if its fields have the types the API requires, else InvalidRequest.
+
+    Strict (the default) takes JSON types as they are: `stream` and the other flags are booleans, `temperature`
+    a number in 0..2, `top_p` in 0..1, `max_output_tokens` a positive integer, `model` a string. `lenient` takes
+    what pydantic's lax mode coerces (`"yes"`, `1` as true; `"0.5"` as 0.5; `2.0` as 2) and returns the body with
+    those fields coerced, so that the answer follows what the client meant; ranges and finiteness hold in both."""
+    what = "response.create frame" if frame else "request body"
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"The {what} must be a JSON object, got {_json_type(body)}.")
+    model = ResponseCreateFrame if frame else ResponsesRequest
+    try:
+        parsed = model.model_validate(body, strict=not lenient)
+        sampling = SamplingFields.model_validate(body, strict=not lenient)
+    except ValidationError as error:
+        raise _invalid(error, what) from None
+    if not lenient:
+        return body
+    coerced = {**parsed.model_dump(include=set(TYPED_FIELDS)), **sampling.model_dump()}
+    return {key: coerced[key] if key in TYPED_FIELDS and value is not None else value for key, value in body.items()}
+
+
+_EXPECTED = {
+    "bool": "a boolean",
+    "string": "a string",
+    "float": "a number",
+    "int": "an integer",
+    "list": "an array",
+    "dict": "an object",
+    "model": "an object",
+    "literal": "one of the allowed values",
+}
+_BOUNDS = {
+    "greater_than": ("below minimum value", ">"),
+    "greater_than_equal": ("below minimum value", ">="),
+    "less_than": ("above maximum value", "<"),
+    "less_than_equal": ("above maximum value", "<="),
+}
+
+
+def _invalid(error: ValidationError, what: str) -> InvalidRequest:
+    """An OpenAI-style message for the first problem pydantic found: `Invalid type for 'stream': expected a
+    boolean, but got a string instead.`"""
+    problem = error.errors()[0]
+    param = _param(problem["loc"])
+    kind = str(problem["type"])
+    got = problem.get("input")
+    shown = f"'{param}'" if param else what
+    if kind in _BOUNDS:
+        side, sign = _BOUNDS[kind]
+        limit = next(iter((problem.get("ctx") or {}).values()), None)
+        number = "integer" if isinstance(limit, int) else "decimal"  # the bound has its field's type
+        code = f"{number}_{'below_min' if sign.startswith('>') else 'above_max'}_value"
+        return InvalidRequest(
+            f"Invalid {shown}: {number} {side}. Expected a value {sign} {limit:g}, but got {got!r} instead."
+            if isinstance(limit, int | float)
+            else f"Invalid {shown}: {problem['msg']}.",
+            param=param,
+            code=code,
+        )
+    if kind == "finite_number":
+        return InvalidRequest(f"Invalid {shown}: expected a finite number.", param=param, code="invalid_value")
+    if _expected(kind):
+        # A union (`input`: an array or a string) fails once per member, each at the same param.
+        members = [p for p in error.errors() if _param(p["loc"]) == param and _expected(str(p["type"]))]
+        expected = " or ".join(dict.fromkeys(_expected(str(p["type"])) for p in members))
+        return InvalidRequest(
+            f"Invalid type for {shown}: expected {expected}, but got {_json_type(got)} instead.",
+            param=param,
+            code="invalid_type",
+        )
+    message = f"Invalid {what}: field '{param}': {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
+    return InvalidRequest(message, param=param)
+
+
+def _expected(kind: str) -> str:
+    """`a boolean` for pydantic's `bool_type` / `bool_parsing` (and so on); empty for other problems."""
+    base = kind.split("_")[0]
+    if base in _EXPECTED and (kind.endswith(("_type", "_parsing")) or kind in ("int_from_float", "literal_error")):
+        return _EXPECTED[base]
+    return ""
+
+
+def _param(loc: tuple[int | str, ...]) -> str | None:
+    """The OpenAI-style `param` of a validation error: the field and any list indexes (`tools[0]`),
+    without pydantic's union member labels (`input.list[dict[str,any]]` is `input`)."""
+    if not loc:
+        return None
+    param = str(loc[0])
+    for part in loc[1:]:
+        if not isinstance(part, int):
+            break
+        param += f"[{part}]"
+    return param
+
+
+def _json_type(value: object) -> str:
+    """How the API names the JSON type of a value in its messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+
+
+def is_header_value(value: str) -> bool:
+    """May `value` (a model name, anything a request carried) be sent as an HTTP header value? RFC 9110's
+    field-value, ASCII only: visible characters, spaces and tabs inside, none at either end; no CR, LF or NUL."""
+    return _HEADER_VALUE.fullmatch(value) is not None
 
 
 def input_items(body: dict[str, Any]) -> list[Item]:

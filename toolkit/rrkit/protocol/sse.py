@@ -13,8 +13,20 @@ KEEPALIVE = b": ping\n\n"
 
 
 def encode_json(payload: Any) -> bytes:
-    """Compact UTF-8 JSON, the one encoding of an event on the wire."""
-    return orjson.dumps(payload)
+    """Compact UTF-8 JSON, the one encoding of an event on the wire. orjson in the common case; what it refuses
+    (integers beyond 64 bits, nesting beyond 255, non-string keys) goes through the standard library, so that a
+    big integer a request carried comes back exactly (a lone surrogate, if one got this far, is escaped)."""
+    try:
+        return orjson.dumps(payload)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _encode_json_exactly(payload)
+
+
+def _encode_json_exactly(payload: Any) -> bytes:
+    try:
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:
+        return json.dumps(payload, separators=(",", ":")).encode()
 
 
 def encode_sse(event_type: str, data: bytes) -> bytes:

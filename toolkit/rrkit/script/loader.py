@@ -14,6 +14,7 @@ from pydantic_core import ErrorDetails
 from ..protocol.errors import RRKitError
 from . import models
 from .models import Script
+from .shipped import script_path
 
 
 class ScriptError(RRKitError, ValueError):
@@ -95,13 +96,29 @@ def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | Non
         raise ScriptError(_describe(error, path, tree)) from None
 
 
-def load_script(path: Path | str) -> Script:
-    """Read a `.yaml`/`.yml` or `.json` script file."""
-    path = Path(path)
+def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
+    """The text of a UTF-8 file; `error_type` naming the file (and the byte offset, when it is not UTF-8)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        content = path.read_bytes()
     except OSError as error:
-        raise ScriptError(f"{path}: cannot read script: {error.strerror or error}") from None
+        raise error_type(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = content[error.start : error.start + 4]
+        raise error_type(
+            f"{path}: byte offset {error.start}: not UTF-8 (bytes {bad.hex(' ')}: {error.reason}); "
+            f"re-save the {what} as UTF-8"
+        ) from None
+
+
+def load_script(path: Path | str) -> Script:
+    """Read a `.yaml`/`.yml` or `.json` script file, or a shipped script named `fixture:NAME`."""
+    try:
+        path = script_path(path)
+    except LookupError as error:
+        raise ScriptError(str(error)) from None
+    text = read_utf8(path, "script", ScriptError)
     tree = None
     try:
         if path.suffix == ".json":

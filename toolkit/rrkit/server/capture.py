@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,13 @@ class Exchange:
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
     query: str = ""  # the request's query string, as sent (HTTP)
     response_body: bytes | None = None  # the whole body of an answer that was not a stream
+    on_outcome: Callable[[Exchange], None] | None = field(default=None, repr=False, compare=False)
+    """Called when the exchange gets its outcome (a recording's journal): `Capture.on_outcome` when it was made."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name == "outcome" and value is not None and (hook := self.__dict__.get("on_outcome")) is not None:
+            hook(self)
 
     @property
     def incremental(self) -> bool:
@@ -71,15 +81,41 @@ class Connection:
     started_at: float = field(default_factory=time.time)
     query: str = ""  # the upgrade request's query string, as sent
     ended_at: float | None = None  # when the server cut the socket or saw the client leave
+    requests: int = 0  # exchanges this socket carried (`exchanges` holds only the kept ones in a bounded window)
+
+
+_BEGUN: contextvars.ContextVar[list[Exchange] | None] = contextvars.ContextVar("rrkit_begun", default=None)
+"""The exchanges begun by the current ASGI call (the tasks it starts share the list), so that an error escaping
+the handler is recorded on the exchange that carried it."""
+
+
+def track_begun() -> list[Exchange]:
+    """From now on (in this task and those it starts), remember the exchanges begun; returns their list."""
+    begun: list[Exchange] = []
+    _BEGUN.set(begun)
+    return begun
+
+
+def begun_here() -> list[Exchange]:
+    """The exchanges begun by the current ASGI call (empty when nothing tracks them)."""
+    return list(_BEGUN.get() or ())
 
 
 class Capture:
-    """All connections and exchanges of a server, in arrival order."""
+    """All connections and exchanges of a server, in arrival order: every one (`keep=None`, when recording or
+    when a test holds the server and reads them), or only the `keep` most recent ones (`rrkit serve` without
+    recording, whose memory then stays bounded however long it runs)."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int | None = None) -> None:
+        if keep is not None and keep < 0:
+            raise ValueError(f"keep must be a number of exchanges (0 or more), got {keep}")
+        self.keep = keep
         self._lock = threading.Lock()
-        self._exchanges: list[Exchange] = []
-        self._connections: list[Connection] = []
+        self._exchanges: deque[Exchange] = deque(maxlen=keep)
+        self._connections: deque[Connection] = deque(maxlen=keep)
+        self._next_exchange = 0
+        self._next_connection = 0
+        self.on_outcome: Callable[[Exchange], None] | None = None  # given to each new exchange
 
     def new_exchange(
         self,
@@ -91,16 +127,30 @@ class Capture:
     ) -> Exchange:
         with self._lock:
             exchange = Exchange(
-                len(self._exchanges), transport, connection.id if connection else None, headers, wire, query=query
+                self._next_exchange,
+                transport,
+                connection.id if connection else None,
+                headers,
+                wire,
+                query=query,
+                on_outcome=self.on_outcome,
             )
+            self._next_exchange += 1
             self._exchanges.append(exchange)
             if connection is not None:
+                connection.requests += 1
                 connection.exchanges.append(exchange)
-            return exchange
+                if self.keep is not None and len(connection.exchanges) > self.keep:
+                    del connection.exchanges[0]
+        begun = _BEGUN.get()
+        if begun is not None:
+            begun.append(exchange)
+        return exchange
 
     def new_connection(self, headers: dict[str, str], query: str = "") -> Connection:
         with self._lock:
-            connection = Connection(len(self._connections), headers, query=query)
+            connection = Connection(self._next_connection, headers, query=query)
+            self._next_connection += 1
             self._connections.append(connection)
             return connection
 
@@ -135,3 +185,4 @@ class Capture:
         with self._lock:
             self._exchanges.clear()
             self._connections.clear()
+            self._next_exchange = self._next_connection = 0

@@ -4,11 +4,10 @@ a whole body exactly as a reply source gives it (a relayed or recorded page, err
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from collections.abc import Mapping
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -16,8 +15,10 @@ from ..protocol import errors
 from ..protocol.encoding import BodyEncodingError, decode_body
 from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.plan import ResponsePlan
+from ..protocol.request import is_header_value
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange
@@ -25,6 +26,7 @@ from .respond import (
     Rejected,
     Responder,
     ServerState,
+    invalid_request,
     scope_headers,
     store_if_completed,
 )
@@ -45,7 +47,10 @@ class _Answer(Response):
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = await self.request.body()
+        try:
+            raw = await self.request.body()
+        except ClientDisconnect:  # gone (or the server stopping) before its request was whole: nothing to answer
+            return
         exchange = self.state.capture.new_exchange(
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
@@ -109,10 +114,10 @@ def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange) -> ob
     except BodyEncodingError as error:
         raise Rejected(400, errors.error_body(f"The request body could not be decoded: {error}.")) from None
     try:
-        body = json.loads(decoded)
-    except ValueError as error:
+        body = parse_json(decoded)
+    except UnsafeJSON as error:
         exchange.raw_body = decoded.decode("utf-8", errors="replace")
-        raise Rejected(400, errors.error_body(f"The request body is not valid JSON: {error}.")) from None
+        raise invalid_request(error) from None
     if not isinstance(body, dict):
         exchange.raw_body = decoded.decode("utf-8", errors="replace")
     return body
@@ -123,10 +128,16 @@ def _played_headers(plan: ResponsePlan, logical: Mapping[str, object], media_typ
         "content-type": media_type,
         "cache-control": "no-cache",
         "x-request-id": "req_" + secrets.token_hex(8),
-        "openai-model": str(plan.model or logical.get("model") or "gpt-rrkit"),
+        **_if_header_value("openai-model", plan.model or logical.get("model") or "gpt-rrkit"),
         **({TURN_STATE_HEADER: plan.turn_state} if plan.turn_state else {}),
         **plan.headers,
     }
+
+
+def _if_header_value(name: str, value: object) -> dict[str, str]:
+    """`{name: value}` if the value (taken from a request) may be sent as a header, else nothing: a model named
+    `gpt-模型` or `gpt\r\nx-injected: yes` is echoed in the body, never in a header."""
+    return {name: value} if isinstance(value, str) and is_header_value(value) else {}
 
 
 def _raw(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:

@@ -5,23 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
 from starlette.types import Scope
 
 from ..protocol import errors
 from ..protocol.events import done_items, response_id_of
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
+from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.plan import Rejection, ResponsePlan
-from ..protocol.request import Item, ResponseCreateFrame, ResponsesRequest, input_items
+from ..protocol.request import InvalidRequest, Item, check_request, input_items
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
 from .capture import Capture, Exchange
+from .stream import SERVER_ERROR_CODE
 
 log = logging.getLogger("rrkit.server")
 
@@ -37,13 +39,55 @@ class Stored:
     output: list[Item]
 
 
+HTTP_STORE_SIZE = 1000
+"""Completed HTTP responses kept for `previous_response_id` (the least recently used one goes first)."""
+WS_STORE_SIZE = 100
+"""Completed responses each WebSocket connection keeps for `previous_response_id`."""
+
+
+class ResponseStore(MutableMapping[str, Stored]):
+    """The responses a later request may continue, by id: bounded, least recently used evicted first. An evicted
+    id is answered `previous_response_not_found`, as the real service answers an id it no longer has."""
+
+    def __init__(self, size: int = HTTP_STORE_SIZE) -> None:
+        if size < 1:
+            raise ValueError(f"a response store keeps at least one response, got size {size}")
+        self.size = size
+        self._kept: OrderedDict[str, Stored] = OrderedDict()
+
+    def __getitem__(self, response_id: str) -> Stored:
+        stored = self._kept[response_id]
+        self._kept.move_to_end(response_id)
+        return stored
+
+    def __setitem__(self, response_id: str, stored: Stored) -> None:
+        self._kept[response_id] = stored
+        self._kept.move_to_end(response_id)
+        while len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+    def __delitem__(self, response_id: str) -> None:
+        del self._kept[response_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+
 @dataclass
 class ServerState:
     source: ReplySource
     capture: Capture = field(default_factory=Capture)
     ids: IdGenerator = field(default_factory=IdGenerator)
-    http_store: dict[str, Stored] = field(default_factory=dict)
+    http_store: ResponseStore = field(default_factory=ResponseStore)
+    ws_store_size: int = WS_STORE_SIZE  # each WebSocket connection's own ResponseStore
     stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
+    lenient: bool = False  # accept coercible field types (`stream: "yes"`), as `check_request` says
 
 
 class Rejected(Exception):
@@ -78,24 +122,9 @@ def scope_headers(scope: Scope) -> dict[str, str]:
     return headers
 
 
-def _param(loc: tuple[int | str, ...]) -> str | None:
-    """The OpenAI-style `param` of a validation error: the field and any list indexes (`tools[0]`),
-    without pydantic's union member labels (`input.list[dict[str,any]]` is `input`)."""
-    if not loc:
-        return None
-    param = str(loc[0])
-    for part in loc[1:]:
-        if not isinstance(part, int):
-            break
-        param += f"[{part}]"
-    return param
-
-
-def _validation_rejection(error: ValidationError, what: str) -> Rejected:
-    problem = error.errors()[0]
-    param = _param(problem["loc"])
-    message = f"Invalid {what}: field {param!r}: {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
-    return Rejected(400, errors.error_body(message, param=param))
+def invalid_request(error: InvalidRequest | UnsafeJSON) -> Rejected:
+    """The OpenAI-shaped 400 for a body or frame refused by the protocol's checks, naming the field."""
+    return Rejected(400, errors.error_body(error.message, param=error.param, code=error.code))
 
 
 class Responder:
@@ -105,18 +134,11 @@ class Responder:
         self.state = state
 
     def parse(self, body: Any, *, transport: Transport) -> dict[str, Any]:
-        if not isinstance(body, dict):
-            raise Rejected(
-                400, errors.error_body(f"The request body must be a JSON object, got {type(body).__name__}.")
-            )
-        model = ResponseCreateFrame if transport == "ws" else ResponsesRequest
+        """The wire request, its field types checked (strictly, unless the server is lenient: then coerced)."""
         try:
-            model.model_validate(body)
-        except ValidationError as error:
-            raise _validation_rejection(
-                error, "response.create frame" if transport == "ws" else "request body"
-            ) from None
-        return body
+            return check_request(body, frame=transport == "ws", lenient=self.state.lenient)
+        except InvalidRequest as error:
+            raise invalid_request(error) from None
 
     def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:
         """The request as the model sees it: a delta rebuilt on the response it names. A relaying source answers
@@ -149,7 +171,10 @@ class Responder:
         view = RequestView(
             exchange.transport, headers, wire, logical, exchange.connection_id, query, body, ids=self.state.ids
         )
-        chosen = await self.state.source.select(view)
+        try:
+            chosen = await self.state.source.select(view)
+        except Exception as error:  # a broken reply source: answered 500, reported once, the server goes on
+            raise server_error(error, f"the reply source {type(self.state.source).__name__} failed") from error
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
@@ -160,7 +185,18 @@ class Responder:
         return chosen
 
 
-def store_if_completed(store: dict[str, Stored], exchange: Exchange) -> None:
+def server_error_message(error: BaseException, what: str = "the server failed") -> str:
+    return f"rrkit: {what}: {type(error).__name__}: {error}"
+
+
+def server_error(error: BaseException, what: str = "the server failed") -> Rejected:
+    """An unexpected error as the answer a client gets (500 `server_error`), its traceback logged once."""
+    message = server_error_message(error, what)
+    log.error("%s", message, exc_info=error)
+    return Rejected(500, errors.error_body(message, type_="server_error", code=SERVER_ERROR_CODE))
+
+
+def store_if_completed(store: MutableMapping[str, Stored], exchange: Exchange) -> None:
     """A response can be named as `previous_response_id` once (and only if) it completed: streamed, or as
     the response object of a whole body."""
     sent = [sent.event for sent in exchange.events]

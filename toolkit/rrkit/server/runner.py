@@ -18,7 +18,7 @@ from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
 from . import uvicorn_adapter
 from .app import ServerState, create_app
-from .capture import Connection, Exchange
+from .capture import Capture, Connection, Exchange
 from .uvicorn_adapter import ForegroundServer
 
 _GRACE = 0.5  # seconds open connections get to finish when the server stops
@@ -91,9 +91,7 @@ class LoopbackServer:
         if server is None:
             return
         self._server = None
-        if self.stopping is not None:
-            self.stopping.set()
-        await uvicorn_adapter.stop(server, _GRACE)
+        await uvicorn_adapter.stop(server, _GRACE, self.stopping)
         if self._socket is not None:
             self._socket.close()
         await self._release()
@@ -151,28 +149,32 @@ class LoopbackServer:
 
     # -- foreground (the CLI) -----------------------------------------------------------------
     def serve_forever(self, on_ready: Callable[[Self], None] | None = None) -> None:
-        """Run until Ctrl-C or SIGTERM, then return (uvicorn handles the signals); `on_ready` is called once the
-        server listens and stop signals are handled."""
+        """Run until Ctrl-C or SIGTERM, then return promptly (streams stalled or open are cut, idle connections
+        closed); `on_ready` is called once the server listens and stop signals are handled. A further signal while
+        stopping is absorbed: the stop is already under way."""
         self._socket = _bind(self.host, self.port)
         started = (lambda: on_ready(self)) if on_ready else None
-        self._server = ForegroundServer(uvicorn_adapter.config(self.app(), self.log_level), on_started=started)
+        server = ForegroundServer(uvicorn_adapter.config(self.app(), self.log_level), on_started=started, grace=_GRACE)
+        self._server = server
 
         async def main() -> None:
             self._new_stopping_event()
-            assert self._server is not None
-            try:
-                await self._server.serve(sockets=[self._socket] if self._socket else None)
-            finally:
-                if self.stopping is not None:
-                    self.stopping.set()
-                await self._release()
+            server.stopping = self.stopping
+            with server.capture_signals():  # also while releasing below, after uvicorn restored its handlers
+                try:
+                    await server.serve(sockets=[self._socket] if self._socket else None)
+                finally:
+                    if self.stopping is not None:
+                        self.stopping.set()
+                    await self._release()
 
         asyncio.run(main())
 
 
 class FakeServer(LoopbackServer):
     """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
-    `async with FakeServer(script) as server:` runs it on the current event loop."""
+    `async with FakeServer(script) as server:` runs it on the current event loop. Request fields must have the
+    types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`)."""
 
     def __init__(
         self,
@@ -183,11 +185,17 @@ class FakeServer(LoopbackServer):
         port: int = 0,
         ids: IdGenerator | None = None,
         log_level: str = "warning",
+        lenient: bool = False,
+        keep: int | None = None,
     ) -> None:
         if script is not None and source is not None:
             raise ValueError("give a script or a reply source (such as a cassette replay), not both")
         super().__init__(host=host, port=port, log_level=log_level)
-        self.state = ServerState(source or ScriptState(script or default_script()), ids=ids or IdGenerator())
+        self.state = ServerState(
+            source or ScriptState(script or default_script()), ids=ids or IdGenerator(), lenient=lenient
+        )
+        # Every exchange is kept for `exchanges` (keep=None, the default), or only the `keep` most recent ones.
+        self.state.capture = Capture(keep)
 
     def app(self) -> ASGIApp:
         return create_app(self.state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
@@ -11,7 +12,12 @@ from typing import Any, Protocol, TypeVar
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
 from ..protocol.plan import ResponsePlan, StreamCut
 from ..protocol.vocabulary import CloseKind
-from .capture import Exchange, SentEvent
+from .capture import Exchange, SentEvent, begun_here
+
+log = logging.getLogger("rrkit.server")
+
+SERVER_ERROR_CODE = "server_error"
+INTERNAL_ERROR = 1011  # the WebSocket close code for "the server met an unexpected condition"
 
 
 class ChannelGone(Exception):
@@ -56,6 +62,8 @@ async def until_client_leaves(
         if not task.done():
             await asyncio.wait((task,), timeout=grace)
         if task.done():
+            if not task.cancelled() and (error := task.exception()) is not None and isinstance(error, Exception):
+                record_server_error(error)
             return task.result()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -65,6 +73,24 @@ async def until_client_leaves(
         leaving.cancel()
         if not task.done():  # we were cancelled ourselves (the server is stopping)
             task.cancel()
+
+
+def server_error_outcome(error: BaseException, events_sent: int, *, streaming: bool) -> Outcome:
+    """What an exchange the server failed on ended as: a 500 before its answer began, a cut stream once it had,
+    with the error named (`rrkit show` prints it)."""
+    message = f"rrkit: the server failed: {type(error).__name__}: {error}"
+    if streaming or events_sent:
+        return Outcome(OutcomeKind.DROPPED, events_sent, code=SERVER_ERROR_CODE, message=message)
+    return Outcome(OutcomeKind.REFUSED, 0, code=SERVER_ERROR_CODE, message=message, status=500)
+
+
+def record_server_error(error: BaseException) -> None:
+    """An error escaped a request's handler: the exchanges it began and left without an outcome get one that
+    names it (rather than looking disconnected, or still streaming)."""
+    for exchange in begun_here():
+        if exchange.outcome is None:
+            streaming = exchange.response_status == 200 and exchange.response_body is None
+            exchange.outcome = server_error_outcome(error, len(exchange.events), streaming=streaming)
 
 
 async def first_of(*events: asyncio.Event, timeout: float | None = None) -> bool:
@@ -103,7 +129,10 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
                     return Outcome(OutcomeKind.DROPPED, sent)
                 if planned.delay and await channel.pause(planned.delay):
                     return Outcome(OutcomeKind.DISCONNECTED, sent)
-                await channel.send(planned.wire)
+                try:
+                    await channel.send(planned.wire)
+                except OSError as error:  # the transport is gone under the channel
+                    raise ChannelGone from error
                 exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
                 sent += 1
     except StreamCut as cut:
@@ -111,6 +140,11 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
         return Outcome(OutcomeKind.DROPPED, sent)
     except ChannelGone:
         return Outcome(OutcomeKind.DISCONNECTED, sent)
+    except Exception as error:  # the plan's events broke (a bug, a broken source): the client sees a cut stream
+        log.error("rrkit: the server failed while streaming exchange %s", exchange.id, exc_info=error)
+        with contextlib.suppress(ChannelGone, OSError, RuntimeError):
+            await channel.cut("frame", INTERNAL_ERROR, "internal error")
+        return server_error_outcome(error, sent, streaming=True)
     if fault.stall_after is not None and fault.stall_after >= sent:
         await channel.stall()
         return Outcome(OutcomeKind.STALLED, sent)

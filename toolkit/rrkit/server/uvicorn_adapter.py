@@ -11,20 +11,41 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .capture import track_begun
 
 RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
 
 
 class KeepRawSend:
-    """Outermost middleware: remembers the server's `send`, through which a fault reaches the TCP connection."""
+    """Outermost middleware: remembers the server's `send`, through which a fault reaches the TCP connection;
+    tracks the exchanges each call begins (an error escaping the handler is recorded on them); and cuts the
+    connection of an HTTP answer the handler left unfinished (a stall or a pause ended by the server stopping),
+    so that the client sees a cut stream and uvicorn no error."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope[RAW_SEND] = send
-        await self.app(scope, receive, send)
+        track_begun()
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        finished = False
+
+        async def watched_send(message: Message) -> None:
+            nonlocal finished
+            finished = finished or (message["type"] == "http.response.body" and not message.get("more_body", False))
+            await send(message)
+
+        await self.app(scope, receive, watched_send)
+        if not finished:
+            transport = connection_transport(scope)
+            if transport is not None and not transport.is_closing():
+                transport.abort()
+                await asyncio.sleep(0)  # uvicorn sees the connection lost before it sees the handler return
 
 
 def _protocol(scope: Scope) -> Any:
@@ -67,33 +88,48 @@ async def start(server: uvicorn.Server, sock: socket.socket) -> None:
     await server.startup(sockets=[sock])
 
 
-async def stop(server: uvicorn.Server, grace: float) -> None:
-    """Close the listeners, ask open connections to finish, give them `grace` seconds, then cut them and
-    cancel what they still run."""
-    for listener in server.servers:
+async def stop(server: uvicorn.Server, grace: float, stopping: asyncio.Event | None = None) -> None:
+    """Stop at once, quietly: close the listeners; close idle connections (a socket gets close 1012); set
+    `stopping`, which ends stalls and pauses (their streams are cut); give answers still running `grace` seconds
+    (an upstream relay), then cut their connections, which ends them; cancel only what still runs after that.
+    Nothing is polled: it returns as soon as the last answer ended (at once when none was running)."""
+    for listener in getattr(server, "servers", ()):
         listener.close()
-    connections = server.server_state.connections
-    for connection in list(connections):
+    state = server.server_state
+    for connection in list(state.connections):
         connection.shutdown()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + grace
-    while connections and loop.time() < deadline:
-        await asyncio.sleep(0.005)
-    for connection in list(connections):
+    if stopping is not None:
+        stopping.set()
+    await _ended(state.tasks, grace)
+    for connection in list(state.connections):
         transport: Any = getattr(connection, "transport", None)
         if transport is not None:
             transport.abort()
-    for task in list(server.server_state.tasks):
+    await _ended(state.tasks, grace)
+    for task in list(state.tasks):  # a handler that ignored its client leaving: the last resort
         task.cancel()
+    await _ended(state.tasks, grace)
+    await asyncio.sleep(0)  # the connections closed above are released (connection_lost) before returning
+
+
+async def _ended(tasks: set[asyncio.Task[None]], timeout: float) -> None:
+    """Wait until the connections' tasks have ended (they remove themselves from `tasks`), at most `timeout`."""
+    running = {task for task in tasks if not task.done()}
+    if running:
+        await asyncio.wait(running, timeout=timeout)
 
 
 class ForegroundServer(uvicorn.Server):
     """uvicorn in the foreground, stopped by SIGINT or SIGTERM alike without raising the signal again once it
     stopped (uvicorn's default, which makes SIGTERM kill the process): the caller still writes its cassette."""
 
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, config: uvicorn.Config, on_started: Callable[[], None] | None = None, grace: float = 0.5
+    ) -> None:
         super().__init__(config)
         self.on_started = on_started
+        self.grace = grace
+        self.stopping: asyncio.Event | None = None  # set when the stop begins: stalls and pauses end at once
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Started (and its signal handlers in place, so a stop signal from now on is handled): say so."""
@@ -101,6 +137,12 @@ class ForegroundServer(uvicorn.Server):
         if self.on_started is not None and not self.should_exit:
             self.on_started()
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's own shutdown waits for every connection to close by itself (a stalled stream: until its
+        client leaves); rrkit's ends them at once, and leaves no task for asyncio.run to cancel (a traceback)."""
+        await stop(self, self.grace, self.stopping)
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Every stop signal (a second Ctrl-C too) asks for the same prompt stop; none is raised again after it."""
         super().handle_exit(sig, frame)
         self._captured_signals.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 
 from starlette.responses import JSONResponse
@@ -13,6 +14,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
@@ -21,13 +23,18 @@ from .respond import (
     ABNORMAL_CLOSURE,
     Rejected,
     Responder,
+    ResponseStore,
     ServerState,
-    Stored,
+    invalid_request,
     scope_headers,
     store_if_completed,
 )
-from .stream import ChannelGone, first_of, play, until_client_leaves
+from .stream import INTERNAL_ERROR, ChannelGone, first_of, play, server_error_outcome, until_client_leaves
 from .uvicorn_adapter import connection_transport, mark_denial_sent
+
+log = logging.getLogger("rrkit.server")
+
+SERVICE_RESTART = 1012  # the close code uvicorn's shutdown sends on an open socket
 
 _KEEP_OPEN = frozenset({OutcomeKind.REFUSED, OutcomeKind.ANSWERED})
 """Outcomes after which the socket serves the next frame: an error frame, a relayed frame's answer."""
@@ -42,7 +49,7 @@ class _AcceptedSocket:
         self, state: ServerState, websocket: WebSocket, connection: Connection, handshake: Handshake | None
     ) -> None:
         self.state, self.ws, self.connection, self.handshake = state, websocket, connection, handshake
-        self.store: dict[str, Stored] = {}
+        self.store = ResponseStore(state.ws_store_size)  # this connection's own, bounded (README: rrkit serve)
         self.responder = Responder(state)
         self.stopping = state.stopping or asyncio.Event()
         # A reader takes the client's frames as they come, so that a client leaving is seen at once, even while
@@ -75,6 +82,9 @@ class _AcceptedSocket:
         while True:
             message = await self.inbox.get()
             if message["type"] == "websocket.disconnect":
+                if self.stopping.is_set():  # uvicorn's shutdown closed it (1012, service restart)
+                    self._client_gone(message.get("code"))
+                    return
                 self.connection.closed_by = self.connection.closed_by or "client"
                 self.connection.close_code = message.get("code")
                 return
@@ -89,13 +99,18 @@ class _AcceptedSocket:
         exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
         try:
             await self._answer(exchange, text)
+        except Exception as error:  # a server bug: reported once, named in the outcome, the socket closed with 1011
+            log.error("rrkit: the server failed on exchange %s (WebSocket)", exchange.id, exc_info=error)
+            exchange.outcome = server_error_outcome(error, len(exchange.events), streaming=bool(exchange.events))
+            await self.cut("frame", INTERNAL_ERROR, "internal error")
+            return False
         finally:
             if exchange.outcome is None:  # cancelled: the client left while the answer waited on its source
                 exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
         if exchange.outcome.kind not in STATED_KINDS and exchange.outcome.kind not in _KEEP_OPEN:
             return False
         limit = self.handshake.close_after if self.handshake else None
-        if limit is not None and len(self.connection.exchanges) >= limit:
+        if limit is not None and self.connection.requests >= limit:
             assert self.handshake is not None  # closed at once, before the client can send on this socket again
             await self.cut(self.handshake.close, self.handshake.close_code, "")
             return False
@@ -104,12 +119,10 @@ class _AcceptedSocket:
     async def _answer(self, exchange: Exchange, text: str) -> None:
         try:
             try:
-                body = json.loads(text)
-            except ValueError as error:
+                body = parse_json(text, what="frame")
+            except UnsafeJSON as error:
                 exchange.raw_body = text
-                raise Rejected(
-                    400, errors.error_body(f"The frame is not valid JSON: {error}.", code="invalid_json")
-                ) from None
+                raise invalid_request(error) from None
             if isinstance(body, dict) and body.get("type") != "response.create" and self._relays_frames():
                 exchange.raw_body = text
                 await self._relay_frame(exchange, text)
@@ -190,15 +203,17 @@ class _AcceptedSocket:
         """A WebSocket response ends with its terminal event; the socket stays open."""
 
     def _client_gone(self, code: int | None) -> None:
-        """Record that the client went away (1006: without a close frame), unless the server closed first."""
-        if self.connection.closed_by is None:
+        """Record that the client went away (1006: without a close frame), unless the server closed first; while
+        the server stops, it is the server that closed (uvicorn's shutdown sends 1012, service restart)."""
+        if self.connection.closed_by is None and self.stopping.is_set():
+            self.connection.closed_by, self.connection.close_code = "server", SERVICE_RESTART
+        elif self.connection.closed_by is None:
             self.connection.closed_by, self.connection.close_code = "client", code
 
     async def stall(self) -> None:
         """Send nothing more; wait for the client to give up (or the server to stop)."""
         await first_of(self.stopping, self.gone)
-        if self.gone.is_set():
-            self._client_gone(self.gone_code)
+        self._client_gone(self.gone_code)  # the client gave up, or the server stopped (closed by the server)
 
     async def cut(self, how: CloseKind, code: int, reason: str) -> None:
         self.connection.ended_at = time.time()

@@ -1,0 +1,89 @@
+"""The recording proxy's cost: one response of 10k text deltas from a scripted FakeServer (the upstream), read
+directly and through the recording proxy (`FakeServer(source=UpstreamSource(upstream))`, what `rrkit record`
+runs), over SSE and over WebSocket, interleaved, each server in its own process. Prints events/s, time to the
+first event and the CPU time per event of proxy + upstream beside the upstream's alone (/proc/<pid>/stat).
+
+Run: python -m benchmarks.bench_proxy [--quick] [--rounds N] [--json]
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from benchmarks.common import (
+    Profile,
+    Row,
+    ServerProcess,
+    StreamRun,
+    at_least,
+    at_most,
+    interleaved,
+    median,
+    run_main,
+    sse_stream,
+    ws_stream,
+)
+
+BENCH = "proxy"
+SIZE = 10_000
+
+
+def rows(profile: Profile) -> list[Row]:
+    with (
+        ServerProcess("script", str(SIZE)) as upstream,
+        ServerProcess("proxy", upstream.base_url) as proxy,
+        httpx.Client(timeout=600) as client,
+    ):
+        watch = [proxy, upstream]
+        runs = {
+            "direct sse": lambda: sse_stream(client, upstream.base_url, watch),
+            "proxy sse": lambda: sse_stream(client, proxy.base_url, watch),
+            "direct ws": lambda: ws_stream(upstream.ws_url, watch),
+            "proxy ws": lambda: ws_stream(proxy.ws_url, watch),
+        }
+        got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + (0 if profile.quick else 2))
+    rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
+    first = {name: median(r.first * 1000 for r in samples) for name, samples in got.items()}
+    both = {name: median((r.cpu[0] + r.cpu[1]) / r.events * 1e6 for r in samples) for name, samples in got.items()}
+    label = f"{SIZE // 1000}k"
+    out = []
+    for transport in ("sse", "ws"):
+        proxied, direct = f"proxy {transport}", f"direct {transport}"
+        name = f"recording proxy, {transport.upper()} {label} events"
+        out += [
+            Row(
+                f"{name}, events/s",
+                rate[proxied],
+                rate[direct],
+                "ev/s",
+                target=at_least(0.8),
+                baseline_name="the upstream reached directly",
+                bench=BENCH,
+            ),
+            Row(
+                f"{name}, time to first event",
+                first[proxied],
+                first[direct],
+                "ms",
+                target=at_most(2, "added"),
+                baseline_name="the upstream reached directly",
+                bench=BENCH,
+            ),
+            Row(
+                f"{name}, CPU per event (proxy + upstream)",
+                both[proxied],
+                both[direct],
+                "us",
+                baseline_name="the upstream alone, reached directly",
+                bench=BENCH,
+            ),
+        ]
+    return out
+
+
+def main() -> None:
+    run_main(rows, __doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""`rrkit serve` / `rrkit record` as a real process on a free port, for tests of the command line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def start(*args: str, command: str = "serve") -> tuple[subprocess.Popen[str], str]:
+    """The process and the HTTP base URL it printed once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rrkit", command, "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    for line in process.stdout:
+        if match := re.search(r"HTTP base URL:\s+(\S+)", line):
+            return process, match.group(1)
+    process.kill()
+    raise AssertionError(f"no URL printed; stderr: {process.stderr.read() if process.stderr else ''}")
