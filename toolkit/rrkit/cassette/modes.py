@@ -217,8 +217,8 @@ class CassetteDeck:
         journal = self.journal
         written = save_cassette(cassette, self.path, before_replace=journal.mark_saved if journal else None)
         if journal is not None:
-            if self._capture is not None:
-                self._capture.on_outcome = None
+            if self._capture is not None and self._exchange_ended in self._capture.listeners:
+                self._capture.listeners.remove(self._exchange_ended)
             journal.remove()
             self.journal = None
         return written
@@ -242,7 +242,7 @@ class CassetteDeck:
                 f"{self.path}: cannot write the recording's journal next to it: {error.strerror or error}"
             ) from None
         self._capture = capture
-        capture.on_outcome = self._exchange_ended
+        capture.listeners.append(self._exchange_ended)
         return self.journal
 
     def _exchange_ended(self, exchange: Exchange) -> None:

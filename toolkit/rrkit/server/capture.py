@@ -41,7 +41,7 @@ class Exchange:
     query: str = ""  # the request's query string, as sent (HTTP)
     response_body: bytes | None = None  # the whole body of an answer that was not a stream
     on_outcome: Callable[[Exchange], None] | None = field(default=None, repr=False, compare=False)
-    """Called when the exchange gets its outcome (a recording's journal): `Capture.on_outcome` when it was made."""
+    """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -115,7 +115,7 @@ class Capture:
         self._connections: deque[Connection] = deque(maxlen=keep)
         self._next_exchange = 0
         self._next_connection = 0
-        self.on_outcome: Callable[[Exchange], None] | None = None  # given to each new exchange
+        self.listeners: list[Callable[[Exchange], None]] = []  # called as each exchange gets its outcome
 
     def new_exchange(
         self,
@@ -133,7 +133,7 @@ class Capture:
                 headers,
                 wire,
                 query=query,
-                on_outcome=self.on_outcome,
+                on_outcome=self._ended,
             )
             self._next_exchange += 1
             self._exchanges.append(exchange)
@@ -146,6 +146,10 @@ class Capture:
         if begun is not None:
             begun.append(exchange)
         return exchange
+
+    def _ended(self, exchange: Exchange) -> None:
+        for listener in list(self.listeners):
+            listener(exchange)
 
     def new_connection(self, headers: dict[str, str], query: str = "") -> Connection:
         with self._lock:
