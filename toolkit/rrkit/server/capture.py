@@ -43,10 +43,20 @@ class Exchange:
     on_outcome: Callable[[Exchange], None] | None = field(default=None, repr=False, compare=False)
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
+    ended_at: float | None = None  # when the outcome was known (epoch seconds, as `started_at`)
+
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
-        if name == "outcome" and value is not None and (hook := self.__dict__.get("on_outcome")) is not None:
-            hook(self)
+        if name == "outcome" and value is not None:
+            if self.__dict__.get("ended_at") is None:
+                object.__setattr__(self, "ended_at", time.time())
+            if (hook := self.__dict__.get("on_outcome")) is not None:
+                hook(self)
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from the request to its outcome; None while it runs."""
+        return None if self.ended_at is None else self.ended_at - self.started_at
 
     @property
     def incremental(self) -> bool:

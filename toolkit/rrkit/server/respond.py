@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+import threading
+import time
+from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,6 +81,46 @@ class ResponseStore(MutableMapping[str, Stored]):
         self._kept.clear()
 
 
+UNMATCHED_KEPT = 100
+"""Requests nothing answered whose near-miss reports a server keeps (the most recent ones) for `/__rrkit/unmatched`."""
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A request nothing answered: which exchange carried it, and the source's near-miss report (`NoMatch`)."""
+
+    exchange_id: int
+    transport: Transport
+    connection_id: int | None
+    at: float  # when it was refused (seconds since the epoch)
+    report: NoMatch
+    wire_request: dict[str, Any]
+
+
+class UnmatchedLog:
+    """The most recent `Unmatched` requests, readable from any thread while the server answers."""
+
+    def __init__(self, size: int = UNMATCHED_KEPT) -> None:
+        self.size = size
+        self._recent: deque[Unmatched] = deque(maxlen=size)
+        self._lock = threading.Lock()
+        self.total = 0  # requests nothing answered since the start (or the last reset), evicted ones included
+
+    def add(self, unmatched: Unmatched) -> None:
+        with self._lock:
+            self._recent.append(unmatched)
+            self.total += 1
+
+    def recent(self) -> list[Unmatched]:
+        with self._lock:
+            return list(self._recent)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._recent.clear()
+            self.total = 0
+
+
 @dataclass
 class ServerState:
     source: ReplySource
@@ -88,6 +130,7 @@ class ServerState:
     ws_store_size: int = WS_STORE_SIZE  # each WebSocket connection's own ResponseStore
     stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
     lenient: bool = False  # accept coercible field types (`stream: "yes"`), as `check_request` says
+    unmatched: UnmatchedLog = field(default_factory=UnmatchedLog)  # recent near-miss reports
 
 
 class Rejected(Exception):
@@ -178,6 +221,9 @@ class Responder:
         if isinstance(chosen, NoMatch):
             message = chosen.message()
             log.warning("%s", message)
+            self.state.unmatched.add(
+                Unmatched(exchange.id, exchange.transport, exchange.connection_id, time.time(), chosen, dict(wire))
+            )
             raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:

@@ -17,8 +17,10 @@ from ..script.loader import default_script
 from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
 from . import uvicorn_adapter
+from .admin import ADMIN_PREFIX, reset_state
 from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
+from .respond import Unmatched
 from .uvicorn_adapter import ForegroundServer
 
 _GRACE = 0.5  # seconds open connections get to finish when the server stops
@@ -68,6 +70,11 @@ class LoopbackServer:
     def responses_ws_url(self) -> str:
         """The full WebSocket endpoint, `ws://host:port/v1/responses`."""
         return self.ws_url + "/responses"
+
+    @property
+    def admin_url(self) -> str:
+        """The admin API's base URL, `http://host:port/__rrkit` (README: Admin API)."""
+        return f"http://{self._authority()}{ADMIN_PREFIX}"
 
     def _authority(self) -> str:
         if self._socket is None:
@@ -227,6 +234,11 @@ class FakeServer(LoopbackServer):
     def connections(self) -> list[Connection]:
         return self.state.capture.connections
 
+    @property
+    def unmatched(self) -> list[Unmatched]:
+        """The most recent requests nothing answered, with their near-miss reports (`GET /__rrkit/unmatched`)."""
+        return self.state.unmatched.recent()
+
     def settle(self, timeout: float = 5.0) -> Self:
         """Wait until every exchange has its outcome (call from the client's thread, not the server's loop)."""
         if not self.state.capture.wait_settled(timeout):
@@ -248,9 +260,8 @@ class FakeServer(LoopbackServer):
         self.state.source = ScriptState(script) if isinstance(script, Script) else script
 
     def reset(self, script: Script | ReplySource | None = None) -> None:
-        """Forget captured exchanges and stored responses; answer from `script` (or the current source) afresh."""
+        """Forget captured exchanges, near misses and stored responses; answer from `script` (or the current source)
+        afresh (`POST /__rrkit/reset` does the same)."""
         if script is not None:
             self.use(script)
-        self.state.source.reset()
-        self.state.capture.clear()
-        self.state.http_store.clear()
+        reset_state(self.state)

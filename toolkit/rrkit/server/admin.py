@@ -1,0 +1,380 @@
+"""The admin API under `/__rrkit`, on the fake server's own port (WireMock's `/__admin`): what the server saw
+(exchanges, near misses), reset, load a new script, health. Its requests are never captured as exchanges and
+never answered by the reply source."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Coroutine
+from functools import cache
+from importlib import metadata
+from typing import Any
+
+import yaml
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..protocol import errors
+from ..protocol.outcome import json_of_body
+from ..protocol.request import input_items
+from ..script.loader import ScriptError, parse_script
+from ..script.select import ScriptState
+from .capture import Exchange
+from .respond import ServerState, Unmatched
+
+ADMIN_PREFIX = "/__rrkit"
+SCRIPT_PLACE = "POST /__rrkit/script"  # how a posted script's errors name it, where a file's would name the file
+YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
+
+
+class AdminJSON(Response):
+    """A JSON answer: UTF-8 where it can be, `\\u` escapes for what UTF-8 cannot carry (a lone surrogate in a
+    body the server refused), integers of any size exact."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
+def _error(status: int, message: str, *, param: str | None = None, code: str | None = None) -> AdminJSON:
+    type_ = errors.default_error_type(status)
+    return AdminJSON(errors.error_body(message, type_=type_, param=param, code=code), status_code=status)
+
+
+class _BadQuery(Exception):
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def _count(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    if not value.isdigit():
+        raise _BadQuery(name, f"{name} must be a whole number (0 or more), got {value!r}")
+    return int(value)
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = request.query_params.get(name, "").lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise _BadQuery(name, f"{name} must be 1 or 0 (true or false), got {value!r}")
+
+
+# -- exchanges as JSON ----------------------------------------------------------------------------
+
+
+def _body(content: bytes, content_type: str) -> dict[str, Any]:
+    """A whole answer as the cassette format holds one: its JSON value, else its text, else base64."""
+    if content_type.split(";")[0].strip().lower().endswith("json"):
+        value = json_of_body(content)
+        if value is not None:
+            return {"content_type": content_type, "json": value}
+    try:
+        return {"content_type": content_type, "text": content.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"content_type": content_type, "base64": base64.b64encode(content).decode("ascii")}
+
+
+def exchange_summary(exchange: Exchange) -> dict[str, Any]:
+    wire = exchange.wire_request
+    logical = exchange.logical_request
+    model = (wire or {}).get("model")
+    return {
+        "id": exchange.id,
+        "transport": exchange.transport,
+        "connection": exchange.connection_id,
+        "model": model if isinstance(model, str) else None,
+        "request": "incremental" if exchange.incremental else "full",
+        "warmup": exchange.warmup,
+        "previous_response_id": (wire or {}).get("previous_response_id") or None,
+        "input_items": {
+            "wire": len(input_items(wire)) if wire is not None else None,
+            "logical": len(input_items(logical)) if logical is not None else None,
+        },
+        "response_id": exchange.response_id,
+        "status": exchange.response_status,
+        "outcome": exchange.outcome.to_dict() if exchange.outcome is not None else None,
+        "event_count": len(exchange.events),
+        "replayed": exchange.replayed,
+        "started_at": round(exchange.started_at, 6),
+        "duration_ms": round(exchange.duration * 1000, 3) if exchange.duration is not None else None,
+    }
+
+
+def exchange_full(exchange: Exchange) -> dict[str, Any]:
+    content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
+    body = exchange.response_body
+    return {
+        **exchange_summary(exchange),
+        "query": exchange.query or None,
+        "request_headers": dict(exchange.request_headers),
+        "wire_request": exchange.wire_request,
+        "logical_request": exchange.logical_request,
+        "raw_body": exchange.raw_body,
+        "response_headers": dict(exchange.response_headers),
+        "response_body": _body(body, content_type) if body is not None else None,
+        "events": [{"at": round(sent.at, 6), "event": sent.event} for sent in list(exchange.events)],
+    }
+
+
+def unmatched_json(unmatched: Unmatched) -> dict[str, Any]:
+    report = unmatched.report
+    return {
+        "exchange": unmatched.exchange_id,
+        "transport": unmatched.transport,
+        "connection": unmatched.connection_id,
+        "at": round(unmatched.at, 6),
+        "request": report.request,
+        "what": report.what,
+        "closest": list(report.closest),
+        "hint": report.hint,
+        "message": report.message(),
+        "wire_request": unmatched.wire_request,
+    }
+
+
+# -- what the endpoints do ------------------------------------------------------------------------
+
+
+@cache
+def rrkit_version() -> str:
+    try:
+        return metadata.version("rrkit")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def source_summary(state: ServerState) -> dict[str, Any]:
+    source = state.source
+    if isinstance(source, ScriptState):
+        script = source.script
+        return {
+            "kind": "script",
+            "name": script.name or None,
+            "steps": len(script.responses),
+            "handshakes": len(script.handshakes),
+            "default": script.default is not None,
+            "unused": source.unused(),
+        }
+    return {"kind": type(source).__name__}
+
+
+def reset_state(state: ServerState) -> dict[str, int]:
+    """Forget what the server saw (exchanges, connections, near misses, stored responses) and start the source
+    over (every scripted step available again); returns how much was forgotten."""
+    forgot = {
+        "exchanges": len(state.capture.exchanges),
+        "connections": len(state.capture.connections),
+        "unmatched": len(state.unmatched.recent()),
+    }
+    state.source.reset()
+    state.capture.clear()
+    state.http_store.clear()
+    state.unmatched.clear()
+    return forgot
+
+
+def script_of_body(content: bytes, content_type: str) -> Any:
+    """The script a request body holds (YAML if its content type says so, else JSON), as `load_script` reads a
+    file: errors name the place (line and column, then the field) and the problem."""
+    yaml_body = content_type.split(";")[0].strip().lower() in YAML_TYPES
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"{SCRIPT_PLACE}: byte offset {error.start}"
+        raise ScriptError(f"{where}: not UTF-8 ({error.reason}); send the script as UTF-8") from None
+    if not text.strip():
+        raise ScriptError(f"{SCRIPT_PLACE}: the body is empty: send a script (JSON, or YAML as application/yaml)")
+    tree = None
+    try:
+        if yaml_body:
+            tree = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ScriptError(
+            f"{SCRIPT_PLACE}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg} "
+            "(a YAML script goes with content-type application/yaml)"
+        ) from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ScriptError(f"{SCRIPT_PLACE}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+    script = parse_script(data, SCRIPT_PLACE, tree)
+    script.name = script.name or "posted"
+    return script
+
+
+# -- the app ---------------------------------------------------------------------------------------
+
+_Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class Admin:
+    """The endpoints, over one server's state."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    def _exchanges(self) -> list[Exchange]:
+        return self.state.capture.exchanges
+
+    async def health(self, request: Request) -> Response:
+        exchanges = self._exchanges()
+        base = f"{request.url.scheme}://{request.url.netloc}"
+        return AdminJSON(
+            {
+                "status": "ok",
+                "version": rrkit_version(),
+                "source": source_summary(self.state),
+                "exchanges": len(exchanges),
+                "running": sum(1 for exchange in exchanges if exchange.outcome is None),
+                "connections": len(self.state.capture.connections),
+                "unmatched": self.state.unmatched.total,
+                "keep": self.state.capture.keep,
+                "urls": {
+                    "http": f"{base}/v1",
+                    "ws": f"{base.replace('http', 'ws', 1)}/v1",
+                    "admin": f"{base}{ADMIN_PREFIX}",
+                },
+            }
+        )
+
+    async def exchanges(self, request: Request) -> Response:
+        since, limit, full = _count(request, "since"), _count(request, "limit"), _flag(request, "full")
+        exchanges = self._exchanges()
+        if since is not None:
+            exchanges = [exchange for exchange in exchanges if exchange.id > since]
+        more = limit is not None and len(exchanges) > limit
+        if limit is not None:  # after `since`: the first `limit` (paging on); else the most recent `limit`
+            exchanges = exchanges[:limit] if since is not None else exchanges[len(exchanges) - limit :]
+        show = exchange_full if full else exchange_summary
+        data = [show(exchange) for exchange in exchanges]
+        return AdminJSON(
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": more,
+            }
+        )
+
+    async def exchange(self, request: Request) -> Response:
+        wanted = request.path_params["n"]
+        exchanges = self._exchanges()
+        found = next((exchange for exchange in exchanges if str(exchange.id) == wanted), None)
+        if found is None:
+            held = f"exchanges {exchanges[0].id} to {exchanges[-1].id}" if exchanges else "no exchanges"
+            keep = self.state.capture.keep
+            kept = f" (it keeps the {keep} most recent)" if keep is not None else ""
+            return _error(
+                404,
+                f"No exchange {wanted!r}: this server holds {held}{kept}; GET {ADMIN_PREFIX}/exchanges lists them.",
+                param="n",
+                code="exchange_not_found",
+            )
+        return AdminJSON(exchange_full(found))
+
+    async def unmatched(self, request: Request) -> Response:
+        recent = self.state.unmatched.recent()
+        limit = _count(request, "limit")
+        if limit is not None:
+            recent = recent[len(recent) - limit :] if limit else []
+        return AdminJSON(
+            {
+                "object": "list",
+                "data": [unmatched_json(unmatched) for unmatched in recent],
+                "total": self.state.unmatched.total,
+                "kept": self.state.unmatched.size,
+            }
+        )
+
+    async def reset(self, request: Request) -> Response:
+        forgot = reset_state(self.state)
+        return AdminJSON({"reset": True, "forgot": forgot, "source": source_summary(self.state)})
+
+    async def script(self, request: Request) -> Response:
+        source = self.state.source
+        if not isinstance(source, ScriptState):
+            return _error(
+                409,
+                f"This server answers from a {type(source).__name__}, not a script: a script can replace only a "
+                "script. Start the server with a script (`rrkit serve --script FILE`, or without --cassette).",
+                code="not_a_script_server",
+            )
+        try:
+            script = script_of_body(await request.body(), request.headers.get("content-type", ""))
+        except ScriptError as error:
+            return _error(400, str(error), code="invalid_script")
+        source.reset(script)  # every step of the new script available, from the next request on
+        return AdminJSON({"loaded": True, "source": source_summary(self.state)})
+
+    async def refuse(self, request: Request, error: Exception) -> Response:
+        """404 and 405 as OpenAI-shaped errors that name the endpoints."""
+        assert isinstance(error, HTTPException)
+        where = f"{request.method} {request.url.path}"
+        if error.status_code == 405:
+            allowed = (error.headers or {}).get("Allow", "")
+            response = _error(405, f"{where} is not allowed: this endpoint takes {allowed}.")
+            response.headers.update(error.headers or {})
+            return response
+        return _error(error.status_code, f"{where}: no such admin endpoint; the endpoints are: {ENDPOINTS}.")
+
+    def routes(self) -> list[Route]:
+        def route(path: str, handler: _Handler, method: str) -> Route:
+            return Route(path, self._checked(handler), methods=[method])
+
+        return [
+            route("/", self.health, "GET"),
+            route("/health", self.health, "GET"),
+            route("/exchanges", self.exchanges, "GET"),
+            route("/exchanges/{n}", self.exchange, "GET"),
+            route("/unmatched", self.unmatched, "GET"),
+            route("/reset", self.reset, "POST"),
+            route("/script", self.script, "POST"),
+        ]
+
+    @staticmethod
+    def _checked(handler: _Handler) -> _Handler:
+        async def checked(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except _BadQuery as error:
+                return _error(400, str(error), param=error.param, code="invalid_query")
+
+        return checked
+
+
+ENDPOINTS = ", ".join(
+    f"{method} {ADMIN_PREFIX}{path}"
+    for method, path in (
+        ("GET", "/health"),
+        ("GET", "/exchanges"),
+        ("GET", "/exchanges/{n}"),
+        ("GET", "/unmatched"),
+        ("POST", "/reset"),
+        ("POST", "/script"),
+    )
+)
+
+
+def admin_app(state: ServerState) -> tuple[Starlette, Admin]:
+    """The admin endpoints as an app to mount at `ADMIN_PREFIX` (and the `Admin` answering them)."""
+    admin = Admin(state)
+    app = Starlette(routes=admin.routes(), exception_handlers={HTTPException: admin.refuse})
+    return app, admin
