@@ -2,26 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .cassette.match import MatchConfig, match_config_from_cli
 from .cassette.modes import CassetteDeck
-from .cassette.recordmode import parse_record_mode
+from .cassette.recordmode import RecordMode, parse_record_mode
 from .cassette.redact import Redactor
 from .cassette.store import CassetteError
+
+if TYPE_CHECKING:
+    from .cassette.format import Cassette
 from .cassette.upstream import UpstreamSource
 from .script.loader import ScriptError, default_script, load_script
 from .script.select import ReplySource
+from .server.exchange_log import JournalFile, LinePrinter, when_settled
 from .server.runner import FakeServer, LoopbackServer
 
 
 @click.group()
 @click.version_option(package_name="rrkit")
 def main() -> None:
-    """rrkit: record/replay protocol testing for the OpenAI Responses streaming protocol."""
+    """rrkit: record/replay protocol testing for the OpenAI Responses streaming protocol.
+
+    \b
+    Examples:
+      rrkit serve --script fixture:tool-loop
+      rrkit record --upstream https://api.openai.com/v1 --cassette session.json
+      rrkit demo
+    """
 
 
 class _FileError(click.ClickException):
@@ -39,21 +58,208 @@ _fixtures_option = click.option(
 """The scripts `rrkit demo` and `rrkit compare-codex` run."""
 
 
-def _run_until_stopped(run: Callable[..., None], headline: str, stop_hint: str, host: str, port: int) -> None:
-    """Run a server in the foreground, printing its URLs once it listens, until Ctrl-C."""
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+"""uvicorn's log levels, for `--log-level`."""
+RECORD_MODES = tuple(mode.value for mode in RecordMode)
+PORT = click.IntRange(0, 65535)
+SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+def _log_level_option(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default="warning",
+        show_default=True,
+        help="uvicorn's log level (the per-exchange lines are rrkit's own: --quiet silences them).",
+    )(command)
+
+
+def _observe_options(command: Callable[..., None]) -> Callable[..., None]:
+    """What a running server tells its user and its harness: a line per exchange, a journal, a ready file."""
+    options = [
+        click.option("--quiet", "-q", is_flag=True, help="Print no line per exchange (only start and stop)."),
+        click.option(
+            "--journal",
+            "journal_path",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help="Append each exchange, as it ends, to FILE.jsonl as one JSON object (README: the journal's fields).",
+        ),
+        click.option(
+            "--ready-file",
+            "ready_path",
+            type=click.Path(path_type=Path, dir_okay=False),
+            help='Once listening, write {"port", "http_url", "ws_url", "pid"} as JSON to this file (atomically); '
+            "removed at exit. For --port 0 in harnesses.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+class _StopSignals:
+    """SIGINT and SIGTERM over a foreground server's life. Until it listens, a signal stops the start; while it
+    runs, uvicorn's own handlers (installed over these) stop it; once they are gone again, a signal is held with
+    `message` on stderr, so that a second Ctrl-C (or SIGTERM) never cuts the cassette being written."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.holding = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        self._previous.clear()
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if not self.holding:
+            raise KeyboardInterrupt
+        click.echo(self.message, err=True)
+
+
+def _check_ready_path(path: Path | None) -> None:
+    if path is not None and not path.resolve().parent.is_dir():
+        raise click.BadParameter(
+            f"{path}: the folder {path.resolve().parent} does not exist: create it, or give a path in an existing one",
+            param_hint="--ready-file",
+        )
+
+
+def _write_ready_file(path: Path, running: LoopbackServer) -> None:
+    """The ready file, atomically: a harness polling for it never reads half of it."""
+    from urllib.parse import urlsplit
+
+    port = urlsplit(running.http_url).port
+    content = json.dumps({"port": port, "http_url": running.http_url, "ws_url": running.ws_url, "pid": os.getpid()})
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(content + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        click.echo(
+            f"rrkit: cannot write the ready file {path}: {error.strerror or error}; give another --ready-file", err=True
+        )
+
+
+@dataclass(frozen=True)
+class _Observe:
+    """The `_observe_options` given."""
+
+    quiet: bool
+    journal_path: Path | None
+    ready_path: Path | None
+
+
+@contextmanager
+def _observed(server: FakeServer, quiet: bool, journal_path: Path | None) -> Iterator[None]:
+    """A line per exchange on stdout (unless `quiet`) and the `--journal`, while the server runs."""
+    capture = server.state.capture
+    printer = None if quiet else LinePrinter(click.echo)
+    try:
+        journal = JournalFile(journal_path, lambda line: click.echo(line, err=True)) if journal_path else None
+    except OSError as error:
+        raise click.BadParameter(
+            f"{journal_path}: cannot open for appending: {error.strerror or error}; give another file",
+            param_hint="--journal",
+        ) from None
+    listeners = [when_settled(listener) for listener in (printer, journal) if listener is not None]
+    capture.listeners.extend(listeners)
+    try:
+        yield
+    finally:
+        for listener in listeners:
+            if listener in capture.listeners:
+                capture.listeners.remove(listener)
+        if printer is not None:
+            printer.close()
+            if printer.dropped:
+                click.echo(f"rrkit: {printer.dropped} exchange line(s) dropped: stdout was not read", err=True)
+        if journal is not None:
+            journal.close()
+
+
+@contextmanager
+def _running(
+    server: FakeServer,
+    headline: str,
+    stop_hint: str,
+    host: str,
+    port: int,
+    observe: _Observe,
+    holding: str,
+) -> Iterator[None]:
+    """Run a server in the foreground, printing its URLs once it listens, until Ctrl-C or SIGTERM; then run the
+    body (writing the cassette) with further stop signals held, and remove the ready file."""
+    ready_path = observe.ready_path
+    _check_ready_path(ready_path)
+    signals = _StopSignals(holding)
 
     def ready(running: LoopbackServer) -> None:
+        signals.holding = True  # uvicorn's handlers stop the server now; ours hold a signal once they are gone
+        if ready_path is not None:
+            _write_ready_file(ready_path, running)  # before the URLs: one who read them finds the file
         click.echo(headline)
         click.echo(f"  HTTP base URL:      {running.http_url}")
         click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
         click.echo(f"  {stop_hint}")
 
     try:
-        run(on_ready=ready)
-    except OSError as error:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-    except KeyboardInterrupt:
-        pass
+        with signals:
+            with _observed(server, observe.quiet, observe.journal_path):
+                try:
+                    server.serve_forever(on_ready=ready)
+                except OSError as error:
+                    raise click.ClickException(
+                        f"cannot listen on {host}:{port}: {error.strerror or error}; "
+                        "give another --port (0 picks a free one) or --host"
+                    ) from None
+                except KeyboardInterrupt:
+                    pass
+                finally:
+                    signals.holding = True
+            yield
+    finally:
+        if ready_path is not None:
+            ready_path.unlink(missing_ok=True)
+
+
+def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
+    """Write the cassette; an error is one line saying where the exchanges are kept."""
+    try:
+        return deck.save(server.exchanges, server.connections)
+    except (OSError, CassetteError) as error:
+        kept = (
+            "its journal next to it keeps the exchanges, recovered the next time the cassette is opened"
+            if deck.journal is not None
+            else "nothing was recorded"
+        )
+        message = getattr(error, "strerror", None) or error
+        raise click.ClickException(f"cannot write the cassette {deck.path}: {message}; {kept}") from None
+
+
+def _file_error(error: Exception, kind_message: str | None) -> _FileError:
+    return _FileError(kind_message or str(error))
+
+
+def _load_cassette(path: Path) -> Cassette:
+    """A cassette for show, diff and replay; a script given instead is named as one."""
+    from .cassette.store import load_cassette
+    from .tools.file_kind import not_a_cassette
+
+    try:
+        return load_cassette(path)
+    except CassetteError as error:
+        hint = f"give a cassette, or serve the script with `rrkit serve --script {path}`"
+        raise _file_error(error, not_a_cassette(path, hint)) from None
 
 
 def _match_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -107,7 +313,7 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
-@click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
+@click.option("--port", type=PORT, default=0, show_default=True, help="Port to bind, 0-65535; 0 picks a free one.")
 @click.option(
     "--script",
     "script_path",
@@ -123,16 +329,23 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
 )
 @click.option(
     "--record-mode",
+    type=click.Choice(RECORD_MODES),
     default="none",
     show_default=True,
-    help="With --cassette: none, once, new_episodes, all or rewrite.",
+    help="With --cassette: none (replay only), once, new_episodes, all or rewrite.",
 )
 @click.option(
     "--upstream",
     help="With --cassette and a recording mode: the base URL of a Responses endpoint that answers what is "
     "recorded (instead of --script).",
 )
-@click.option("--time-scale", default=0.0, show_default=True, help="Replay timing: 0 at once, 1 as recorded.")
+@click.option(
+    "--time-scale",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Replay timing, 0 or more: 0 at once, 1 as recorded, 2 twice as slow.",
+)
 @click.option(
     "--keep",
     default=100,
@@ -146,7 +359,8 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
     help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
 )
 @_match_options
-@click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
+@_observe_options
+@_log_level_option
 def serve(
     host: str,
     port: int,
@@ -161,33 +375,53 @@ def serve(
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
     allow_repeats: bool,
+    quiet: bool,
+    journal_path: Path | None,
+    ready_path: Path | None,
     log_level: str,
 ) -> None:
-    """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette.
+    """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette. Each
+    exchange prints one line as it ends (--quiet silences them; --journal FILE.jsonl keeps them as JSON).
 
     \b
     Examples:
       rrkit serve --script fixture:drop-mid-stream
       rrkit serve --script my-script.yaml --port 8000
+      rrkit serve --port 0 --ready-file /tmp/rrkit.json --journal /tmp/exchanges.jsonl --quiet
       rrkit serve --cassette codex.json --match-preset codex
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
+    from .tools.file_kind import not_a_cassette, not_a_script
+
     deck: CassetteDeck | None = None
     if upstream is not None and (cassette_path is None or script_path is not None):
         raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    mode = parse_record_mode(record_mode)
+    # rewrite does not read the cassette: check it is no script before overwriting it
+    overwrites = mode is RecordMode.REWRITE or str(cassette_path).startswith("fixture:")
+    hint = f"use --script {cassette_path} (it is not overwritten)"
+    if cassette_path is not None and overwrites and (wrong := not_a_cassette(cassette_path, hint)):
+        raise _FileError(wrong)
     try:
         script = load_script(script_path) if script_path else None
+    except ScriptError as error:
+        kind = not_a_script(script_path, f"use --cassette {script_path}") if script_path else None
+        raise _file_error(error, kind) from None
+    try:
         if cassette_path is not None:
             answers = UpstreamSource(upstream) if upstream is not None else script
-            deck = CassetteDeck.open(
-                cassette_path,
-                parse_record_mode(record_mode),
-                upstream=answers,
-                match=match,
-                time_scale=time_scale,
-                source_name="proxy" if upstream is not None else "fake-server",
-            )
+            try:
+                deck = CassetteDeck.open(
+                    cassette_path,
+                    mode,
+                    upstream=answers,
+                    match=match,
+                    time_scale=time_scale,
+                    source_name="proxy" if upstream is not None else "fake-server",
+                )
+            except CassetteError as error:
+                raise _file_error(error, not_a_cassette(cassette_path, f"use --script {cassette_path}")) from None
             server = FakeServer(
                 source=deck.source(),
                 host=host,
@@ -205,12 +439,20 @@ def serve(
     except (ScriptError, CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
-    _run_until_stopped(server.serve_forever, f"rrkit: serving {what}", "Press Ctrl-C to stop.", host, port)
-    if deck is not None:
+    holding = "rrkit: still writing the cassette, please wait" if deck and deck.records else "rrkit: stopping"
+    observe = _Observe(quiet, journal_path, ready_path)
+    with _running(server, f"rrkit: serving {what}", "Press Ctrl-C to stop.", host, port, observe, holding):
+        if deck is None:
+            click.echo("rrkit: stopped")
+            return
         _report_unplayed(deck, server.state.source)
-        if (written := deck.save(server.exchanges, server.connections)) is not None:
-            click.echo(f"rrkit: wrote {written} ({len(server.exchanges)} exchanges served)")
-    click.echo("rrkit: stopped")
+        if (written := _save(deck, server)) is None:
+            click.echo(f"rrkit: stopped; {cassette_path} kept as it was (record mode {deck.mode.value})")
+            return
+        recorded = sum(1 for exchange in server.exchanges if not exchange.replayed)
+        replayed = len(server.exchanges) - recorded
+        again = f", {replayed} replayed" if replayed else ""
+        click.echo(f"rrkit: wrote {written} ({recorded} exchange{'' if recorded == 1 else 's'} recorded{again})")
 
 
 @main.command()
@@ -224,13 +466,14 @@ def serve(
 )
 @click.option(
     "--record-mode",
+    type=click.Choice(RECORD_MODES),
     default="rewrite",
     show_default=True,
     help="rewrite (start afresh), new_episodes (replay what the cassette has, record the rest), all (append "
     "everything), once (record only if the cassette does not exist), none (replay only).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
-@click.option("--port", default=0, show_default=True, help="Port to bind; 0 picks a free one.")
+@click.option("--port", type=PORT, default=0, show_default=True, help="Port to bind, 0-65535; 0 picks a free one.")
 @click.option("--redact-header", "--header", "headers", multiple=True, help="An extra header to redact (repeatable).")
 @click.option("--redact-path", "paths", multiple=True, help="A JSON path to redact, e.g. input.*.content (repeatable).")
 @click.option(
@@ -239,7 +482,8 @@ def serve(
     help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
 )
 @_match_options
-@click.option("--log-level", default="warning", show_default=True, help="uvicorn log level.")
+@_observe_options
+@_log_level_option
 def record(
     upstream: str,
     cassette_path: Path,
@@ -253,37 +497,51 @@ def record(
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
     allow_repeats: bool,
+    quiet: bool,
+    journal_path: Path | None,
+    ready_path: Path | None,
     log_level: str,
 ) -> None:
     """Forward SSE and WebSocket traffic to an upstream until Ctrl-C (or SIGTERM), then write it as a cassette.
+    Each exchange prints one line as it ends (--quiet silences them).
 
     \b
     Example:
       rrkit record --upstream https://api.openai.com/v1 --cassette session.json
       OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 python my_client.py   # in another terminal
     """
+    from .tools.file_kind import not_a_cassette
+
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    mode = parse_record_mode(record_mode)
+    hint = "give a new cassette file to record into, e.g. --cassette session.json"
+    if mode is RecordMode.REWRITE and (wrong := not_a_cassette(cassette_path, hint + " (it is not overwritten)")):
+        raise _FileError(wrong)
     try:
         source = UpstreamSource(upstream)
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
-        mode = parse_record_mode(record_mode)
-        deck = CassetteDeck.open(
-            cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"
-        )
+        try:
+            deck = CassetteDeck.open(
+                cassette_path, mode, upstream=source, match=match, redactor=redactor, source_name="proxy"
+            )
+        except CassetteError as error:
+            raise _file_error(error, not_a_cassette(cassette_path, hint)) from None
         proxy = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level, lenient=lenient)
         deck.journal_to(proxy.state.capture)  # each exchange on disk as it ends: a crash loses none
     except (CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None
 
     headline = f"rrkit: recording {source.shown_url} into {cassette_path} (record mode {deck.mode.value})"
-    _run_until_stopped(proxy.serve_forever, headline, "Press Ctrl-C to stop and write the cassette.", host, port)
-    _report_unplayed(deck, proxy.state.source)
-    written = deck.save(proxy.exchanges, proxy.connections)
-    count = sum(1 for exchange in proxy.exchanges if not exchange.replayed)
-    if written is None:
-        click.echo(f"rrkit: record mode {deck.mode.value}: {cassette_path} kept as it was")
-    else:
-        click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {written}")
+    holding = "rrkit: still writing the cassette, please wait"
+    stop_hint = "Press Ctrl-C to stop and write the cassette."
+    with _running(proxy, headline, stop_hint, host, port, _Observe(quiet, journal_path, ready_path), holding):
+        _report_unplayed(deck, proxy.state.source)
+        written = _save(deck, proxy)
+        count = sum(1 for exchange in proxy.exchanges if not exchange.replayed)
+        if written is None:
+            click.echo(f"rrkit: record mode {deck.mode.value}: {cassette_path} kept as it was")
+        else:
+            click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {written}")
 
 
 @main.command()
@@ -337,7 +595,7 @@ def demo(
         except ScriptError as error:
             raise click.ClickException(str(error)) from None
     if not rows:
-        raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}")
+        raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}: give another --fixtures DIR")
     if as_json:
         click.echo(json.dumps(rows_json(rows), indent=2))
     else:
@@ -367,15 +625,12 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
     Example:
       rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
     """
-    from .cassette.store import load_cassette
     from .tools.show import build_timeline
     from .tools.show_html import write_html
     from .tools.show_terminal import print_timeline
 
-    try:
-        timeline = build_timeline(load_cassette(cassette_path), path=str(cassette_path))
-    except CassetteError as error:
-        raise _FileError(str(error)) from None
+    cassette = _load_cassette(cassette_path)
+    timeline = build_timeline(cassette, path=str(cassette_path))
     print_timeline(timeline)
     if html_path is not None:
         try:
@@ -433,14 +688,10 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
     """
     from rich.console import Console
 
-    from .cassette.store import load_cassette
     from .tools.diff import VIEWS, diff_cassettes
     from .tools.diff_render import render_report
 
-    try:
-        first, second = load_cassette(a_path), load_cassette(b_path)
-    except CassetteError as error:
-        raise _FileError(str(error)) from None
+    first, second = _load_cassette(a_path), _load_cassette(b_path)
     chosen = next(name for name in VIEWS if name == view)  # click.Choice checked it; this narrows the type
     try:
         report = diff_cassettes(
@@ -477,7 +728,11 @@ class _CassettesThenCommand(click.Command):
 )
 @_diff_options
 @click.option(
-    "--timeout", default=120.0, show_default=True, help="Seconds the client command may run, per cassette."
+    "--timeout",
+    type=SECONDS,
+    default=120.0,
+    show_default=True,
+    help="Seconds (more than 0) the client command may run, per cassette.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (one object per cassette).")
 @_match_options
@@ -511,7 +766,6 @@ def replay(
     """
     import asyncio
 
-    from .cassette.store import load_cassette
     from .tools.replay import run_replays
 
     command = ctx.meta.get("rrkit.command")
@@ -522,9 +776,9 @@ def replay(
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     try:
         paths = _cassette_files(cassettes)
-        loaded = [(path, load_cassette(path)) for path in paths]
     except CassetteError as error:
         raise _FileError(str(error)) from None
+    loaded = [(path, _load_cassette(path)) for path in paths]
     try:
         results = asyncio.run(
             run_replays(
@@ -552,12 +806,12 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
         if path.is_dir():
             found = sorted(path.rglob("*.json"))
             if not found:
-                raise CassetteError(f"{path}: no cassettes (*.json) in this folder")
+                raise CassetteError(f"{path}: no cassettes (*.json) in this folder: give a cassette or another folder")
             files += found
         elif path.exists():
             files.append(path)
         else:
-            raise CassetteError(f"{path}: no such file or folder")
+            raise CassetteError(f"{path}: no such file or folder: check the path (`rrkit record` makes cassettes)")
     return files
 
 
@@ -597,7 +851,11 @@ def fixtures() -> None:
 )
 @click.option("--script", "only", multiple=True, metavar="NAME", help="Only the script with this file stem.")
 @click.option(
-    "--idle-timeout", type=float, default=1.0, show_default=True, help="Both clients' stream idle timeout (seconds)."
+    "--idle-timeout",
+    type=SECONDS,
+    default=1.0,
+    show_default=True,
+    help="Both clients' stream idle timeout (seconds, more than 0).",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Also print every attempt of the runs that differ.")
 def compare_codex(
@@ -636,7 +894,8 @@ def compare_codex(
         raise _FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
     paths = [path for path in fixture_paths(directory) if not only or path.stem in only]
     if not paths:
-        raise _FileError(f"no scripts to run in {directory}" + (f" named {', '.join(only)}" if only else ""))
+        named = f" named {', '.join(only)}" if only else ""
+        raise _FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")
     click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
     budgets = Budgets(idle_timeout=idle_timeout)
     try:
@@ -647,3 +906,13 @@ def compare_codex(
     click.echo(summary(results))
     if not all(result.agree for result in results):
         raise SystemExit(1)
+
+
+def run() -> None:
+    """The `rrkit` program (and `python -m rrkit`): the command line, then an exit that a late Ctrl-C or SIGTERM
+    cannot turn into a kill (Python resets signal handlers to the default action while it finalizes)."""
+    try:
+        main()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)

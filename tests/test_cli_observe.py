@@ -1,0 +1,274 @@
+"""A CLI server is observable and stops safely: one line per exchange as it ends (`--quiet` silences them), a
+`--journal` of JSON lines, a `--ready-file` for harnesses, and a second stop signal that never cuts the cassette
+being written."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from rrkit.cassette.store import load_cassette
+from rrkit.cli import _StopSignals
+from rrkit.protocol.outcome import Outcome, OutcomeKind
+from rrkit.server.capture import Capture, Exchange
+from rrkit.server.exchange_log import LinePrinter, exchange_line, exchange_record
+
+from .rrkit_process import start
+from .server.test_shutdown import assert_stopped_quietly
+
+BODY = {"model": "gpt-5", "input": "hi", "stream": True}
+LINE = re.compile(r"^#(\d+)\s+(http|ws)\s+(full|incr|warmup)\s+(\S+)\s+(\d+) ev\s+(.+?)\s+(\d+) ms")
+BIG_SCRIPT = """\
+name: big
+default:
+  output:
+    - text: "{text}"
+      chunks: 200
+""".format(text="abcdefghij " * 40)
+
+
+@contextmanager
+def serving(*args: str, command: str = "serve") -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process, url = start(*args, command=command)
+    try:
+        yield process, url
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[str, str]:
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=15)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    return out, err
+
+
+def ws_two_requests(url: str) -> None:
+    """A full request, then an incremental one on the same socket, then a warmup."""
+    with connect(url.replace("http://", "ws://") + "/responses", open_timeout=5) as websocket:
+        previous: str | None = None
+        for kind in ("full", "incremental", "warmup"):
+            request: dict[str, object] = {"type": "response.create", "model": "gpt-5", "input": "hi"}
+            if kind == "incremental":
+                request["previous_response_id"] = previous
+            if kind == "warmup":
+                request["generate"] = False
+            websocket.send(json.dumps(request))
+            while True:
+                event = json.loads(websocket.recv(timeout=10))
+                if event["type"] in ("response.completed", "error", "response.failed"):
+                    previous = event.get("response", {}).get("id")
+                    break
+
+
+def test_serve_prints_one_line_per_exchange_as_it_ends(tmp_path: Path) -> None:
+    with serving() as (process, url):
+        assert process.stdout is not None
+        httpx.post(url + "/responses", json=BODY, trust_env=False)
+        first = process.stdout.readline()  # printed as the exchange ends, before the server stops
+        ws_two_requests(url)
+        httpx.post(url + "/responses", json={"model": 5}, trust_env=False)  # a 400
+        out, _ = stop(process)
+    lines = [first, *out.splitlines()]
+    parsed = [match.groups() for line in lines if (match := LINE.match(line))]
+    assert [(number, transport, kind) for number, transport, kind, *_ in parsed] == [
+        ("0", "http", "full"),
+        ("1", "ws", "full"),
+        ("2", "ws", "incr"),
+        ("3", "ws", "warmup"),
+        ("4", "http", "full"),
+    ], out
+    assert parsed[0][3] == "gpt-5" and int(parsed[0][4]) > 0 and parsed[0][5] == "completed"
+    assert parsed[4][5].startswith("refused 400"), parsed[4]
+    assert out.rstrip().endswith("rrkit: stopped")
+
+
+def test_quiet_prints_no_exchange_line(tmp_path: Path) -> None:
+    with serving("--quiet") as (process, url):
+        for _ in range(3):
+            httpx.post(url + "/responses", json=BODY, trust_env=False)
+        out, _ = stop(process)
+    assert not [line for line in out.splitlines() if LINE.match(line)], out
+    assert "rrkit: stopped" in out
+
+
+def test_journal_appends_each_exchange_as_one_json_line_as_it_ends(tmp_path: Path) -> None:
+    journal = tmp_path / "exchanges.jsonl"
+    journal.write_text("")  # appended to, never truncated
+    with serving("--journal", str(journal), "--quiet") as (process, url):
+        httpx.post(url + "/responses", json=BODY, headers={"authorization": "Bearer sk-secret"}, trust_env=False)
+        deadline = time.monotonic() + 5
+        while not journal.read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert journal.read_text().count("\n") == 1  # on disk while the server runs
+        ws_two_requests(url)
+        stop(process)
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [record["id"] for record in records] == [0, 1, 2, 3]
+    first = records[0]
+    assert set(first) >= {
+        "id", "started_at", "ms", "transport", "connection_id", "kind", "model", "previous_response_id",
+        "response_id", "status", "events", "outcome", "replayed", "headers", "request",
+    }  # fmt: skip
+    assert (first["transport"], first["kind"], first["model"], first["status"]) == ("http", "full", "gpt-5", 200)
+    assert first["outcome"]["kind"] == "completed" and first["events"] == first["outcome"]["events_sent"] > 0
+    assert first["request"] == BODY
+    assert first["headers"]["authorization"] == "<redacted>" and "sk-secret" not in journal.read_text()
+    assert [record["kind"] for record in records[1:]] == ["full", "incremental", "warmup"]
+    assert records[2]["previous_response_id"] == records[1]["response_id"]
+    assert records[1]["connection_id"] == records[2]["connection_id"] is not None
+
+
+def test_ready_file_gives_port_urls_and_pid_once_listening_and_is_removed_at_exit(tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    with serving("--ready-file", str(ready)) as (process, url):
+        info = json.loads(ready.read_text())  # written before the URLs were printed
+        assert info == {
+            "port": int(url.rsplit(":", 1)[1].split("/")[0]),
+            "http_url": url,
+            "ws_url": url.replace("http://", "ws://"),
+            "pid": process.pid,
+        }
+        assert httpx.post(info["http_url"] + "/responses", json=BODY, trust_env=False).status_code == 200
+        assert not list(tmp_path.glob(".*.tmp"))
+        stop(process)
+    assert not ready.exists()
+
+
+def test_record_prints_lines_and_writes_the_ready_file(tmp_path: Path) -> None:
+    cassette, ready = tmp_path / "session.json", tmp_path / "ready.json"
+    with serving() as (upstream, upstream_url):
+        args = ("--upstream", upstream_url, "--cassette", str(cassette), "--ready-file", str(ready))
+        with serving(*args, command="record") as (process, url):
+            assert json.loads(ready.read_text())["http_url"] == url
+            httpx.post(url + "/responses", json=BODY, trust_env=False)
+            out, _ = stop(process)
+        stop(upstream)
+    assert next(line for line in out.splitlines() if LINE.match(line)).split()[1:3] == ["http", "full"]
+    assert "wrote 1 exchange to" in out and not ready.exists()
+
+
+# -- the line and the record, from a captured exchange ----------------------------------------------------
+
+
+def exchange(outcome: Outcome, **wire: object) -> Exchange:
+    made = Capture().new_exchange("http", {"Authorization": "Bearer x", "x-api-key": "k"}, {"model": "m", **wire})
+    made.started_at = time.time() - 0.038
+    made.outcome = outcome
+    return made
+
+
+@pytest.mark.parametrize(
+    ("outcome", "says"),
+    [
+        (Outcome(OutcomeKind.COMPLETED, 14, status=200), "completed"),
+        (Outcome(OutcomeKind.FAILED, 3, code="context_length_exceeded"), "failed context_length_exceeded"),
+        (Outcome(OutcomeKind.REFUSED, status=429, code="rate_limit_exceeded"), "refused 429 rate_limit_exceeded"),
+        (Outcome(OutcomeKind.INCOMPLETE, 5, reason="max_output_tokens"), "incomplete max_output_tokens"),
+        (Outcome(OutcomeKind.DROPPED, 3), "dropped"),
+    ],
+)
+def test_the_line_says_the_outcome_with_its_code_or_status(outcome: Outcome, says: str) -> None:
+    line = exchange(outcome, previous_response_id="resp_1")
+    match = LINE.match(exchange_line(line))
+    assert match is not None, exchange_line(line)
+    assert match.group(3) == "incr" and match.group(5) == str(outcome.events_sent)
+    assert match.group(6) == says
+    assert 30 <= int(match.group(7)) < 1000
+
+
+def test_the_record_redacts_secret_headers_and_is_json() -> None:
+    record = exchange_record(exchange(Outcome(OutcomeKind.COMPLETED, 2)))
+    assert record["headers"] == {"Authorization": "<redacted>", "x-api-key": "<redacted>"}
+    assert json.loads(json.dumps(record)) == record
+
+
+def test_a_stdout_nobody_reads_never_blocks_the_server() -> None:
+    release = threading.Event()
+
+    def write(line: str) -> None:
+        release.wait(5)
+
+    printer = LinePrinter(write, limit=3)
+    made = exchange(Outcome(OutcomeKind.COMPLETED, 1))
+    begun = time.monotonic()
+    for _ in range(20):
+        printer(made)
+    assert time.monotonic() - begun < 0.5
+    assert printer.dropped >= 16
+    release.set()
+    printer.close()
+
+
+# -- stopping: a second signal never cuts the cassette being written -------------------------------------------
+
+
+def test_stop_signals_stop_the_start_then_are_held_with_a_message(capsys: pytest.CaptureFixture[str]) -> None:
+    with _StopSignals("rrkit: still writing the cassette, please wait") as signals:
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+        signals.holding = True
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGTERM)
+    assert capsys.readouterr().err.count("rrkit: still writing the cassette, please wait") == 2
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def recording(tmp_path: Path, requests: int, command: str = "serve") -> tuple[subprocess.Popen[str], Path]:
+    script, cassette = tmp_path / "big.yaml", tmp_path / "session.json"
+    script.write_text(BIG_SCRIPT)
+    process, url = start("--script", str(script), "--cassette", str(cassette), "--record-mode", "all", "--quiet")
+    with httpx.Client(trust_env=False, timeout=10) as client:
+        for number in range(requests):
+            client.post(url + "/responses", json={**BODY, "input": f"question {number}"})
+    return process, cassette
+
+
+def finish(process: subprocess.Popen[str], began: float) -> tuple[str, str]:
+    out, err = process.communicate(timeout=15)
+    assert_stopped_quietly(time.monotonic() - began, process.returncode, err)
+    return out, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_second_signal_50_ms_after_the_first_still_writes_the_whole_cassette(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    process, cassette = recording(tmp_path, 40)
+    began = time.monotonic()
+    process.send_signal(sig)
+    time.sleep(0.05)
+    process.send_signal(sig)
+    out, _ = finish(process, began)
+    assert f"rrkit: wrote {cassette} (40 exchanges recorded)" in out
+    assert len(load_cassette(cassette).exchanges) == 40
+
+
+def test_a_signal_while_the_cassette_is_written_is_held_with_a_message(tmp_path: Path) -> None:
+    process, cassette = recording(tmp_path, 150)
+    began = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 5
+    while not list(tmp_path.glob(".session.json.*.tmp")) and time.monotonic() < deadline:
+        time.sleep(0.001)  # the write has begun: its temporary file is there
+    process.send_signal(signal.SIGINT)
+    out, err = finish(process, began)
+    assert "rrkit: still writing the cassette, please wait" in err
+    assert err.count("\n") == 1, err
+    assert len(load_cassette(cassette).exchanges) == 150
+    assert out.rstrip().endswith(f"rrkit: wrote {cassette} (150 exchanges recorded)")
+    assert not list(tmp_path.glob(".session.json.*.tmp"))

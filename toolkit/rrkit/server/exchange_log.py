@@ -1,0 +1,170 @@
+"""One exchange as it ends, for a person (one line) or a machine (one JSON object): `rrkit serve`'s log and journal."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from ..protocol.outcome import OutcomeKind
+from .capture import Exchange
+
+SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "cookie", "token", "secret")
+"""Request headers whose value a journal line shows as `<redacted>`: a name containing one of these words."""
+
+
+def exchange_kind(exchange: Exchange) -> str:
+    """`warmup` (a `generate: false` request), `incremental` (with `previous_response_id`) or `full`."""
+    if exchange.warmup:
+        return "warmup"
+    return "incremental" if exchange.incremental else "full"
+
+
+def _model(exchange: Exchange) -> str:
+    model = (exchange.wire_request or {}).get("model")
+    return model if isinstance(model, str) and model else "-"
+
+
+def _events(exchange: Exchange) -> int:
+    return exchange.outcome.events_sent if exchange.outcome is not None else len(exchange.events)
+
+
+def _ms(exchange: Exchange, now: float | None = None) -> int:
+    return max(0, round(((time.time() if now is None else now) - exchange.started_at) * 1000))
+
+
+def outcome_text(exchange: Exchange) -> str:
+    """The outcome in a few words: `completed`, `failed context_length_exceeded`, `refused 429 rate_limit_exceeded`."""
+    outcome = exchange.outcome
+    if outcome is None:
+        return "running"
+    words = [outcome.kind.value]
+    status = outcome.status if outcome.status is not None else exchange.response_status
+    if status is not None and (outcome.kind in (OutcomeKind.REFUSED, OutcomeKind.ANSWERED) or not 200 <= status < 300):
+        words.append(str(status))
+    if detail := outcome.code or outcome.reason:
+        words.append(detail)
+    return " ".join(words)
+
+
+def exchange_line(exchange: Exchange, now: float | None = None) -> str:
+    """One line for a person: `#3  ws    incr    gpt-5          14 ev  completed  38 ms`."""
+    kind = {"incremental": "incr"}.get(exchange_kind(exchange), exchange_kind(exchange))
+    line = (
+        f"#{exchange.id:<3} {exchange.transport:<4} {kind:<6}  {_model(exchange):<14} {_events(exchange):>3} ev  "
+        f"{outcome_text(exchange)}  {_ms(exchange, now)} ms"
+    )
+    return line + ("  (replayed)" if exchange.replayed else "")
+
+
+def _headers(headers: dict[str, str]) -> dict[str, str]:
+    return {
+        name: "<redacted>" if any(word in name.lower() for word in SECRET_HEADER_WORDS) else value
+        for name, value in headers.items()
+    }
+
+
+def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, Any]:
+    """One JSON object for a machine (a `--journal` line); its fields are listed in the README (`rrkit serve`)."""
+    wire = exchange.wire_request or {}
+    previous = wire.get("previous_response_id")
+    return {
+        "id": exchange.id,
+        "started_at": round(exchange.started_at, 6),
+        "ms": _ms(exchange, now),
+        "transport": exchange.transport,
+        "connection_id": exchange.connection_id,
+        "kind": exchange_kind(exchange),
+        "model": wire.get("model") if isinstance(wire.get("model"), str) else None,
+        "previous_response_id": previous if isinstance(previous, str) else None,
+        "response_id": exchange.response_id,
+        "status": exchange.response_status,
+        "events": _events(exchange),
+        "outcome": exchange.outcome.to_dict() if exchange.outcome is not None else None,
+        "replayed": exchange.replayed,
+        "query": exchange.query,
+        "headers": _headers(exchange.request_headers),
+        "request": exchange.wire_request,
+        "raw_body": exchange.raw_body,
+    }
+
+
+def when_settled(listener: Callable[[Exchange], None]) -> Callable[[Exchange], None]:
+    """A `Capture.listeners` entry that calls `listener` on the server loop's next turn: the outcome is set a
+    moment before an exchange's last fields (a collected body, its status)."""
+
+    def deferred(exchange: Exchange) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(listener, exchange)
+        except RuntimeError:  # no loop: called from a thread of a test
+            listener(exchange)
+
+    return deferred
+
+
+class LinePrinter:
+    """Prints each exchange's line from a thread of its own, so that a stdout nobody reads (a harness's full pipe)
+    never stalls the server; beyond `limit` lines waiting, new ones are dropped and counted."""
+
+    def __init__(self, write: Callable[[str], None], limit: int = 10_000) -> None:
+        self._write = write
+        self._lines: queue.Queue[str | None] = queue.Queue(maxsize=limit)
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._run, name="rrkit-exchange-log", daemon=True)
+        self._thread.start()
+
+    def __call__(self, exchange: Exchange) -> None:
+        try:
+            self._lines.put_nowait(exchange_line(exchange))
+        except queue.Full:
+            self.dropped += 1
+
+    def _run(self) -> None:
+        while (line := self._lines.get()) is not None:
+            try:
+                self._write(line)
+            except (OSError, ValueError):  # stdout closed: nobody is reading any more
+                return
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Print what is waiting (at most `timeout` seconds), then stop."""
+        try:
+            self._lines.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+
+
+class JournalFile:
+    """`--journal FILE.jsonl`: each exchange appended as one JSON line as it ends, flushed at once. A write that
+    fails (disk full) is reported once through `warn`, and the journal stops."""
+
+    def __init__(self, path: Path, warn: Callable[[str], None]) -> None:
+        self.path = path
+        self._warn = warn
+        self._file: IO[str] | None = path.open("a", encoding="utf-8")
+
+    def __call__(self, exchange: Exchange) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(json.dumps(exchange_record(exchange), default=str) + "\n")
+            self._file.flush()
+        except (OSError, ValueError) as error:
+            self._warn(
+                f"rrkit: cannot write the journal {self.path}: {getattr(error, 'strerror', None) or error}; "
+                "journaling stopped (free some space, or give another --journal)"
+            )
+            self.close()
+
+    def close(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            with contextlib.suppress(OSError):
+                file.close()
