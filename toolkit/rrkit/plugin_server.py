@@ -4,6 +4,7 @@ the cassette deck and the teardown checks (loaded by the fixtures, not at pytest
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,8 +24,10 @@ from .cassette.redact import Redactor
 from .cassette.replay import CassetteSource
 from .cassette.store import CassetteError
 from .protocol.outcome import OutcomeKind
+from .script.loader import ScriptError, load_script
 from .script.models import Handshake, Match, Reply, Script
 from .script.select import ReplySource
+from .script.shipped import FIXTURE_PREFIX
 from .server.app import NO_MATCH_CODE
 from .server.capture import Connection, Exchange
 from .server.runner import FakeServer
@@ -113,6 +116,7 @@ def _names(key: str, value: object) -> tuple[str, ...]:
 
 
 MARKER_KEYS = (
+    "script",
     "cassette",
     "record_mode",
     "upstream",
@@ -124,6 +128,15 @@ MARKER_KEYS = (
     "allow_repeats",
 )
 """The arguments `@pytest.mark.rrkit(...)` accepts."""
+_MARKER_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "script": ((str, os.PathLike), "a script file path (relative to the test file or the rootdir) or 'fixture:NAME'"),
+    "cassette": ((str, bool), "a cassette name, or True for cassettes/<module>/<test>.json"),
+    "record_mode": ((str,), "a record mode name"),
+    "match_preset": ((str, tuple, list, type(None)), "a preset name or a list of names"),
+    **{key: _KINDS[key] for key in ("upstream", "assert_all_used", "assert_all_matched", "assert_all_played")},
+    **{key: _KINDS[key] for key in ("match", "allow_repeats")},
+}
+"""What each marker argument must be: a typo'd value (`assert_all_used="no"`) fails instead of being truthy."""
 _MAX_NAME = 100
 
 
@@ -147,6 +160,8 @@ class _Options:
     assert_all_matched: bool
     assert_all_played: bool
     match: MatchConfig
+    script: Path | str | None = None  # a script file, or `fixture:NAME`, from the marker's `script=`
+    script_given: str = ""  # `script=` as the marker says it, for messages
 
 
 def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) -> str | None:
@@ -160,12 +175,57 @@ def _marked_and_config(
     marker = request.node.get_closest_marker("rrkit")
     marked: dict[str, Any] = dict(marker.kwargs) if marker else {}
     problem = _unknown_keys(marked, MARKER_KEYS, "@pytest.mark.rrkit argument")
+    if problem is None and marker is not None and marker.args:
+        problem = f"@pytest.mark.rrkit takes keyword arguments only ({', '.join(MARKER_KEYS)}), got {marker.args!r}"
+    if problem is None:
+        problem = next((_marker_value_problem(key, value) for key, value in marked.items()), None)
     if problem is None:
         try:
             return marked, RRKitConfig.of(config)
         except ValueError as error:
             problem = str(error)
     raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
+
+
+def _marker_value_problem(key: str, value: object) -> str | None:
+    kinds, what = _MARKER_KINDS[key]
+    if isinstance(value, kinds) and (not isinstance(value, bool) or bool in kinds):
+        return None
+    return f"@pytest.mark.rrkit argument {key!r} must be {what}, got {value!r}"
+
+
+def _script_reference(request: pytest.FixtureRequest, value: object) -> Path | str | None:
+    """The marker's `script=`: `fixture:NAME` as given; a path tried next to the test file, then under the
+    rootdir; a UsageError naming the marker, the test and the places looked in when it is in neither."""
+    if value is None:
+        return None
+    text = str(value)
+    if text.startswith(FIXTURE_PREFIX):
+        return text
+    path = Path(text)
+    places = (
+        [path] if path.is_absolute() else [Path(str(request.node.path)).parent / path, request.config.rootpath / path]
+    )
+    for place in places:
+        if place.is_file():
+            return place
+    raise pytest.UsageError(
+        f"{request.node.nodeid}: @pytest.mark.rrkit(script={text!r}): no such file (looked for "
+        f"{' and '.join(str(place) for place in places)}); give a path relative to the test file or the rootdir, "
+        "or `fixture:NAME` for a shipped script (`rrkit fixtures` lists them)"
+    )
+
+
+def _script(options: _Options) -> Script:
+    """The test's script: the marker's `script=` file loaded, else an empty one for the test to fill."""
+    if options.script is None:
+        return Script()
+    try:
+        return load_script(options.script)
+    except ScriptError as error:
+        raise pytest.UsageError(
+            f"{options.test}: @pytest.mark.rrkit(script={options.script_given!r}): {error}"
+        ) from None
 
 
 def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfig:
@@ -197,6 +257,8 @@ def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfi
 def _options(request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str, Any]) -> _Options:
     marked, checked = _marked_and_config(request, config)
     cli_mode = request.config.getoption("--rrkit-record-mode", default=None)
+    if cli_mode is None and request.config.getoption("--rrkit-update", default=False):
+        cli_mode = RecordMode.REWRITE  # --rrkit-update: record every cassette afresh (and refresh snapshots)
     try:
         mode = parse_record_mode(cli_mode or marked.get("record_mode") or checked.record_mode)
     except ValueError as error:
@@ -219,6 +281,8 @@ def _options(request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str, 
         assert_all_matched=bool(marked.get("assert_all_matched", checked.assert_all_matched)),
         assert_all_played=bool(marked.get("assert_all_played", checked.assert_all_played)),
         match=_match(request.node.nodeid, marked, checked),
+        script=_script_reference(request, marked.get("script")),
+        script_given=str(marked.get("script", "")),
     )
 
 
@@ -229,6 +293,9 @@ class _Handle:
 
     def __init__(self, server: FakeServer, script: Script, options: _Options, deck: CassetteDeck | None) -> None:
         self.server, self.script, self.options, self.deck = server, script, options, deck
+        self.reported: list[str] = []  # findings already attached to the test's own failure (not repeated)
+        self._quiet = _NoMatchLogFilter(self)
+        _SERVER_LOG.addFilter(self._quiet)
 
     # -- addresses ------------------------------------------------------------------------------
     @property
@@ -281,8 +348,9 @@ class _Handle:
         return cassette_from_capture(self.exchanges, self.connections, name=safe_name(self.options.test))
 
     # -- teardown -------------------------------------------------------------------------------
-    def problems(self) -> list[str]:
-        """What the teardown checks find wrong, each message saying what to do about it."""
+    def problems(self, shown: str = "") -> list[str]:
+        """What the teardown checks find wrong, each message saying what to do about it. A closest-match
+        report already in `shown` (the test's failure, when its client raised the 400 it got) is not repeated."""
         found = []
         test = self.options.test
         if self.options.assert_all_matched:
@@ -294,9 +362,12 @@ class _Handle:
                         if self.deck is not None
                         else "add a reply for it to the script"
                     )
+                    report = outcome.message or ""
+                    if shown and report and report.splitlines()[0] in shown:
+                        report = "(its closest-match report is the error above)"
                     found.append(
                         f"{test}: exchange {exchange.id} ({exchange.transport}) was answered by nothing; {hint}, "
-                        "or mark the test @pytest.mark.rrkit(assert_all_matched=False).\n" + (outcome.message or "")
+                        "or mark the test @pytest.mark.rrkit(assert_all_matched=False).\n" + report
                     )
         if self.options.assert_all_used and self.deck is None:
             unused = self.server.state.source.unused()
@@ -320,9 +391,50 @@ class _Handle:
                 )
         return found
 
+    def failure_findings(self, failure: str) -> str | None:
+        """Called when the test itself failed (its setup or call): the teardown checks' findings, to be shown
+        with that failure rather than as a second error at teardown (`_finish` reports only new ones). One
+        unmatched request is then one failure, its closest-match report printed once."""
+        self._wait_briefly()
+        self.reported = self.problems()
+        if not self.reported:
+            return None
+        return (
+            "\n\n".join(self.problems(shown=failure))
+            + "\n(rrkit: found when the test failed; not repeated at teardown)"
+        )
+
+    def _wait_briefly(self) -> None:
+        """Let the exchanges the test's client has seen the end of get their outcomes (not on the async loop,
+        which is not running while pytest makes its report)."""
+
+    def close(self) -> None:
+        _SERVER_LOG.removeFilter(self._quiet)
+
+
+_SERVER_LOG = logging.getLogger("rrkit.server")
+_NO_MATCH_LOG = re.compile(r"rrkit: no .+ matches this ")
+
+
+class _NoMatchLogFilter(logging.Filter):
+    """While a test's handle checks unmatched requests itself, the server's own warning about each one is
+    dropped: pytest would print it again under "Captured log" (twice: with the failure and with teardown)."""
+
+    def __init__(self, handle: _Handle) -> None:
+        super().__init__()
+        self.handle = handle
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.handle.options.assert_all_matched or record.levelno != logging.WARNING:
+            return True
+        return not _NO_MATCH_LOG.match(record.getMessage())
+
 
 class RRKitServer(_Handle):
     """The handle of `rrkit_server` and `rrkit_shared_server`, whose server runs in a background thread."""
+
+    def _wait_briefly(self) -> None:
+        self.server.state.capture.wait_settled(0.5)
 
     def settle(self, timeout: float = 5.0) -> RRKitServer:
         """Wait until every exchange has its outcome; TimeoutError naming the ones still streaming."""
@@ -360,7 +472,7 @@ def _upstream_source(url: str) -> ReplySource:
 
 
 def _make(options: _Options) -> tuple[FakeServer, Script, CassetteDeck | None]:
-    script = Script()
+    script = _script(options)
     if options.cassette is None:
         return FakeServer(script), script, None
     redactor = Redactor.with_extra(options.config.redact_headers, options.config.redact_paths)
@@ -381,12 +493,16 @@ def _make(options: _Options) -> tuple[FakeServer, Script, CassetteDeck | None]:
 
 
 def _finish(handle: _Handle) -> None:
-    if not handle.server.state.capture.wait_settled(5.0):
-        pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
-    deck = handle.deck
-    if deck is not None and deck.records:
-        with directory_lock(deck.path.parent):
-            deck.save(handle.exchanges, handle.connections)
-    problems = handle.problems()
-    if problems:
-        pytest.fail("\n\n".join(problems), pytrace=False)
+    """The teardown checks: a failure listing what is wrong, unless the test's own failure already showed it."""
+    try:
+        if not handle.server.state.capture.wait_settled(5.0):
+            pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
+        deck = handle.deck
+        if deck is not None and deck.records:
+            with directory_lock(deck.path.parent):
+                deck.save(handle.exchanges, handle.connections)
+        problems = [problem for problem in handle.problems() if problem not in handle.reported]
+        if problems:
+            pytest.fail("\n\n".join(problems), pytrace=False)
+    finally:
+        handle.close()

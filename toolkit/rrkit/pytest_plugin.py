@@ -6,7 +6,7 @@ fixture is used (`plugin_server`)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -14,11 +14,16 @@ import pytest
 from .cassette.recordmode import RecordMode, parse_record_mode
 
 if TYPE_CHECKING:
-    from .plugin_server import AsyncRRKitServer, RRKitConfig, RRKitServer
+    from .plugin_server import AsyncRRKitServer, RRKitConfig, RRKitServer, _Handle
     from .server.runner import FakeServer
     from .snapshot import RRKitSnapshotExtension
 
 __all__ = ["AsyncRRKitServer", "RRKitConfig", "RRKitServer", "RRKitSnapshotExtension"]
+
+_HANDLE = pytest.StashKey["_Handle"]()
+"""The test's server handle, while its fixture runs: its findings join the test's own failure."""
+_FAILED = pytest.StashKey[bool]()
+"""Set when the test's setup or call failed: teardown checks and snapshots then leave the failure alone."""
 
 
 def __getattr__(name: str) -> Any:
@@ -54,15 +59,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"record mode for tests marked with a cassette ({modes}); overrides markers and rrkit_config",
     )
     group.addoption("--rrkit-upstream", default=None, help="Responses base URL to record from (default: the script)")
+    group.addoption(
+        "--rrkit-update",
+        action="store_true",
+        default=False,
+        help="re-record every cassette the tests use (record mode 'rewrite', unless --rrkit-record-mode says "
+        "otherwise) and refresh their snapshots (syrupy's --snapshot-update), keeping the snapshots of tests that "
+        "fail before asserting them",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "rrkit(cassette=None, record_mode=None, upstream=None, match=None, match_preset=None, allow_repeats=None, "
-        "assert_all_used=True, assert_all_matched=True, assert_all_played=True): use a cassette (name, or True for "
-        "cassettes/<module>/<test>), say how requests match it, and relax teardown checks",
+        "rrkit(script=None, cassette=None, record_mode=None, upstream=None, match=None, match_preset=None, "
+        "allow_repeats=None, assert_all_used=True, assert_all_matched=True, assert_all_played=True): load a script "
+        "file (path or fixture:NAME), use a cassette (name, or True for cassettes/<module>/<test>), say how requests "
+        "match it, and relax teardown checks",
     )
+    if config.getoption("--rrkit-update", default=False) and hasattr(config.option, "update_snapshots"):
+        config.option.update_snapshots = True  # what syrupy's --snapshot-update sets
     mode = config.getoption("--rrkit-record-mode", default=None)
     if mode is not None:
         try:
@@ -90,9 +106,9 @@ def rrkit_server(
     options = _options(request, rrkit_config)
     server, script, deck = _make(options)
     with server:
-        handle = RRKitServer(server, script, options, deck)
+        handle = request.node.stash[_HANDLE] = RRKitServer(server, script, options, deck)
         yield handle
-        _finish(handle)
+        _finish(_release(request.node))
 
 
 @pytest.fixture(scope="session")
@@ -110,17 +126,16 @@ def rrkit_shared_server(
     request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any], rrkit_session_server: FakeServer
 ) -> Iterator[RRKitServer]:
     """Like `rrkit_server`, on the session's server: faster, with its state reset for each test."""
-    from .plugin_server import RRKitServer, _finish, _options
-    from .script.models import Script
+    from .plugin_server import RRKitServer, _finish, _options, _script
 
     options = _options(request, rrkit_config)
     if options.cassette is not None:
         raise pytest.UsageError(f"{options.test}: cassettes need `rrkit_server`, not `rrkit_shared_server`")
-    script = Script()
+    script = _script(options)
     rrkit_session_server.reset(script)
-    handle = RRKitServer(rrkit_session_server, script, options, None)
+    handle = request.node.stash[_HANDLE] = RRKitServer(rrkit_session_server, script, options, None)
     yield handle
-    _finish(handle)
+    _finish(_release(request.node))
 
 
 def _async_server_fixture() -> Any:
@@ -139,12 +154,47 @@ def _async_server_fixture() -> Any:
         options = _options(request, rrkit_config)
         server, script, deck = _make(options)
         async with server:
-            handle = AsyncRRKitServer(server, script, options, deck)
+            handle = request.node.stash[_HANDLE] = AsyncRRKitServer(server, script, options, deck)
             yield handle
             await server.settle_async()
-            _finish(handle)
+            _finish(_release(request.node))
 
     return rrkit_async_server
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """When the test fails (its setup or call), what rrkit's teardown checks find joins that failure as an `rrkit`
+    section, and teardown adds no second error for it: one unmatched request is "1 failed", reported once."""
+    report: pytest.TestReport = yield
+    failed = report.failed or (call.excinfo is not None and hasattr(report, "wasxfail"))
+    if call.when in ("setup", "call") and failed:
+        item.stash[_FAILED] = True
+        handle = item.stash.get(_HANDLE, None)
+        findings = handle.failure_findings(str(report.longrepr)) if handle is not None else None
+        if findings:
+            _attach(report, findings)
+    return report
+
+
+def _release(item: pytest.Item) -> _Handle:
+    """The test's handle, no longer kept on the test (its teardown checks run now)."""
+    handle = item.stash[_HANDLE]
+    del item.stash[_HANDLE]
+    return handle
+
+
+def _attach(report: pytest.TestReport, text: str) -> None:
+    longrepr = report.longrepr
+    addsection = getattr(longrepr, "addsection", None)
+    if callable(addsection):  # a traceback: printed with it, even under --show-capture=no
+        addsection("rrkit", text)
+    elif isinstance(longrepr, str):  # pytest.fail(..., pytrace=False)
+        report.longrepr = f"{longrepr}\n\n{text}"
+    else:
+        report.sections.append(("rrkit", text))
 
 
 def __dir__() -> list[str]:
@@ -156,12 +206,19 @@ def __dir__() -> list[str]:
 
 
 @pytest.fixture
-def rrkit_snapshot(snapshot: Any, request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]) -> Any:
+def rrkit_snapshot(
+    snapshot: Any, request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]
+) -> Iterator[Any]:
     """syrupy's `snapshot` storing normalized cassettes: `assert rrkit_server.recording == rrkit_snapshot`.
-    Headers the test's match configuration leaves out (its presets') are left out of the snapshot too."""
+    Headers the test's match configuration leaves out (its presets') are left out of the snapshot too; syrupy's
+    `exclude` / `include` / `matcher` apply (`rrkit_snapshot(exclude=...)`, `rrkit_snapshot.with_defaults(...)`).
+    While updating, the stored snapshots of a test that failed before asserting them are kept, not deleted."""
     from .plugin_server import _marked_and_config, _match
-    from .snapshot import snapshot_extension
+    from .snapshot import keep_unasserted, snapshot_extension
 
     marked, config = _marked_and_config(request, rrkit_config)
     match = _match(request.node.nodeid, marked, config)
-    return snapshot.use_extension(snapshot_extension(match.ignored_headers))
+    assertion = snapshot.use_extension(snapshot_extension(match.ignored_headers))
+    yield assertion
+    if request.node.stash.get(_FAILED, False):
+        keep_unasserted(assertion)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from syrupy.exceptions import SnapshotDoesNotExist, TaintedSnapshotError
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .cassette.format import Cassette
@@ -16,21 +18,48 @@ from .cassette.presets import PLATFORM_HEADERS
 from .cassette.store import dump_cassette
 
 
+@dataclass(frozen=True)
+class KeptSnapshot:
+    """A stored snapshot asserted as it is, so that it counts as used: `--snapshot-update` deletes the
+    snapshots no assertion used, which would take those of a test that failed before it asserted them."""
+
+    text: str
+
+
 class RRKitSnapshotExtension(SingleFileSnapshotExtension):
     """`assert recording == snapshot` with volatile ids, timestamps and token counts normalized, the SDK's
     platform headers masked (`masked_headers`: present, any value), and the headers named by `left_out_headers`
-    (`fnmatch` patterns) left out."""
+    (`fnmatch` patterns) left out. syrupy's `exclude`, `include` and `matcher` apply to the normalized cassette
+    as a JSON tree (property names are its keys, list positions its indexes); a snapshot they change is stored
+    as indented JSON."""
 
     file_extension = "json"
     _write_mode = WriteMode.TEXT
     left_out_headers: tuple[str, ...] = ()
     masked_headers: tuple[str, ...] = PLATFORM_HEADERS
 
-    def serialize(self, data: Any, **_: Any) -> str:
+    def serialize(
+        self,
+        data: Any,
+        *,
+        exclude: Callable[..., bool] | None = None,
+        include: Callable[..., bool] | None = None,
+        matcher: Callable[..., Any] | None = None,
+        **_: Any,
+    ) -> str:
+        if isinstance(data, KeptSnapshot):
+            return data.text
         if not isinstance(data, Cassette):
             raise TypeError(f"rrkit snapshots hold recordings (a Cassette), not {type(data).__name__}")
         normalized = normalize_cassette(data, drop_headers=self.left_out_headers, mask_headers=self.masked_headers)
-        return "".join(dump_cassette(normalized))
+        text = "".join(dump_cassette(normalized))
+        if exclude is None and include is None and matcher is None:
+            return text
+        tree = json.loads(text)
+        filtered = _filtered(tree, (), exclude, include, matcher)
+        if filtered == tree:  # syrupy always passes a matcher; one that changes nothing keeps the cassette layout
+            return text
+        return json.dumps(filtered, indent=2, ensure_ascii=False, default=repr) + "\n"
 
     def diff_lines(self, serialized_data: Any, snapshot_data: Any) -> Iterator[str]:
         try:
@@ -55,6 +84,50 @@ class RRKitSnapshotExtension(SingleFileSnapshotExtension):
         rest_old = {k: v for k, v in old.items() if k != "exchanges"}
         rest_new = {k: v for k, v in new.items() if k != "exchanges"}
         yield from json_diff(rest_old, rest_new, "recording")
+
+
+def _filtered(
+    data: Any,
+    path: tuple[tuple[Any, type], ...],
+    exclude: Callable[..., bool] | None,
+    include: Callable[..., bool] | None,
+    matcher: Callable[..., Any] | None,
+) -> Any:
+    """syrupy's semantics over a JSON tree: `matcher(data=, path=)` may replace any value (the path includes its
+    own key), `exclude` / `include` (`prop=`, `path=` of the parent) drop or keep each key or list item."""
+    if matcher is not None:
+        data = matcher(data=data, path=path)
+    if isinstance(data, dict):
+        entries: list[tuple[Any, Any]] = list(data.items())
+    elif isinstance(data, list):
+        entries = list(enumerate(data))
+    else:
+        return data
+    kept = [
+        (key, _filtered(value, (*path, (key, type(value))), exclude, include, matcher))
+        for key, value in entries
+        if (exclude is None or not exclude(prop=key, path=path)) and (include is None or include(prop=key, path=path))
+    ]
+    return dict(kept) if isinstance(data, dict) else [value for _, value in kept]
+
+
+def keep_unasserted(assertion: Any) -> int:
+    """When snapshots are being updated and the test failed before asserting them all: assert each stored
+    snapshot past the last one it asserted as it is (`KeptSnapshot`), so that syrupy keeps it instead of
+    deleting it as unused. The number kept."""
+    if not assertion.update_snapshots:
+        return 0
+    kept = 0
+    while True:
+        index = assertion.num_executions
+        try:
+            stored = assertion.session.recall_snapshot(assertion.extension, assertion.test_location, index)
+        except (SnapshotDoesNotExist, TaintedSnapshotError):
+            return kept
+        if stored is None:
+            return kept
+        assert assertion == KeptSnapshot(str(stored))
+        kept += 1
 
 
 @functools.cache

@@ -134,8 +134,8 @@ class SSEDecoder:
             self._event = value
         elif name == "id" and "\0" not in value:
             self._id = value
-        elif name == "retry" and value.isdigit():
-            self._retry = int(value)
+        elif name == "retry" and value.isascii() and value.isdigit():  # ASCII digits only: '²' is a digit to
+            self._retry = int(value)  # str.isdigit() but not to int(), and the spec takes no other digits
         return None
 
 

@@ -132,6 +132,8 @@ def load_script(path: Path | str) -> Script:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         raise ScriptError(f"{path}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+    except RecursionError:  # both parsers recurse: thousands of nested lists or mappings
+        raise ScriptError(f"{path}: nested too deeply to read (thousands of levels); is it an rrkit script?") from None
     script = parse_script(data, path, tree)
     if not script.name:
         script.name = path.stem
