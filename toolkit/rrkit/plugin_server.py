@@ -7,9 +7,12 @@ import hashlib
 import logging
 import os
 import re
+import signal
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, Self
 
 import pytest
@@ -471,7 +474,20 @@ def _upstream_source(url: str) -> ReplySource:
     return source
 
 
+def _stop_on_sigterm() -> None:
+    """From the first rrkit server of a session on, SIGTERM (what `timeout`, CI runners and `docker stop` send)
+    stops pytest as Ctrl-C does, so that fixtures are torn down and cassettes written; pytest itself would die
+    at once. Only where SIGTERM still has its default action, and only in the main thread."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
+
+
 def _make(options: _Options) -> tuple[FakeServer, Script, CassetteDeck | None]:
+    _stop_on_sigterm()
     script = _script(options)
     if options.cassette is None:
         return FakeServer(script), script, None

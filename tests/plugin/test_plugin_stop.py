@@ -1,0 +1,61 @@
+"""Stopping a pytest run whose test streams from an rrkit server (Ctrl-C, or SIGTERM as `timeout` and CI
+runners send): prompt, the test's cassette written with what completed, no traceback of rrkit's."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+STALLED_TEST = """
+import pathlib
+
+import httpx
+import pytest
+from rrkit.script import reply, text
+
+
+@pytest.mark.rrkit(cassette="stopped", record_mode="all")
+def test_stalls(rrkit_server):
+    rrkit_server.add(reply(text("complete")))
+    rrkit_server.add(reply(text("never finished", chunks=4)).stall_after(2))
+    body = {"model": "m", "input": "hi", "stream": True}
+    assert "response.completed" in httpx.post(rrkit_server.http_url + "/responses", json=body).text
+    with httpx.stream("POST", rrkit_server.http_url + "/responses", json=body, timeout=None) as stalled:
+        pathlib.Path("streaming").touch()
+        for _ in stalled.iter_bytes():
+            pass
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_stops_a_streaming_test_promptly_and_its_cassette_is_written(tmp_path: Path, sig: int) -> None:
+    (tmp_path / "test_stalls.py").write_text(STALLED_TEST, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "test_stalls.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "streaming").exists():
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+        time.sleep(0.05)
+    time.sleep(0.2)  # the stream is stalled now
+    run.send_signal(sig)
+    sent = time.monotonic()
+    out, err = run.communicate(timeout=30)
+    assert time.monotonic() - sent < 2.0, out + err
+    assert "Traceback (most recent call last)" not in out + err
+    assert "KeyboardInterrupt" in out
+    cassette = json.loads((tmp_path / "cassettes" / "test_stalls" / "stopped.json").read_text(encoding="utf-8"))
+    outcomes = [exchange["outcome"]["kind"] for exchange in cassette["exchanges"]]
+    assert outcomes[0] == "completed" and len(outcomes) == 2, outcomes
+    assert not list((tmp_path / "cassettes" / "test_stalls").glob("*.journal.jsonl"))
