@@ -173,6 +173,8 @@ class RecordedExchange(_Model):
     def _events(cls, value: Any) -> Any:
         if not isinstance(value, list):
             raise ValueError("must be a list of {at, event} objects")
+        if set(map(type, value)) <= {RecordedEvent}:  # events already made (a loaded file's lines, a recording)
+            return value
         events = []
         for index, entry in enumerate(value):
             if isinstance(entry, RecordedEvent):

@@ -77,7 +77,7 @@ def _played(
     before = 0.0
     for recorded in events:
         raw = recorded.raw if swap is None else recorded.raw.replace(*swap)
-        yield verbatim(raw, transport, max(0.0, recorded.at - before) * scale)
+        yield verbatim(raw, transport, max(0.0, recorded.at - before) * scale, lazy=True)  # checked at load
         before = recorded.at
 
 

@@ -6,19 +6,22 @@ import contextlib
 import gc
 import hashlib
 import json
+import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from ..protocol.errors import RRKitError
 from ..protocol.events import SSE_COMMENT
 from ..protocol.outcome import OutcomeKind
 from ..script.loader import json_place, read_utf8
-from .format import FORMAT_VERSION, Cassette, RecordedExchange, loads_exact
+from .format import FORMAT_VERSION, Cassette, RecordedEvent, RecordedExchange, dumps_compact, loads_exact
 
 
 class CassetteError(RRKitError, ValueError):
@@ -124,12 +127,91 @@ def load_cassette(path: Path | str) -> Cassette:
 
 
 def _load(path: Path) -> Cassette:
-    text = read_utf8(path, "cassette", CassetteError)
-    try:
-        data = loads_exact(text)
-    except json.JSONDecodeError as error:  # orjson's JSONDecodeError is one too
-        raise CassetteError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+    data = _by_lines(path)  # the layout `dump_cassette` writes, read line by line, its events kept as their text
+    if data is None:  # any other layout, or anything wrong: the whole file read and parsed, its problems named
+        text = read_utf8(path, "cassette", CassetteError)
+        try:
+            data = loads_exact(text)
+        except json.JSONDecodeError as error:  # orjson's JSONDecodeError is one too
+            raise CassetteError(
+                f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}"
+            ) from None
+        del text
     return parse_cassette(data, path)
+
+
+_EVENTS_OPEN = b'      "events": [\n'
+_EVENTS_CLOSE = b"      ]\n"
+_EVENT_LINE = re.compile(
+    r'^        \{"at": ((?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), "event": (\{.*\})\}(,?)\n', re.MULTILINE
+)
+"""One line of an exchange's `events` as `dump_cassette` writes it: its offset, its event's JSON text, a comma."""
+_BLOCK = "\x00rrkit: events read by lines"
+"""What stands for an exchange's events in the rest of the file, parsed as a whole (a value no cassette holds)."""
+
+
+def _by_lines(path: Path) -> Any | None:
+    """The file's JSON value, read line by line (never the whole text at once), its exchanges' events made from
+    their lines as RecordedEvents (each event's text checked as JSON and kept, not rebuilt from a parse). None
+    unless every events list is in `dump_cassette`'s layout and the file is valid UTF-8 and JSON: the caller
+    then reads and parses the whole file, and names what is wrong in it."""
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return None
+    rest: list[bytes] = []  # the file but its events lists
+    blocks: list[list[RecordedEvent]] = []
+    block: list[bytes] | None = None  # the event lines of the events list being read
+    marker = b'      "events": ' + orjson.dumps(_BLOCK) + b"\n"
+    try:
+        with handle:
+            for line in handle:
+                if block is None:
+                    if line == _EVENTS_OPEN:
+                        block = []
+                    else:
+                        rest.append(line)
+                elif line != _EVENTS_CLOSE:
+                    block.append(line)
+                elif (events := _event_lines(b"".join(block).decode("utf-8"))) is not None:
+                    blocks.append(events)
+                    rest.append(marker)
+                    block = None
+                else:
+                    return None
+        if block is not None or not blocks:
+            return None
+        data = loads_exact(b"".join(rest))
+    except (OSError, ValueError):  # UnicodeDecodeError, JSONDecodeError: the whole file's read and parse say where
+        return None
+    exchanges = data.get("exchanges") if isinstance(data, dict) else None
+    filled = 0
+    for exchange in exchanges if isinstance(exchanges, list) else ():
+        if isinstance(exchange, dict) and exchange.get("events") == _BLOCK and filled < len(blocks):
+            exchange["events"] = blocks[filled]
+            filled += 1
+    return data if filled == len(blocks) else None  # else an events list was somewhere else: not this layout
+
+
+def _event_lines(text: str) -> list[RecordedEvent] | None:
+    """The events of the event lines in `text`, or None if a line is not an event line or its event is not a
+    JSON object with a string `type`. An event's text that is not the compact form is made compact (exact)."""
+    found = _EVENT_LINE.findall(text)
+    if not found or len(found) != text.count("\n"):
+        return None
+    ats, raws, commas = zip(*found, strict=True)
+    if commas[-1] or "" in commas[:-1]:
+        return None
+    values = list(map(orjson.loads, raws))
+    if not all(type(value) is dict and type(value.get("type")) is str for value in values):
+        return None
+    if list(map(orjson.dumps, values)) != list(map(str.encode, raws)):
+        # Spaces, other escapes, or an integer beyond 64 bits: kept as the parse of the whole file would keep it.
+        raws = tuple(dumps_compact(loads_exact(raw)) for raw in raws)
+    offsets = list(map(float, ats))
+    if math.inf in offsets:  # beyond a float (1e400): what the whole file's parse refuses
+        return None
+    return list(map(RecordedEvent, offsets, raws))
 
 
 def _dumps(value: Any, indent: int) -> str:
@@ -137,26 +219,24 @@ def _dumps(value: Any, indent: int) -> str:
     return text.replace("\n", "\n" + " " * indent)
 
 
-def _exchange_lines(exchange: RecordedExchange) -> Iterator[str]:
+def _exchange_text(exchange: RecordedExchange) -> str:
     """An exchange as indented JSON, with one event per line: readable and diff-friendly at any size."""
     head = exchange.model_dump(mode="json", exclude={"events"})
-    body = _dumps(head, 4)
-    yield "    " + body[:-1].rstrip() + ',\n      "events": ['
-    for index, recorded in enumerate(exchange.events):
-        separator = "," if index < len(exchange.events) - 1 else ""
-        yield f'\n        {{"at": {recorded.at!r}, "event": {recorded.raw}}}{separator}'
-    yield ("\n      ]" if exchange.events else "]") + "\n    }"
+    body = "    " + _dumps(head, 4)[:-1].rstrip() + ',\n      "events": ['
+    if not exchange.events:
+        return body + "]\n    }"
+    lines = ",\n        ".join([f'{{"at": {recorded.at!r}, "event": {recorded.raw}}}' for recorded in exchange.events])
+    return f"{body}\n        {lines}\n      ]\n    }}"
 
 
 def dump_cassette(cassette: Cassette) -> Iterator[str]:
+    """The cassette's file text: its head, then one piece per exchange (written with one write each)."""
     head = cassette.model_dump(mode="json", exclude={"exchanges"})
     body = _dumps(head, 0)
     yield body[:-1].rstrip() + ',\n  "exchanges": ['
+    last = len(cassette.exchanges) - 1
     for index, exchange in enumerate(cassette.exchanges):
-        yield "\n"
-        yield from _exchange_lines(exchange)
-        if index < len(cassette.exchanges) - 1:
-            yield ","
+        yield "\n" + _exchange_text(exchange) + ("," if index < last else "")
     yield ("\n  ]" if cassette.exchanges else "]") + "\n}\n"
 
 
@@ -178,10 +258,11 @@ def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Calla
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     digest = hashlib.sha256()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             for piece in dump_cassette(cassette):
-                handle.write(piece)
-                digest.update(piece.encode("utf-8"))
+                data = piece.encode("utf-8")
+                handle.write(data)
+                digest.update(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, _file_mode(path))

@@ -8,6 +8,8 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mappi
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .events import SSE_COMMENT, Event
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import CloseKind, Transport
@@ -95,14 +97,69 @@ def planned(event: Event, transport: Transport, delay: float = 0.0) -> PlannedEv
     return PlannedEvent(event, encode_sse(str(event["type"]), data), delay)
 
 
-def verbatim(raw: str, transport: Transport, delay: float = 0.0) -> PlannedEvent:
-    """An event kept as its compact JSON text, sent as that text; a kept SSE comment goes out as one."""
-    event = json.loads(raw)
+def _parse_exact(raw: str) -> Any:
+    """JSON text parsed as `json.loads` reads it, integers beyond 64 bits kept exact: orjson when the value it
+    reads writes back to the same text (compact, no integer turned into a float), else the standard library."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # NaN, a lone surrogate: what the standard library still reads
+        return json.loads(raw)
+    return value if orjson.dumps(value) == raw.encode() else json.loads(raw)
+
+
+class _LazyVerbatim(PlannedEvent):
+    """A verbatim event whose `event` is parsed from its text only when read (the wire is made without it);
+    its `type` is read off the text."""
+
+    __slots__ = ("_event", "_raw", "type")
+    _event: Event
+    _raw: str
+    type: str
+
+    def __init__(self, raw: str, wire: str | bytes, delay: float, kind: str) -> None:
+        object.__setattr__(self, "type", kind)
+        object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "wire", wire)
+        object.__setattr__(self, "delay", delay)
+
+    @property
+    def event(self) -> Event:
+        try:
+            return self._event
+        except AttributeError:
+            object.__setattr__(self, "_event", _parse_exact(self._raw))
+            return self._event
+
+    def __eq__(self, other: object) -> bool:  # equal to the same event made eagerly
+        if not isinstance(other, PlannedEvent):
+            return NotImplemented
+        return (self.event, self.wire, self.delay) == (other.event, other.wire, other.delay)
+
+    __hash__ = None  # type: ignore[assignment]  # as a PlannedEvent's: its event is a dict
+
+
+def verbatim(raw: str, transport: Transport, delay: float = 0.0, *, lazy: bool = False) -> PlannedEvent:
+    """An event kept as its compact JSON text, sent as that text; a kept SSE comment goes out as one. The text
+    is parsed now (a ValueError if it is not JSON), or with `lazy` (text known to be a JSON object with a string
+    `type`, such as a loaded cassette's event) only if `event` is read: its type is read off the text."""
+    kind = _type_prefix(raw) if lazy else None
+    if kind is not None and kind != SSE_COMMENT:
+        return _LazyVerbatim(raw, raw if transport == "ws" else encode_sse(kind, raw.encode()), delay, kind)
+    event = _parse_exact(raw)
     kind = event.get("type")
     if kind == SSE_COMMENT and transport != "ws":
         return PlannedEvent(event, encode_comment(str(event.get("comment", ""))), delay)
     wire: str | bytes = raw if transport == "ws" else encode_sse(str(kind), raw.encode())
     return PlannedEvent(event, wire, delay)
+
+
+def _type_prefix(raw: str) -> str | None:
+    """The `type` of compact JSON text that states it first (`{"type":"response.created",...`), else None."""
+    if not raw.startswith('{"type":"'):
+        return None
+    end = raw.find('"', 9)
+    kind = raw[9:end]
+    return kind if end > 9 and "\\" not in kind else None
 
 
 def sse_comment(text: str) -> PlannedEvent:
