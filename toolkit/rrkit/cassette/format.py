@@ -17,6 +17,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.outcome import Outcome
 from ..protocol.vocabulary import ClosedBy, Transport
 
@@ -27,13 +28,18 @@ FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on i
 _LONG_INTEGER = re.compile(rb"\d{19,}")
 
 
+CASSETTE_DEPTH = MAX_DEPTH + 8
+"""The nesting a cassette may hold: a request as deep as the server accepts, a few levels down in the file."""
+
+
 def loads_exact(text: str | bytes) -> Any:
     """JSON parsed with integers kept exact: orjson, unless the text has an integer it would turn into a float
-    (beyond 64 bits), then the standard library."""
+    (beyond 64 bits), then the protocol's strict parser, which refuses what orjson refuses (a lone surrogate,
+    NaN, nesting beyond `CASSETTE_DEPTH`) with a ValueError saying where."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if _LONG_INTEGER.search(data) is None:
         return orjson.loads(data)
-    return json.loads(data)
+    return parse_json(data, what="cassette", max_depth=CASSETTE_DEPTH)
 
 
 def dumps_compact(value: Any) -> str:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from ..protocol.errors import RRKitError
 from ..protocol.events import SSE_COMMENT
+from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
 from ..script.loader import json_place, read_utf8
 from .format import FORMAT_VERSION, Cassette, RecordedEvent, RecordedExchange, dumps_compact, loads_exact
@@ -136,6 +137,8 @@ def _load(path: Path) -> Cassette:
             raise CassetteError(
                 f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}"
             ) from None
+        except UnsafeJSON as error:  # what the exact path refuses (a lone surrogate, NaN, nesting too deep)
+            raise CassetteError(f"{path}: {error.message}") from None
         del text
     return parse_cassette(data, path)
 
@@ -207,7 +210,10 @@ def _event_lines(text: str) -> list[RecordedEvent] | None:
         return None
     if list(map(orjson.dumps, values)) != list(map(str.encode, raws)):
         # Spaces, other escapes, or an integer beyond 64 bits: kept as the parse of the whole file would keep it.
-        raws = tuple(dumps_compact(loads_exact(raw)) for raw in raws)
+        try:
+            raws = tuple(dumps_compact(loads_exact(raw)) for raw in raws)
+        except ValueError:  # refused on the exact path: the whole file's parse names the place
+            return None
     offsets = list(map(float, ats))
     if math.inf in offsets:  # beyond a float (1e400): what the whole file's parse refuses
         return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from .errors import failure_message
@@ -334,7 +334,7 @@ def done_items(events: list[Event]) -> list[Item]:
     return [event["item"] for event in events if event.get("type") == ITEM_DONE]
 
 
-def response_id_of(events: list[Event]) -> str | None:
+def response_id_of(events: Iterable[Event]) -> str | None:
     """The `response.id` stated by the first lifecycle event of a stream."""
     for event in events:
         response = event.get("response")

@@ -34,30 +34,31 @@ class UnsafeJSON(ValueError):
         self.message, self.param, self.code = message, param, code
 
 
-def parse_json(text: str | bytes, *, what: str = "request body") -> Any:
-    """The JSON value of `text` (bytes must be UTF-8), or UnsafeJSON saying why and where it cannot be taken."""
+def parse_json(text: str | bytes, *, what: str = "request body", max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value of `text` (bytes must be UTF-8), or UnsafeJSON saying why and where it cannot be taken.
+    `max_depth` is the nesting allowed (files that hold requests nest them a few levels deeper)."""
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
         pass  # the standard library says why (or accepts what orjson refuses: lone surrogates, NaN, ...)
     else:
-        if _plain(value):  # orjson refuses lone surrogates and non-finite numbers itself
+        if _plain(value, max_depth):  # orjson refuses lone surrogates and non-finite numbers itself
             return value
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as error:
             raise UnsafeJSON(f"The {what} is not valid UTF-8 (byte {error.start}): send JSON as UTF-8.") from None
-    _check_depth(text, what)  # the standard library's parser recurses
+    _check_depth(text, what, max_depth)  # the standard library's parser recurses
     try:
         value = json.loads(text, parse_constant=_Constant)
     except (ValueError, RecursionError) as error:  # RecursionError cannot happen after _check_depth; be sure
         raise UnsafeJSON(f"The {what} is not valid JSON: {error}.") from None
-    _check(value, what)
+    _check(value, what, max_depth)
     return value
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: Any, max_depth: int) -> bool:
     """True if orjson's value is the JSON as sent: no nesting beyond MAX_DEPTH, no float that may have been a
     big integer. One pass, level by level, looking at containers and floats only (the common path: keep it fast)."""
     kind = type(value)
@@ -67,7 +68,7 @@ def _plain(value: Any) -> bool:
     depth = 0
     while level:
         depth += 1
-        if depth > MAX_DEPTH:
+        if depth > max_depth:
             return False
         below = []
         for container in level:
@@ -100,7 +101,7 @@ class _Constant:
         self.name = name
 
 
-def _check_depth(text: str, what: str) -> None:
+def _check_depth(text: str, what: str, max_depth: int) -> None:
     """Refuse nesting beyond MAX_DEPTH before any recursive parser sees it; stops at the first level too deep."""
     depth = 0
     key: str | None = None  # the last string at level 1: the key of a top-level field, when a bracket follows it
@@ -111,27 +112,27 @@ def _check_depth(text: str, what: str) -> None:
                 key = token
         elif token in "[{":
             depth += 1
-            if depth > MAX_DEPTH:
+            if depth > max_depth:
                 field = None
                 if key is not None:
                     try:
                         field = field_path((json.loads(key),))
                     except ValueError:
                         field = None
-                raise _too_deep(what, field)
+                raise _too_deep(what, field, max_depth)
         else:
             depth -= 1
 
 
-def _too_deep(what: str, field: str | None) -> UnsafeJSON:
+def _too_deep(what: str, field: str | None, max_depth: int) -> UnsafeJSON:
     where = f" (in '{field}')" if field else ""
     return UnsafeJSON(
-        f"The {what} nests arrays and objects deeper than {MAX_DEPTH} levels{where}, the most rrkit accepts.",
+        f"The {what} nests arrays and objects deeper than {max_depth} levels{where}, the most rrkit accepts.",
         param=field,
     )
 
 
-def _check(value: Any, what: str) -> None:
+def _check(value: Any, what: str, max_depth: int) -> None:
     """Walk the value without recursion: nesting, lone surrogates (keys and values), NaN / Infinity and numbers
     that overflow, each refused with its field path."""
     # Each entry: a value, its depth (containers above it), and its place as a linked list (parent, key).
@@ -140,16 +141,16 @@ def _check(value: Any, what: str) -> None:
         item, depth, place = stack.pop()
         if isinstance(item, dict):
             depth += 1
-            if depth > MAX_DEPTH:
-                raise _too_deep(what, _top_field(place))
+            if depth > max_depth:
+                raise _too_deep(what, _top_field(place), max_depth)
             for key, child in item.items():
                 if not _encodable(key):
                     raise _surrogate(what, _path((place, key)), key, "key")
                 stack.append((child, depth, (place, key)))
         elif isinstance(item, list):
             depth += 1
-            if depth > MAX_DEPTH:
-                raise _too_deep(what, _top_field(place))
+            if depth > max_depth:
+                raise _too_deep(what, _top_field(place), max_depth)
             for index, child in enumerate(item):
                 stack.append((child, depth, (place, index)))
         elif isinstance(item, str):

@@ -11,13 +11,51 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.outcome import Outcome
+from ..protocol.plan import PlannedEvent
 from ..protocol.vocabulary import ClosedBy, Transport
 
 
-@dataclass
 class SentEvent:
-    at: float  # seconds since the exchange started
-    event: dict[str, Any]
+    """One event as sent, `at` seconds after its exchange started. Made with `of` from the plan's event, its
+    `event` is read from that only when asked: a replayed event's JSON text is not parsed as it is sent."""
+
+    __slots__ = ("_event", "_planned", "at")
+
+    def __init__(self, at: float, event: dict[str, Any]) -> None:
+        self.at = at
+        self._event: dict[str, Any] | None = event
+        self._planned: PlannedEvent | None = None
+
+    @classmethod
+    def of(cls, at: float, planned: PlannedEvent) -> SentEvent:
+        sent = cls(at, {})
+        sent._event, sent._planned = None, planned
+        return sent
+
+    @property
+    def event(self) -> dict[str, Any]:
+        if self._event is None:
+            assert self._planned is not None
+            self._event, self._planned = self._planned.event, None
+        return self._event
+
+    @event.setter
+    def event(self, value: dict[str, Any]) -> None:
+        self._event, self._planned = value, None
+
+    @property
+    def type(self) -> object:
+        """The event's `type`; a replayed event's is read off its text, which is not parsed for it."""
+        kind = getattr(self._planned, "type", None)
+        return kind if kind is not None else self.event.get("type")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SentEvent) and (self.at, self.event) == (other.at, other.event)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SentEvent(at={self.at!r}, event={self.event!r})"
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.types import Scope
 
 from ..protocol import errors
-from ..protocol.events import done_items, response_id_of
+from ..protocol.events import ITEM_DONE, done_items, response_id_of
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON
@@ -245,9 +245,10 @@ def server_error(error: BaseException, what: str = "the server failed") -> Rejec
 def store_if_completed(store: MutableMapping[str, Stored], exchange: Exchange) -> None:
     """A response can be named as `previous_response_id` once (and only if) it completed: streamed, or as
     the response object of a whole body."""
-    sent = [sent.event for sent in exchange.events]
-    output = done_items(sent)
-    response_id = exchange.response_id = exchange.response_id or response_id_of(sent)
+    output = done_items([sent.event for sent in exchange.events if sent.type == ITEM_DONE])
+    stated = (sent.event for sent in exchange.events)  # parsed only up to the first event that states it
+    response_id = exchange.response_id = exchange.response_id or response_id_of(stated)
+    sent = exchange.events
     body = response_of_body(exchange.response_body) if exchange.response_body is not None and not sent else None
     if body is not None:
         response_id = exchange.response_id = str(body.get("id") or "") or response_id

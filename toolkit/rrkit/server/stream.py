@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Coroutine
 from typing import Any, Protocol, TypeVar
 
+from ..protocol.events import ENDING_TYPES
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
 from ..protocol.plan import ResponsePlan, StreamCut
 from ..protocol.vocabulary import CloseKind
@@ -133,7 +135,7 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
                     await channel.send(planned.wire)
                 except OSError as error:  # the transport is gone under the channel
                     raise ChannelGone from error
-                exchange.events.append(SentEvent(time.monotonic() - start, planned.event))
+                exchange.events.append(SentEvent.of(time.monotonic() - start, planned))
                 sent += 1
     except StreamCut as cut:
         await channel.cut(cut.close, cut.code, cut.reason)
@@ -156,4 +158,13 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
     except ChannelGone:
         return Outcome(OutcomeKind.DISCONNECTED, sent)
     # Verbatim events may end without a terminal event: to the client that is a cut stream.
-    return outcome_of_events([e.event for e in exchange.events]) or Outcome(OutcomeKind.DROPPED, sent)
+    return _stated_outcome(exchange.events) or Outcome(OutcomeKind.DROPPED, sent)
+
+
+def _stated_outcome(events: list[SentEvent]) -> Outcome | None:
+    """The outcome the stream's terminal event states, reading events from the end only as far as that one."""
+    for index in range(len(events) - 1, -1, -1):
+        if events[index].type in ENDING_TYPES:
+            stated = outcome_of_events([events[index].event])
+            return None if stated is None else dataclasses.replace(stated, events_sent=len(events))
+    return None
