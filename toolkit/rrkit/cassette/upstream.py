@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
@@ -149,8 +149,9 @@ def _upstream_error(message: str, code: str = "upstream_unreachable") -> dict[st
 
 def _planned(raw: str, transport: Transport) -> PlannedEvent:
     """One upstream event made ready for the client's transport; anything but a JSON object with a string
-    `type` is a protocol error, which cuts the stream."""
-    text = raw.strip()
+    `type` is a protocol error, which cuts the stream. The text is parsed once, by `verbatim` (the parse the
+    recording keeps); only an SSE event whose data spans lines is re-encoded to one line."""
+    text = raw if raw.startswith("{") and raw.endswith("}") else raw.strip()  # no copy in the common case
     if not text.startswith("{"):
         raise StreamCut("tcp", reason="upstream sent an event that is not a JSON object")
     try:
@@ -179,6 +180,80 @@ def _cut_of(closed: ConnectionClosed) -> StreamCut:
     if received is not None and 1000 <= received.code <= 4999 and received.code not in (1005, 1006, 1015):
         return StreamCut("frame", received.code, received.reason)
     return StreamCut("tcp", reason="upstream closed the socket without a close frame")
+
+
+class _Watchdog:
+    """One idle timer per relayed stream, instead of a timeout scope per read: `waiting()` before each read and
+    `arrived()` after it are attribute writes and a clock read; if a read waits `timeout` seconds, `expire` runs
+    once (it aborts the upstream connection, so that the pending read fails at once) and `expired` is set."""
+
+    __slots__ = ("_expire", "_handle", "_loop", "_since", "_timeout", "_waiting", "expired")
+
+    def __init__(self, timeout: float, expire: Callable[[], object]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._timeout = timeout
+        self._expire = expire
+        self._since = self._loop.time()
+        self._waiting = False
+        self.expired = False
+        self._handle: asyncio.TimerHandle | None = self._loop.call_at(self._since + timeout, self._check)
+
+    def waiting(self) -> None:
+        self._since = self._loop.time()
+        self._waiting = True
+
+    def arrived(self) -> None:
+        self._waiting = False
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if self._waiting and now - self._since >= self._timeout:
+            self._handle = None
+            self.expired = True
+            with contextlib.suppress(Exception):
+                self._expire()
+            return
+        start = self._since if self._waiting else now  # not waiting (the client is slow): nothing is late yet
+        self._handle = self._loop.call_at(start + self._timeout, self._check)
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    async def astop(self) -> None:
+        self.stop()
+
+
+class _NoWatchdog:
+    """`timeout=None`: the upstream may stay silent for ever."""
+
+    expired = False
+
+    def waiting(self) -> None:
+        pass
+
+    def arrived(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    async def astop(self) -> None:
+        pass
+
+
+def _text(message: str | bytes) -> str:
+    """A WebSocket frame as text (a binary frame decoded as UTF-8)."""
+    return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
+
+
+def _offers_deflate(headers: Mapping[str, str]) -> bool:
+    """Whether the client's upgrade offered permessage-deflate (the proxy asks the upstream for no more)."""
+    return any(
+        name.lower() == "sec-websocket-extensions" and "permessage-deflate" in value.lower()
+        for name, value in headers.items()
+    )
 
 
 async def _cut_at_once(cut: StreamCut) -> AsyncGenerator[PlannedEvent, None]:
@@ -352,7 +427,11 @@ class UpstreamSource:
         before a terminal event is cut."""
         decoder = SSEDecoder(keep_comments=True)
         try:
-            body = cast(AsyncGenerator[bytes, None], response.aiter_bytes())  # typed as an iterator, is a generator
+            # Each read is what httpcore got (it reads up to 64 KiB a time; its read timeout is per socket read,
+            # not per event). The raw bytes when the body is not encoded (the proxy asks for identity).
+            encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
+            reads = response.aiter_bytes() if encoded else response.aiter_raw()
+            body = cast(AsyncGenerator[bytes, None], reads)  # typed as an iterator, is a generator
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
                     for message in decoder.feed(chunk):
@@ -380,7 +459,7 @@ class UpstreamSource:
             _with_query(self.ws_url, query),
             additional_headers=forwarded,
             user_agent_header=user_agent,
-            compression="deflate",
+            compression="deflate" if _offers_deflate(headers) else None,  # only what the client asked for
             proxy=None,
             open_timeout=self.connect_timeout,
             close_timeout=2.0,
@@ -406,11 +485,19 @@ class UpstreamSource:
         socket = self._sockets[request.connection_id] = _UpstreamSocket(ws, request.query)
         return socket
 
-    async def _recv(self, socket: _UpstreamSocket, timeout: float | None = None) -> str:
-        """The next upstream frame (ConnectionClosed when the socket ends, TimeoutError when it is silent)."""
-        async with asyncio.timeout(timeout if timeout is not None else self.timeout):
+    async def _recv(self, socket: _UpstreamSocket, timeout: float) -> str:
+        """The next upstream frame within `timeout` (ConnectionClosed when the socket ends, TimeoutError when it
+        is silent): for frames that may get no answer; a stream's frames are read under its `_Watchdog`."""
+        async with asyncio.timeout(timeout):
             message = await socket.ws.recv()
-        return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
+        return _text(message)
+
+    def _watchdog(self, socket: _UpstreamSocket) -> _Watchdog | _NoWatchdog:
+        """The idle timer of one stream on `socket`: a silent upstream's socket is aborted, which ends the read."""
+        if self.timeout is None:
+            return _NoWatchdog()
+        transport = socket.ws.transport
+        return _Watchdog(self.timeout, transport.abort)
 
     def _drop(self, connection_id: int | None, socket: _UpstreamSocket) -> None:
         """Forget a broken upstream socket (and close it)."""
@@ -431,24 +518,31 @@ class UpstreamSource:
             frame = {"type": RESPONSE_CREATE, **request.logical}
             if "generate" in request.wire:
                 frame["generate"] = request.wire["generate"]
+        watchdog = self._watchdog(socket)
         try:
             await socket.ws.send(encode_json(frame).decode())
-            raw = await self._recv(socket)
+            watchdog.waiting()
+            message = await socket.ws.recv()
+            watchdog.arrived()
+            first = _planned(_text(message), request.transport)
         except ConnectionClosed as closed:
+            watchdog.stop()
             self._drop(request.connection_id, socket)
-            return ResponsePlan(_cut_at_once(_cut_of(closed)))
-        except TimeoutError:
-            self._drop(request.connection_id, socket)
-            return ResponsePlan(_cut_at_once(StreamCut("tcp", reason="upstream sent nothing")))
-        try:
-            first = _planned(raw, request.transport)
+            cut = StreamCut("tcp", reason="upstream sent nothing") if watchdog.expired else _cut_of(closed)
+            return ResponsePlan(_cut_at_once(cut))
         except StreamCut as cut:
+            watchdog.stop()
             self._drop(request.connection_id, socket)
             return ResponsePlan(_cut_at_once(cut))
+        except BaseException:  # cancelled (the client left before the upstream answered)
+            watchdog.stop()
+            raise
         rejection = _rejection(first.event)
         if rejection is not None:
+            watchdog.stop()
             return ResponsePlan(rejection=rejection)
-        return ResponsePlan(self._relay_ws(request.connection_id, socket, first, request.transport))
+        relay = self._relay_ws(request.connection_id, socket, first, request.transport, watchdog)
+        return ResponsePlan(relay, release=watchdog.astop)  # stopped however the plan ends, even unplayed
 
     async def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
         """Forward a client frame that is not a request (`response.steer`, a frame type this proxy does not
@@ -473,30 +567,43 @@ class UpstreamSource:
             self._drop(connection_id, socket)
 
     async def _relay_ws(
-        self, connection_id: int | None, socket: _UpstreamSocket, first: PlannedEvent, transport: Transport
+        self,
+        connection_id: int | None,
+        socket: _UpstreamSocket,
+        first: PlannedEvent,
+        transport: Transport,
+        watchdog: _Watchdog | _NoWatchdog,
     ) -> AsyncGenerator[PlannedEvent, None]:
+        """The upstream's frames as they come, until a terminal event; one idle watchdog for the whole stream."""
         planned = first
-        while True:
-            event = planned.event
-            response = event.get("response")
-            if event.get("type") == COMPLETED and isinstance(response, dict) and response.get("id"):
-                socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
-            yield planned
-            if event.get("type") in ENDING_TYPES:
-                return
-            try:
-                raw = await self._recv(socket)
-            except ConnectionClosed as closed:
-                self._drop(connection_id, socket)
-                raise _cut_of(closed) from None
-            except TimeoutError:
-                self._drop(connection_id, socket)
-                raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
-            try:
-                planned = _planned(raw, transport)
-            except StreamCut:
-                self._drop(connection_id, socket)
-                raise
+        recv = socket.ws.recv
+        try:
+            while True:
+                event = planned.event
+                kind = event.get("type")
+                if kind == COMPLETED:
+                    response = event.get("response")
+                    if isinstance(response, dict) and response.get("id"):
+                        socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
+                yield planned
+                if kind in ENDING_TYPES:
+                    return
+                watchdog.waiting()
+                try:
+                    message = await recv()
+                except ConnectionClosed as closed:
+                    self._drop(connection_id, socket)
+                    if watchdog.expired:
+                        raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
+                    raise _cut_of(closed) from None
+                watchdog.arrived()
+                try:
+                    planned = _planned(_text(message), transport)
+                except StreamCut:
+                    self._drop(connection_id, socket)
+                    raise
+        finally:
+            watchdog.stop()
 
 
 def _rejection(event: Mapping[str, Any]) -> Rejection | None:
