@@ -7,14 +7,12 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ..protocol import errors
 from ..protocol.events import SSE_COMMENT, response_id_of
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind, response_id_of_body
 from ..protocol.plan import (
     NO_FAULT,
     PlannedEvent,
-    Rejection,
     ResponsePlan,
     StreamFault,
     VerbatimBody,
@@ -22,6 +20,8 @@ from ..protocol.plan import (
     verbatim,
 )
 from ..protocol.vocabulary import CloseKind, Transport
+from ..script.models import Reject
+from ..script.render import rejection_of
 from .format import RecordedEvent, RecordedExchange
 
 REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
@@ -55,9 +55,8 @@ def render_recording(
     outcome = exchange.outcome
     if outcome is not None and outcome.kind is OutcomeKind.REFUSED:
         status = outcome.status or exchange.response_status or 500
-        message = outcome.message or f"Scripted error {status}."
-        error = errors.error_body(message, type_=errors.default_error_type(status), code=outcome.code)
-        return ResponsePlan(rejection=Rejection(status, error, replayed), **common)
+        refused = Reject(status=status, code=outcome.code, message=outcome.message, headers=replayed)
+        return ResponsePlan(rejection=rejection_of(refused), **common)
     fault = NO_FAULT
     if outcome is not None and outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.DISCONNECTED):
         fault = StreamFault(drop_after=len(exchange.events), close=close, close_code=close_code)
