@@ -23,7 +23,7 @@ from .cassette.store import CassetteError
 
 if TYPE_CHECKING:
     from .cassette.format import Cassette
-from .cassette.upstream import UpstreamSource
+    from .cassette.upstream import UpstreamSource
 from .script.loader import ScriptError, default_script, load_script
 from .script.select import ReplySource
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
@@ -232,6 +232,12 @@ def _running(
             ready_path.unlink(missing_ok=True)
 
 
+def _upstream(url: str) -> UpstreamSource:
+    from .cassette.upstream import UpstreamSource  # the proxy (and httpx), loaded only when a command relays
+
+    return UpstreamSource(url)
+
+
 def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
     """Write the cassette; an error is one line saying where the exchanges are kept."""
     try:
@@ -410,7 +416,7 @@ def serve(
         raise _file_error(error, kind) from None
     try:
         if cassette_path is not None:
-            answers = UpstreamSource(upstream) if upstream is not None else script
+            answers = _upstream(upstream) if upstream is not None else script
             try:
                 deck = CassetteDeck.open(
                     cassette_path,
@@ -518,7 +524,7 @@ def record(
     if mode is RecordMode.REWRITE and (wrong := not_a_cassette(cassette_path, hint + " (it is not overwritten)")):
         raise _FileError(wrong)
     try:
-        source = UpstreamSource(upstream)
+        source = _upstream(upstream)
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
         try:
             deck = CassetteDeck.open(
