@@ -6,17 +6,17 @@ cassette close to its file size.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
-from base64 import b64decode, b64encode
+from base64 import b64decode
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from ..protocol.encoding import body_form
 from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.outcome import Outcome
 from ..protocol.vocabulary import ClosedBy, Transport
@@ -121,17 +121,7 @@ class RecordedBody(_Model):
 
     @classmethod
     def of(cls, content: bytes, content_type: str) -> RecordedBody:
-        if content_type.split(";")[0].strip().lower().endswith("json"):
-            # Kept as its JSON value (replayed compact; integers beyond 64 bits exact); JSON that cannot be
-            # parsed or written back (lone surrogates, NaN) stays text.
-            with contextlib.suppress(ValueError):
-                value = loads_exact(content)
-                if not escape_unencodable(value)[1]:
-                    return cls(content_type=content_type, json_value=value)
-        try:
-            return cls(content_type=content_type, text=content.decode("utf-8"))
-        except UnicodeDecodeError:
-            return cls(content_type=content_type, base64=b64encode(content).decode("ascii"))
+        return cls.model_validate(body_form(content, content_type, _kept_json))
 
     @property
     def content(self) -> bytes:
@@ -140,6 +130,16 @@ class RecordedBody(_Model):
         if self.base64 is not None:
             return b64decode(self.base64)
         return dumps_compact(self.json_value).encode("utf-8")
+
+
+def _kept_json(content: bytes) -> Any:
+    """A JSON body's value as a cassette keeps it (replayed compact; integers beyond 64 bits exact); None for JSON
+    that cannot be parsed or written back (lone surrogates, NaN), which stays text."""
+    try:
+        value = loads_exact(content)
+    except ValueError:
+        return None
+    return None if escape_unencodable(value)[1] else value
 
 
 class RecordedHandshake(_Model):

@@ -1,8 +1,12 @@
-"""Request bodies sent with a `Content-Encoding` (gzip, deflate, zstd): decoded to read them, forwarded as sent."""
+"""Request bodies sent with a `Content-Encoding` (gzip, deflate, zstd): decoded to read them, forwarded as sent;
+and a whole body written down readably (its JSON value, else its text, else base64)."""
 
 from __future__ import annotations
 
+import base64
 import zlib
+from collections.abc import Callable
+from typing import Any
 
 import zstandard
 
@@ -49,3 +53,17 @@ def _decode_one(body: bytes, coding: str) -> bytes:
     raise BodyEncodingError(
         f"unsupported Content-Encoding {coding!r}; send the body as one of: {', '.join(ENCODINGS)}"
     )
+
+
+def body_form(content: bytes, content_type: str, parse: Callable[[bytes], Any]) -> dict[str, Any]:
+    """A whole answer as rrkit writes one down (a cassette, the admin API): `{content_type, json}` when its type is
+    JSON and `parse` gives its value (None: it cannot be kept as JSON), else `{content_type, text}` when it is
+    UTF-8, else `{content_type, base64}`."""
+    if content_type.split(";")[0].strip().lower().endswith("json"):
+        value = parse(content)
+        if value is not None:
+            return {"content_type": content_type, "json": value}
+    try:
+        return {"content_type": content_type, "text": content.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"content_type": content_type, "base64": base64.b64encode(content).decode("ascii")}

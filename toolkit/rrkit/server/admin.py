@@ -4,7 +4,6 @@ never answered by the reply source."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Coroutine
 from functools import cache
@@ -19,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..protocol import errors
+from ..protocol.encoding import body_form
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..script.loader import ScriptError, parse_script
@@ -76,18 +76,6 @@ def _flag(request: Request, name: str) -> bool:
 # -- exchanges as JSON ----------------------------------------------------------------------------
 
 
-def _body(content: bytes, content_type: str) -> dict[str, Any]:
-    """A whole answer as the cassette format holds one: its JSON value, else its text, else base64."""
-    if content_type.split(";")[0].strip().lower().endswith("json"):
-        value = json_of_body(content)
-        if value is not None:
-            return {"content_type": content_type, "json": value}
-    try:
-        return {"content_type": content_type, "text": content.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"content_type": content_type, "base64": base64.b64encode(content).decode("ascii")}
-
-
 def exchange_summary(exchange: Exchange) -> dict[str, Any]:
     wire = exchange.wire_request
     logical = exchange.logical_request
@@ -125,7 +113,7 @@ def exchange_full(exchange: Exchange) -> dict[str, Any]:
         "logical_request": exchange.logical_request,
         "raw_body": exchange.raw_body,
         "response_headers": dict(exchange.response_headers),
-        "response_body": _body(body, content_type) if body is not None else None,
+        "response_body": body_form(body, content_type, json_of_body) if body is not None else None,
         "events": [{"at": round(sent.at, 6), "event": sent.event} for sent in list(exchange.events)],
     }
 
