@@ -6,6 +6,9 @@ what Codex 0.169.0 does; the reference half, which needs no Codex, that the refe
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 import pytest
 
 from rrkit.differential import Observation
@@ -37,6 +40,24 @@ def _ranges(case: Case) -> WaitRanges:
     return WaitRanges(named_delays(case.script), budgets.idle_timeout, connect_timeout=case.connect_timeout)
 
 
+def _waits_only(rows: tuple[str, ...]) -> tuple[str, ...]:
+    """The rows with their wait labels (`<backoff> `, `<none> `, ...) left out."""
+    return tuple(re.sub(r"^<[^>]*> ", "", row) for row in rows)
+
+
+def _observed(case: Case, observe: Callable[[], Observation]) -> Observation:
+    """One observation; once more when it differs from the table in its waits alone. A wait is a time measured on
+    a machine that may be busy with a parallel test run; the attempts and the outcome must still agree both times."""
+    seen = observe()
+    rows = render(seen, case.show)
+    if (rows, seen.outcome) != (case.flow, case.outcome) and (_waits_only(rows), seen.outcome) == (
+        _waits_only(case.flow),
+        case.outcome,
+    ):
+        seen = observe()
+    return seen
+
+
 def _check(case: Case, seen: Observation, who: str) -> None:
     report = "\n".join(
         [
@@ -58,40 +79,46 @@ def _check(case: Case, seen: Observation, who: str) -> None:
 def test_codex_does_what_the_observation_table_says(name: str) -> None:
     case = CASES[name]
     codex = require_codex()
-    if case.connect_timeout is not None:
-        seen = observe_codex(
-            codex,
-            case.script,
-            websockets=case.websockets,
-            budgets=case.budgets,
-            ranges=_ranges(case),
-            unanswered=True,
-            timeout=SLOW_CODEX_TIMEOUT,
-        )
-    elif case.turns > 1:
-        seen = observe_codex_turns(
-            codex, case.script, case.turns, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT
-        )
-    else:
-        seen = observe_codex(
+
+    def observe() -> Observation:
+        if case.connect_timeout is not None:
+            return observe_codex(
+                codex,
+                case.script,
+                websockets=case.websockets,
+                budgets=case.budgets,
+                ranges=_ranges(case),
+                unanswered=True,
+                timeout=SLOW_CODEX_TIMEOUT,
+            )
+        if case.turns > 1:
+            return observe_codex_turns(
+                codex, case.script, case.turns, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT
+            )
+        return observe_codex(
             codex,
             case.script,
             websockets=case.websockets,
             budgets=case.budgets,
             timeout=SLOW_CODEX_TIMEOUT if case.slow else CODEX_TIMEOUT,
         )
+
+    seen = _observed(case, observe)
     _check(case, seen, "Codex CLI")
 
 
 @pytest.mark.parametrize("name", _params(for_reference=True))
 def test_reference_client_does_what_codex_does(name: str) -> None:
     case = CASES[name]
-    if case.connect_timeout is not None:
-        seen = observe_reference(
-            case.script, websockets=case.websockets, budgets=case.budgets, ranges=_ranges(case), unanswered=True
-        )
-    elif case.turns > 1:
-        seen = observe_reference_turns(case.script, case.turns, websockets=case.websockets, budgets=case.budgets)
-    else:
-        seen = observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
+
+    def observe() -> Observation:
+        if case.connect_timeout is not None:
+            return observe_reference(
+                case.script, websockets=case.websockets, budgets=case.budgets, ranges=_ranges(case), unanswered=True
+            )
+        if case.turns > 1:
+            return observe_reference_turns(case.script, case.turns, websockets=case.websockets, budgets=case.budgets)
+        return observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
+
+    seen = _observed(case, observe)
     _check(case, seen, "reference client")
