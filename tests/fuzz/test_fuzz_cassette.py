@@ -121,8 +121,9 @@ def test_load_cassette_of_a_mutated_cassette_raises_only_cassette_error_naming_t
     document = data.draw(mutated(CASSETTES[name], PLAIN_JSON | VERSIONS | HUGE_INTS), label="mutated")
     if version is not None and isinstance(document, dict):
         document["rrkit_cassette"] = version
-    if data.draw(st.booleans(), label="one raw value") and isinstance(document, dict) and document.get("exchanges"):
-        exchange = data.draw(st.sampled_from(document["exchanges"]), label="exchange")
+    exchanges = document.get("exchanges") if isinstance(document, dict) else None
+    if data.draw(st.booleans(), label="one raw value") and isinstance(exchanges, list) and exchanges:
+        exchange = data.draw(st.sampled_from(exchanges), label="exchange")
         if isinstance(exchange, dict):
             exchange[data.draw(st.sampled_from(sorted(exchange) or ["id"]), label="key")] = data.draw(values)
     text = json_text(document, ascii_only=ascii_only)

@@ -268,11 +268,12 @@ class BrokenStream(ScriptState):
 
         async def breaking() -> AsyncGenerator[Any, None]:
             count = 0
-            async for planned in events:
-                if count == 2:
-                    raise RuntimeError("the stream broke")
-                count += 1
-                yield planned
+            async for run in events:
+                for planned in run:
+                    if count == 2:
+                        raise RuntimeError("the stream broke")
+                    count += 1
+                    yield [planned]
 
         return dataclasses.replace(plan, events=breaking())
 

@@ -4,7 +4,7 @@ the server plays over any transport."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,15 @@ class VerbatimBody:
     content_type: str = "application/json"
 
 
-async def _no_events() -> AsyncGenerator[PlannedEvent, None]:
+EventRuns = AsyncGenerator["Sequence[PlannedEvent] | PlannedEvent", None]
+"""A plan's events in runs: each run holds what its source has ready at once (a relay: what one read of the
+upstream brought), which the engine sends in one write where no pause or fault comes between."""
+
+RUN_EVENTS = 256
+RUN_BYTES = 1 << 16
+
+
+async def _no_events() -> EventRuns:
     return
     yield  # an async generator that yields nothing
 
@@ -77,7 +85,7 @@ class ResponsePlan:
     """One answer to one request. Either a rejection, a whole body, or a stream of events produced lazily
     (iterating builds each event as it is sent), with the faults the engine applies to it."""
 
-    events: AsyncGenerator[PlannedEvent, None] = field(default_factory=_no_events)
+    events: EventRuns = field(default_factory=_no_events)
     response_id: str = ""  # "" when only the stream will tell (a live relay)
     fault: StreamFault = NO_FAULT
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -162,12 +170,51 @@ def _type_prefix(raw: str) -> str | None:
     return kind if end > 9 and "\\" not in kind else None
 
 
+def type_of_wire(wire: str | bytes) -> str | None:
+    """The `type` of an event in its wire form (made by `planned`, `verbatim` or `sse_comment`), read off it
+    without parsing; None when the text does not state it first."""
+    if isinstance(wire, str):
+        return _type_prefix(wire)
+    if wire.startswith(b":"):
+        return SSE_COMMENT
+    end = wire.find(b"\n")
+    return wire[7:end].decode() if wire.startswith(b"event: ") and end > 7 else None
+
+
+def event_of_wire(wire: str | bytes) -> Event:
+    """The event an SSE frame or WebSocket text (made by `planned`, `verbatim` or `sse_comment`) carries,
+    parsed as exactly as it was written (integers beyond 64 bits included)."""
+    if isinstance(wire, str):
+        parsed: Event = _parse_exact(wire)
+        return parsed
+    if wire.startswith(b":"):
+        return {"type": SSE_COMMENT, "comment": wire[1:-2].decode()}
+    data = wire.index(b"\ndata: ") + 7
+    parsed = _parse_exact(wire[data:-2].decode())
+    return parsed
+
+
 def sse_comment(text: str) -> PlannedEvent:
     """An SSE comment line (a keep-alive) relayed as it came."""
     return PlannedEvent({"type": SSE_COMMENT, "comment": text}, encode_comment(text), 0.0)
 
 
-async def events_of(planned_events: Iterable[PlannedEvent]) -> AsyncGenerator[PlannedEvent, None]:
-    """The events of a plan from a (lazy) iterable: each is built when the engine asks for it."""
+async def events_of(planned_events: Iterable[PlannedEvent]) -> EventRuns:
+    """The events of a plan from a (lazy) iterable, in runs, each event made when its run is asked for: the first
+    run is one event (it goes out at once), each next one up to twice as long (at most RUN_EVENTS events or
+    RUN_BYTES of wire), and an event that waits begins a new run."""
+    run: list[PlannedEvent] = []
+    wire = 0
+    limit = 1
     for one in planned_events:
-        yield one
+        if one.delay and run:
+            yield run
+            run, wire = [], 0
+        run.append(one)
+        wire += len(one.wire)
+        if len(run) >= limit or wire >= RUN_BYTES:
+            yield run
+            run, wire = [], 0
+            limit = min(limit * 2, RUN_EVENTS)
+    if run:
+        yield run

@@ -6,47 +6,43 @@ import contextvars
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
+from ..protocol.events import ENDING_TYPES
 from ..protocol.outcome import Outcome
-from ..protocol.plan import PlannedEvent
+from ..protocol.plan import PlannedEvent, event_of_wire, type_of_wire
 from ..protocol.vocabulary import ClosedBy, Transport
 
 
 class SentEvent:
-    """One event as sent, `at` seconds after its exchange started. Made with `of` from the plan's event, its
-    `event` is read from that only when asked: a replayed event's JSON text is not parsed as it is sent."""
+    """One event as sent, `at` seconds after its exchange started. One read from a capture is made from the
+    event's wire form, parsed only when `event` is read: a replayed event's JSON text is not parsed as it is sent."""
 
-    __slots__ = ("_event", "_planned", "at")
+    __slots__ = ("_event", "_wire", "at")
 
     def __init__(self, at: float, event: dict[str, Any]) -> None:
         self.at = at
         self._event: dict[str, Any] | None = event
-        self._planned: PlannedEvent | None = None
+        self._wire: str | bytes = b""
 
     @classmethod
-    def of(cls, at: float, planned: PlannedEvent) -> SentEvent:
+    def of_wire(cls, at: float, wire: str | bytes) -> SentEvent:
         sent = cls(at, {})
-        sent._event, sent._planned = None, planned
+        sent._event, sent._wire = None, wire
         return sent
 
     @property
     def event(self) -> dict[str, Any]:
         if self._event is None:
-            assert self._planned is not None
-            self._event, self._planned = self._planned.event, None
+            self._event = event_of_wire(self._wire)
         return self._event
-
-    @event.setter
-    def event(self, value: dict[str, Any]) -> None:
-        self._event, self._planned = value, None
 
     @property
     def type(self) -> object:
-        """The event's `type`; a replayed event's is read off its text, which is not parsed for it."""
-        kind = getattr(self._planned, "type", None)
+        """The event's `type`, read off its wire form where it has one (which is not parsed for it)."""
+        kind = type_of_wire(self._wire) if self._event is None else None
         return kind if kind is not None else self.event.get("type")
 
     def __eq__(self, other: object) -> bool:
@@ -56,6 +52,66 @@ class SentEvent:
 
     def __repr__(self) -> str:
         return f"SentEvent(at={self.at!r}, event={self.event!r})"
+
+
+class SentEvents(Sequence[SentEvent]):
+    """An exchange's events as sent, kept compact: each as its offset and its wire form (bytes or text, which
+    the garbage collector never walks, however long the stream); a SentEvent is made as one is read."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, events: Iterable[SentEvent] = ()) -> None:
+        self._items: list[tuple[float, str | bytes | dict[str, Any]]] = []
+        self.extend(events)
+
+    def sent(self, at: float, run: Iterable[PlannedEvent]) -> None:
+        """Events the engine sent together, at `at`."""
+        self._items.extend([(at, planned.wire) for planned in run])
+
+    def append(self, sent: SentEvent) -> None:
+        self._items.append((sent.at, sent._event) if sent._event is not None else (sent.at, sent._wire))
+
+    def extend(self, events: Iterable[SentEvent]) -> None:
+        for sent in events:
+            self.append(sent)
+
+    def last_ending(self) -> SentEvent | None:
+        """The last event after which nothing more belongs to the response (a terminal or `error` event), read
+        from the end, parsing none of the events after it."""
+        for index in range(len(self._items) - 1, -1, -1):
+            sent = self._made(self._items[index])
+            if sent.type in ENDING_TYPES:
+                return sent
+        return None
+
+    def _made(self, item: tuple[float, str | bytes | dict[str, Any]]) -> SentEvent:
+        at, kept = item
+        return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
+
+    @overload
+    def __getitem__(self, index: int) -> SentEvent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SentEvent]: ...
+
+    def __getitem__(self, index: int | slice) -> SentEvent | list[SentEvent]:
+        if isinstance(index, slice):
+            return [self._made(item) for item in self._items[index]]
+        return self._made(self._items[index])
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self) -> Iterator[SentEvent]:
+        return (self._made(item) for item in list(self._items))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SentEvents({list(self)!r})"
 
 
 @dataclass
@@ -71,7 +127,7 @@ class Exchange:
     response_id: str | None = None
     response_status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
-    events: list[SentEvent] = field(default_factory=list)
+    events: SentEvents = field(default_factory=SentEvents)
     outcome: Outcome | None = None  # None while the exchange is running
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
@@ -112,7 +168,7 @@ class Exchange:
 
     @property
     def event_types(self) -> list[str]:
-        return [str(sent.event.get("type")) for sent in self.events]
+        return [str(sent.type) for sent in self.events]
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -13,7 +13,6 @@ from starlette.types import Receive, Scope, Send
 
 from ..protocol import errors
 from ..protocol.encoding import BodyEncodingError, decode_body
-from ..protocol.events import terminal_event
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
@@ -166,10 +165,10 @@ class _SSEChannel:
     def __init__(self, scope: Scope, send: Send, stopping: asyncio.Event, gone: asyncio.Event) -> None:
         self.scope, self._send, self.stopping, self.gone = scope, send, stopping, gone
 
-    async def send(self, wire: str | bytes) -> None:
+    async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
             raise ChannelGone
-        body = wire if isinstance(wire, bytes) else wire.encode()
+        body = b"".join(wire if isinstance(wire, bytes) else wire.encode() for wire in wires)
         await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     async def pause(self, seconds: float) -> bool:
@@ -194,7 +193,7 @@ class _CollectingChannel(_SSEChannel):
     """A request without `stream: true`: events are gathered, not sent; the body goes out in one piece at the
     end, the final `response` object, as the real service answers (delays and faults still apply)."""
 
-    async def send(self, wire: str | bytes) -> None:
+    async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
             raise ChannelGone
 
@@ -204,7 +203,8 @@ class _CollectingChannel(_SSEChannel):
 
 def _final_body(exchange: Exchange) -> tuple[int, bytes]:
     """The status and JSON body that state a played response: its final `response` object, or a 500 error."""
-    terminal = terminal_event([sent.event for sent in exchange.events]) or {}
+    ending = exchange.events.last_ending()
+    terminal = {} if ending is None else ending.event
     errored = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.ERRORED
     if errored or "response" not in terminal:
         error = errors.error_object(

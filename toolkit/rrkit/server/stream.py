@@ -7,14 +7,13 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ..protocol.events import ENDING_TYPES
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
-from ..protocol.plan import ResponsePlan, StreamCut
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut
 from ..protocol.vocabulary import CloseKind
-from .capture import Exchange, SentEvent, begun_here
+from .capture import Exchange, SentEvents, begun_here
 
 log = logging.getLogger("rrkit.server")
 
@@ -29,8 +28,9 @@ class ChannelGone(Exception):
 class Channel(Protocol):
     """One transport's way to deliver a response: the engine knows nothing else about it."""
 
-    async def send(self, wire: str | bytes) -> None:
-        """Send one encoded event; raise ChannelGone if the client is gone."""
+    async def send(self, wires: Sequence[str | bytes]) -> None:
+        """Send encoded events, in order, at once (SSE frames in one write); raise ChannelGone if the client is
+        gone."""
 
     async def pause(self, seconds: float) -> bool:
         """Wait; True if the client went away (or the server is stopping) meanwhile."""
@@ -108,7 +108,8 @@ async def first_of(*events: asyncio.Event, timeout: float | None = None) -> bool
 
 async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
     """Send the plan's events in order, as they are made, applying its faults; record each event with its
-    offset. Whatever the plan's events hold (a live relay's upstream) is released however this ends."""
+    offset. The events of a run that are due at once (no pause, no fault between them) go out in one write.
+    Whatever the plan's events hold (a live relay's upstream) is released however this ends."""
     try:
         return await _play(plan, exchange, channel)
     finally:
@@ -118,26 +119,43 @@ async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outc
 
 async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
     fault = plan.fault
+    cut_at = fault.drop_after if fault.drop_after is not None else -1
+    stall_at = fault.stall_after if fault.stall_after is not None else -1
     start = time.monotonic()
     sent = 0
+    pending: list[PlannedEvent] = []  # the run's events due now, sent in one write
+
+    async def flush() -> None:
+        nonlocal sent
+        if not pending:
+            return
+        try:
+            await channel.send([one.wire for one in pending])
+        except OSError as error:  # the transport is gone under the channel
+            raise ChannelGone from error
+        at = time.monotonic() - start
+        exchange.events.sent(at, pending)
+        sent += len(pending)
+        pending.clear()
+
     try:
         async with contextlib.aclosing(plan.events) as stream:
-            async for planned in stream:
-                if fault.stall_after == sent:
-                    await channel.stall()
-                    return Outcome(OutcomeKind.STALLED, sent)
-                if fault.drop_after == sent:
-                    await channel.cut(fault.close, fault.close_code, fault.close_reason)
-                    return Outcome(OutcomeKind.DROPPED, sent)
-                if planned.delay and await channel.pause(planned.delay):
-                    return Outcome(OutcomeKind.DISCONNECTED, sent)
-                try:
-                    await channel.send(planned.wire)
-                except OSError as error:  # the transport is gone under the channel
-                    raise ChannelGone from error
-                exchange.events.append(SentEvent.of(time.monotonic() - start, planned))
-                sent += 1
-    except StreamCut as cut:
+            async for run in stream:
+                for planned in (run,) if isinstance(run, PlannedEvent) else run:
+                    index = sent + len(pending)
+                    if index in (stall_at, cut_at) or planned.delay:
+                        await flush()
+                        if index == stall_at:
+                            await channel.stall()
+                            return Outcome(OutcomeKind.STALLED, sent)
+                        if index == cut_at:
+                            await channel.cut(fault.close, fault.close_code, fault.close_reason)
+                            return Outcome(OutcomeKind.DROPPED, sent)
+                        if await channel.pause(planned.delay):
+                            return Outcome(OutcomeKind.DISCONNECTED, sent)
+                    pending.append(planned)
+                await flush()
+    except StreamCut as cut:  # raised between runs: nothing is pending
         await channel.cut(cut.close, cut.code, cut.reason)
         return Outcome(OutcomeKind.DROPPED, sent)
     except ChannelGone:
@@ -161,10 +179,8 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
     return _stated_outcome(exchange.events) or Outcome(OutcomeKind.DROPPED, sent)
 
 
-def _stated_outcome(events: list[SentEvent]) -> Outcome | None:
-    """The outcome the stream's terminal event states, reading events from the end only as far as that one."""
-    for index in range(len(events) - 1, -1, -1):
-        if events[index].type in ENDING_TYPES:
-            stated = outcome_of_events([events[index].event])
-            return None if stated is None else dataclasses.replace(stated, events_sent=len(events))
-    return None
+def _stated_outcome(events: SentEvents) -> Outcome | None:
+    """The outcome the stream's terminal event states."""
+    ending = events.last_ending()
+    stated = None if ending is None else outcome_of_events([ending.event])
+    return None if stated is None else dataclasses.replace(stated, events_sent=len(events))

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from types import FrameType
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.exceptions import InvalidState
 
 from .capture import track_begun
 
@@ -57,6 +59,31 @@ def connection_transport(scope: Scope) -> asyncio.Transport | None:
     """The connection's transport: what a scripted cut closes."""
     transport = getattr(_protocol(scope), "transport", None)
     return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+
+
+FramesWriter = Callable[[Sequence[str | bytes]], Awaitable[None]]
+
+
+def text_frames_writer(scope: Scope) -> FramesWriter | None:
+    """A writer of many text frames in one transport write, through uvicorn's websockets-sansio protocol (whose
+    ASGI `send` makes one write per frame), with its back-pressure; None under another protocol, where each
+    frame is an ASGI send. A gone client is an OSError, as from a transport."""
+    owner = _protocol(scope)
+    if not isinstance(owner, WebSocketsSansIOProtocol):
+        return None
+
+    async def write(texts: Sequence[str | bytes]) -> None:
+        await owner.writable.wait()
+        if owner.disconnected or owner.close_sent or owner.transport.is_closing():
+            raise ConnectionResetError("rrkit: the WebSocket client is gone")
+        try:
+            for text in texts:
+                owner.conn.send_text(text.encode() if isinstance(text, str) else text)
+        except InvalidState as error:
+            raise ConnectionResetError("rrkit: the WebSocket is closing") from error
+        owner.transport.write(b"".join(owner.conn.data_to_send()))
+
+    return write
 
 
 def mark_denial_sent(scope: Scope) -> None:

@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Sequence
 
 from starlette.responses import JSONResponse
 from starlette.types import Message
@@ -30,7 +31,7 @@ from .respond import (
     store_if_completed,
 )
 from .stream import INTERNAL_ERROR, ChannelGone, first_of, play, server_error_outcome, until_client_leaves
-from .uvicorn_adapter import connection_transport, mark_denial_sent
+from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
 
 log = logging.getLogger("rrkit.server")
 
@@ -57,6 +58,7 @@ class _AcceptedSocket:
         self.inbox: asyncio.Queue[Message] = asyncio.Queue()
         self.gone = asyncio.Event()
         self.gone_code: int | None = None
+        self.write_frames = text_frames_writer(websocket.scope)
 
     async def run(self) -> None:
         reader = asyncio.create_task(self._read())
@@ -181,7 +183,7 @@ class _AcceptedSocket:
         try:
             async with contextlib.aclosing(relay(self.connection.id, text)) as replies:
                 async for raw in replies:
-                    await self.send(raw)
+                    await self.send([raw])
                     with contextlib.suppress(ValueError):
                         event = json.loads(raw)
                         if isinstance(event, dict) and isinstance(event.get("type"), str):
@@ -189,9 +191,13 @@ class _AcceptedSocket:
         finally:  # the client may leave while the proxy still waits for more: what came was the answer
             exchange.outcome = Outcome(OutcomeKind.ANSWERED, len(exchange.events))
 
-    async def send(self, wire: str | bytes) -> None:
+    async def send(self, wires: Sequence[str | bytes]) -> None:
         try:
-            await self.ws.send({"type": "websocket.send", "text": wire})
+            if self.write_frames is not None:
+                await self.write_frames(wires)
+            else:
+                for wire in wires:
+                    await self.ws.send({"type": "websocket.send", "text": wire})
         except (OSError, WebSocketDisconnect, RuntimeError) as error:
             self._client_gone(error.code if isinstance(error, WebSocketDisconnect) else ABNORMAL_CLOSURE)
             raise ChannelGone from error
