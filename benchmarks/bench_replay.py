@@ -63,10 +63,10 @@ def cassette_of(size: int) -> Cassette:
 
 
 def start_watched(stack: contextlib.ExitStack, server: FakeServer) -> FakeServer:
-    """Start `server` in its background thread and remember that thread, whose CPU clock `server_cpu` reads."""
-    before = set(threading.enumerate())
+    """Start `server` in the background and remember the thread of its event loop, whose CPU clock `server_cpu`
+    reads (background servers may share that thread: the interleaved runs never overlap)."""
     stack.enter_context(server)
-    (thread,) = [thread for thread in threading.enumerate() if thread not in before]
+    (thread,) = [thread for thread in threading.enumerate() if thread.name == "rrkit-server"]
     assert thread.ident is not None
     _THREADS[id(server)] = time.pthread_getcpuclockid(thread.ident)
     return server

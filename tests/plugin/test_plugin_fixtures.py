@@ -126,6 +126,37 @@ def test_shared(rrkit_shared_server, n):
     pytester.runpytest().assert_outcomes(passed=3)
 
 
+def test_each_rrkit_server_is_fresh_nothing_of_the_previous_test_reaches_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        HEADER
+        + """
+import http.client
+
+kept = {}
+
+def test_first(rrkit_server):
+    rrkit_server.add(reply("stored"))
+    answer = httpx.post(rrkit_server.http_url + "/responses", json={"model": "m", "input": "hi"})
+    kept["response"] = answer.json()["id"]
+    host, port = rrkit_server.http_url.removeprefix("http://").removesuffix("/v1").rsplit(":", 1)
+    kept["connection"] = connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    connection.request("GET", "/__rrkit/health")
+    assert connection.getresponse().read()  # a keep-alive connection, idle at the test's end
+
+def test_second(rrkit_server):
+    assert kept["connection"].sock.recv(1) == b"", "the previous test's connection outlived its server"
+    rrkit_server.add(reply("fresh"))
+    rrkit_server.allow_unused()
+    body = {"model": "m", "input": "hi", "previous_response_id": kept["response"]}
+    answer = httpx.post(rrkit_server.http_url + "/responses", json=body)
+    assert answer.json()["error"]["code"] == "previous_response_not_found"
+    rrkit_server.settle()
+    assert [exchange.id for exchange in rrkit_server.exchanges] == [0]
+"""
+    )
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+
+
 def test_rrkit_config_is_a_frozen_config_a_conftest_replaces_or_extends_as_a_mapping(
     pytester: pytest.Pytester,
 ) -> None:

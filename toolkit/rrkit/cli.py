@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cassette.match import MatchConfig, match_config_from_cli
-from .cassette.modes import CassetteDeck
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .cassette.redact import Redactor
-from .cassette.store import CassetteError
-
-if TYPE_CHECKING:
-    from .cassette.format import Cassette
-    from .cassette.upstream import UpstreamSource
 from .script.loader import ScriptError, default_script, load_script
-from .script.select import ReplySource
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
 from .server.runner import FakeServer, LoopbackServer
+
+# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
+# `rrkit serve` starts without them.
+if TYPE_CHECKING:
+    from .cassette.format import Cassette
+    from .cassette.match import MatchConfig
+    from .cassette.modes import CassetteDeck
+    from .cassette.upstream import UpstreamSource
+    from .script.select import ReplySource
 
 
 @click.group()
@@ -240,6 +240,8 @@ def _upstream(url: str) -> UpstreamSource:
 
 def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
     """Write the cassette; an error is one line saying where the exchanges are kept."""
+    from .cassette.store import CassetteError
+
     try:
         return deck.save(server.exchanges, server.connections)
     except (OSError, CassetteError) as error:
@@ -258,7 +260,7 @@ def _file_error(error: Exception, kind_message: str | None) -> _FileError:
 
 def _load_cassette(path: Path) -> Cassette:
     """A cassette for show, diff and replay; a script given instead is named as one."""
-    from .cassette.store import load_cassette
+    from .cassette.store import CassetteError, load_cassette
     from .tools.file_kind import not_a_cassette
 
     try:
@@ -299,6 +301,8 @@ def _match_options(command: Callable[..., None]) -> Callable[..., None]:
 def _match_config(
     presets: tuple[str, ...], ignore: tuple[str, ...], normalize: tuple[str, ...], repeats: bool
 ) -> MatchConfig:
+    from .cassette.match import match_config_from_cli
+
     try:
         return match_config_from_cli(ignore, normalize, presets, repeats)
     except ValueError as error:
@@ -397,25 +401,33 @@ def serve(
       rrkit serve --cassette codex.json --match-preset codex
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
-    from .tools.file_kind import not_a_cassette, not_a_script
-
     deck: CassetteDeck | None = None
     if upstream is not None and (cassette_path is None or script_path is not None):
         raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
-    match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    matching = (match_presets, match_ignore, match_normalize, allow_repeats)
+    match = _match_config(*matching) if cassette_path is not None or any(matching) else None
     mode = parse_record_mode(record_mode)
     # rewrite does not read the cassette: check it is no script before overwriting it
     overwrites = mode is RecordMode.REWRITE or str(cassette_path).startswith("fixture:")
     hint = f"use --script {cassette_path} (it is not overwritten)"
-    if cassette_path is not None and overwrites and (wrong := not_a_cassette(cassette_path, hint)):
-        raise _FileError(wrong)
+    if cassette_path is not None and overwrites:
+        from .tools.file_kind import not_a_cassette
+
+        if wrong := not_a_cassette(cassette_path, hint):
+            raise _FileError(wrong)
     try:
         script = load_script(script_path) if script_path else None
     except ScriptError as error:
+        from .tools.file_kind import not_a_script
+
         kind = not_a_script(script_path, f"use --cassette {script_path}") if script_path else None
         raise _file_error(error, kind) from None
     try:
         if cassette_path is not None:
+            from .cassette.modes import CassetteDeck
+            from .cassette.store import CassetteError
+            from .tools.file_kind import not_a_cassette
+
             answers = _upstream(upstream) if upstream is not None else script
             try:
                 deck = CassetteDeck.open(
@@ -442,7 +454,7 @@ def serve(
             script = script or default_script()
             server = FakeServer(script, host=host, port=port, log_level=log_level, lenient=lenient, keep=keep)
             what = f"script {script.name!r} ({len(script.responses)} steps)"
-    except (ScriptError, CassetteError, ValueError) as error:
+    except (ScriptError, ValueError) as error:  # a CassetteError is a ValueError
         raise click.ClickException(str(error)) from None
 
     holding = "rrkit: still writing the cassette, please wait" if deck and deck.records else "rrkit: stopping"
@@ -516,6 +528,9 @@ def record(
       rrkit record --upstream https://api.openai.com/v1 --cassette session.json
       OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 python my_client.py   # in another terminal
     """
+    from .cassette.modes import CassetteDeck
+    from .cassette.redact import Redactor
+    from .cassette.store import CassetteError
     from .tools.file_kind import not_a_cassette
 
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
@@ -772,6 +787,7 @@ def replay(
     """
     import asyncio
 
+    from .cassette.store import CassetteError
     from .tools.replay import run_replays
 
     command = ctx.meta.get("rrkit.command")
@@ -807,6 +823,8 @@ def replay(
 
 def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
     """The cassettes named, a folder standing for every `*.json` under it."""
+    from .cassette.store import CassetteError
+
     files: list[Path] = []
     for path in given:
         if path.is_dir():

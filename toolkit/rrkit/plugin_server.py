@@ -118,6 +118,10 @@ def _names(key: str, value: object) -> tuple[str, ...]:
     return names
 
 
+DEFAULT_CONFIG = RRKitConfig()
+"""What `rrkit_config` returns unless a conftest overrides it (frozen, so one serves every test)."""
+
+
 MARKER_KEYS = (
     "script",
     "cassette",
@@ -231,6 +235,9 @@ def _script(options: _Options) -> Script:
         ) from None
 
 
+_DEFAULT_MATCH = MatchConfig()  # frozen: the configuration of every test that sets none, built once
+
+
 def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfig:
     """The matching configuration: the marker's `match` over rrkit_config's (two mappings merge key by key),
     then the `match_preset` and `allow_repeats` shortcuts (the marker's over rrkit_config's)."""
@@ -242,8 +249,10 @@ def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfi
     try:
         if isinstance(given, MatchConfig):
             match = given
-        elif given is None or isinstance(given, Mapping):
-            match = MatchConfig.from_settings(given or {})
+        elif given is None:
+            match = _DEFAULT_MATCH
+        elif isinstance(given, Mapping):
+            match = MatchConfig.from_settings(given)
         else:
             raise ValueError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
         preset = marked.get("match_preset", config.match_preset)

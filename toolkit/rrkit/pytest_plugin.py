@@ -5,6 +5,7 @@ fixture is used (`plugin_server`)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import AsyncIterator, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -42,8 +43,9 @@ def __getattr__(name: str) -> Any:
         from .snapshot import RRKitSnapshotExtension
 
         return RRKitSnapshotExtension
-    from . import plugin_server
-
+    # the module as imported now, not a stale `rrkit.plugin_server` attribute: pytester's in-process runs drop the
+    # modules a run imported, and the fixtures' own imports load them afresh (with new classes)
+    plugin_server = importlib.import_module(".plugin_server", __package__)
     try:
         return getattr(plugin_server, name)
     except AttributeError:
@@ -91,9 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def rrkit_config() -> RRKitConfig:
     """Project-wide settings of the rrkit fixtures (`RRKitConfig`); override this fixture in a conftest.py to change
     them: `return {**rrkit_config, "record_mode": "once"}` (or `dataclasses.replace(rrkit_config, ...)`)."""
-    from .plugin_server import RRKitConfig
+    from .plugin_server import DEFAULT_CONFIG
 
-    return RRKitConfig()
+    return DEFAULT_CONFIG
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The cassette format: connections and exchanges (wire vs logical request, events with offsets, outcome).
 
-Events are kept in memory as their compact JSON text: that is what replay sends, and it keeps a loaded
-cassette close to its file size.
+An exchange's events are kept in memory as their compact JSON texts, all in one UTF-8 string: that is what
+replay sends, and it keeps a loaded cassette close to its file size.
 """
 
 from __future__ import annotations
@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 import math
 import re
+from array import array
 from base64 import b64decode
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from itertools import accumulate
+from typing import Any, Literal, overload
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from ..protocol.encoding import body_form
+from ..protocol.events import SSE_COMMENT
 from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.outcome import Outcome
 from ..protocol.vocabulary import ClosedBy, Transport
@@ -79,7 +83,7 @@ def escape_unencodable(value: Any, place: str = "") -> tuple[Any, list[str]]:
     return walk(value, place), places
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RecordedEvent:
     """One event as sent, `at` seconds after its exchange started."""
 
@@ -98,6 +102,89 @@ class RecordedEvent:
     @classmethod
     def of(cls, at: float, event: dict[str, Any]) -> RecordedEvent:
         return cls(at, dumps_compact(event))
+
+
+COMMENT_MARK = f'"type":"{SSE_COMMENT}"'
+"""What the text of a kept SSE comment holds (a comment is sent over SSE only, and not counted as an event)."""
+
+
+def _decoded(data: bytes) -> str:
+    """Text from the UTF-8 RecordedEvents hold (a lone surrogate kept as it was, refused only when written)."""
+    return data.decode("utf-8", "surrogatepass")
+
+
+class RecordedEvents(Sequence[RecordedEvent]):
+    """An exchange's events, held as one string of their JSON texts (ASCII text, else UTF-8 bytes), where each
+    ends, and an array of their offsets; each RecordedEvent is made when it is read. Equal to any sequence of equal
+    events."""
+
+    __slots__ = ("_ats", "_ends", "_text")
+
+    def __init__(self, ats: array[float], texts: Sequence[bytes]) -> None:
+        text = b"".join(texts)
+        self._ats = ats
+        self._text: str | bytes = text.decode("ascii") if text.isascii() else text  # ASCII: sliced, not decoded
+        self._ends = array("I" if len(text) < 1 << 32 else "Q", accumulate(map(len, texts)))
+
+    @classmethod
+    def of(cls, events: Iterable[RecordedEvent]) -> RecordedEvents:
+        listed = list(events)
+        return cls(array("d", [e.at for e in listed]), [e.raw.encode("utf-8", "surrogatepass") for e in listed])
+
+    def timed(self) -> Iterator[tuple[float, str]]:
+        """Each event's offset and JSON text, in order, made without a RecordedEvent."""
+        return zip(self._ats, self._texts(), strict=True)
+
+    def holds(self, part: str) -> bool:
+        """Whether an event's text holds `part`, text without braces (which no event's text can begin or end in)."""
+        text = self._text
+        return part in text if isinstance(text, str) else part.encode() in text
+
+    def _texts(self) -> Iterator[str]:
+        text, start = self._text, 0
+        if isinstance(text, str):
+            for end in self._ends:
+                yield text[start:end]
+                start = end
+        else:
+            for end in self._ends:
+                yield _decoded(text[start:end])
+                start = end
+
+    def __len__(self) -> int:
+        return len(self._ats)
+
+    @overload
+    def __getitem__(self, index: int) -> RecordedEvent: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[RecordedEvent]: ...
+    def __getitem__(self, index: int | slice) -> RecordedEvent | list[RecordedEvent]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        index = range(len(self))[index]  # negative indices counted from the end; an IndexError beyond it
+        start, end = self._ends[index - 1] if index else 0, self._ends[index]
+        text = self._text
+        return RecordedEvent(self._ats[index], text[start:end] if isinstance(text, str) else _decoded(text[start:end]))
+
+    def __iter__(self) -> Iterator[RecordedEvent]:
+        return map(RecordedEvent, self._ats, self._texts())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RecordedEvents):
+            return (self._ats, self._ends, self._text) == (other._ats, other._ends, other._text)
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which have none
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+def compact(events: Sequence[RecordedEvent]) -> RecordedEvents:
+    """`events` held compactly (as they are if they already are)."""
+    return events if isinstance(events, RecordedEvents) else RecordedEvents.of(events)
 
 
 class CassetteWarning(UserWarning):
@@ -171,17 +258,17 @@ class RecordedExchange(_Model):
     response_headers: dict[str, str] = {}
     response_id: str | None = None
     response_body: RecordedBody | None = Field(None, description="the whole body of an answer that was not a stream")
-    events: list[RecordedEvent] = []
+    events: Sequence[RecordedEvent] = []
     outcome: Outcome | None = None
 
-    @field_validator("events", mode="before")
+    @field_validator("events", mode="plain")
     @classmethod
-    def _events(cls, value: Any) -> Any:
+    def _events(cls, value: Any) -> Sequence[RecordedEvent]:
+        if isinstance(value, RecordedEvents):  # a loaded file's lines
+            return value
         if not isinstance(value, list):
             raise ValueError("must be a list of {at, event} objects")
-        if set(map(type, value)) <= {RecordedEvent}:  # events already made (a loaded file's lines, a recording)
-            return value
-        events = []
+        events: list[RecordedEvent] = []
         for index, entry in enumerate(value):
             if isinstance(entry, RecordedEvent):
                 events.append(entry)
@@ -195,14 +282,14 @@ class RecordedExchange(_Model):
             if not isinstance(at, int | float) or at < 0:
                 raise ValueError(f"[{index}].at must be a number of seconds >= 0")
             events.append(RecordedEvent.of(float(at), event))
-        return events
+        return RecordedEvents.of(events)
 
     @field_serializer("outcome")
     def _dump_outcome(self, outcome: Outcome | None) -> dict[str, Any] | None:
         return outcome.to_dict() if outcome is not None else None
 
     @field_serializer("events")
-    def _dump_events(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
+    def _dump_events(self, events: Sequence[RecordedEvent]) -> list[dict[str, Any]]:
         return [{"at": recorded.at, "event": recorded.event} for recorded in events]
 
     @property

@@ -4,10 +4,10 @@ recorded faults (drops, stalls, refusals) and, if asked, their recorded timing."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..protocol.events import SSE_COMMENT, response_id_of
+from ..protocol.events import response_id_of
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind, response_id_of_body
 from ..protocol.plan import (
@@ -22,7 +22,7 @@ from ..protocol.plan import (
 from ..protocol.vocabulary import CloseKind, Transport
 from ..script.models import Reject
 from ..script.render import rejection_of
-from .format import RecordedEvent, RecordedExchange
+from .format import COMMENT_MARK, RecordedEvents, RecordedExchange, compact
 
 REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
 """The recorded response headers a replay sends again; the rest describe the recording server."""
@@ -62,7 +62,7 @@ def render_recording(
         fault = StreamFault(drop_after=len(exchange.events), close=close, close_code=close_code)
     elif outcome is not None and outcome.kind is OutcomeKind.STALLED:
         fault = StreamFault(stall_after=len(exchange.events))
-    events = [e for e in exchange.events if transport != "ws" or f'"type":"{SSE_COMMENT}"' not in e.raw]
+    events = compact(exchange.events)
     recorded_id = _first_response_id(events)
     sent_id = rename(recorded_id) if rename is not None and recorded_id else recorded_id
     swap = (f'"{recorded_id}"', f'"{sent_id}"') if recorded_id and sent_id != recorded_id else None
@@ -71,18 +71,24 @@ def render_recording(
 
 
 def _played(
-    events: Sequence[RecordedEvent], transport: Transport, scale: float, swap: tuple[str, str] | None
+    events: RecordedEvents, transport: Transport, scale: float, swap: tuple[str, str] | None
 ) -> Iterator[PlannedEvent]:
+    """The events as planned, a kept SSE comment left out over WebSocket (its pause goes to the next event)."""
     before = 0.0
-    for recorded in events:
-        raw = recorded.raw if swap is None else recorded.raw.replace(*swap)
-        yield verbatim(raw, transport, max(0.0, recorded.at - before) * scale, lazy=True)  # checked at load
-        before = recorded.at
+    left_out = COMMENT_MARK if transport == "ws" and events.holds(COMMENT_MARK) else None
+    for at, raw in events.timed():
+        if left_out is not None and left_out in raw:
+            continue
+        if swap is not None:
+            raw = raw.replace(*swap)
+        yield verbatim(raw, transport, max(0.0, at - before) * scale, lazy=True)  # checked at load
+        before = at
 
 
-def _first_response_id(events: Sequence[RecordedEvent]) -> str | None:
-    """The response id the first lifecycle event states, parsing no event but that one."""
-    for recorded in events:
-        if '"response"' in recorded.raw and (found := response_id_of([json.loads(recorded.raw)])):
+def _first_response_id(events: RecordedEvents) -> str | None:
+    """The response id the first lifecycle event states, parsing no event but that one (a kept SSE comment has
+    no `"response"`)."""
+    for _, raw in events.timed():
+        if '"response"' in raw and (found := response_id_of([json.loads(raw)])):
             return found
     return None

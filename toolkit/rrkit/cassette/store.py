@@ -10,7 +10,8 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,19 @@ import orjson
 from pydantic import ValidationError
 
 from ..protocol.errors import RRKitError
-from ..protocol.events import SSE_COMMENT
 from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
 from ..script.loader import json_place, read_utf8
-from .format import FORMAT_VERSION, Cassette, RecordedEvent, RecordedExchange, dumps_compact, loads_exact
+from .format import (
+    COMMENT_MARK,
+    FORMAT_VERSION,
+    Cassette,
+    RecordedEvents,
+    RecordedExchange,
+    compact,
+    dumps_compact,
+    loads_exact,
+)
 
 
 class CassetteError(RRKitError, ValueError):
@@ -67,7 +76,6 @@ _ENDING_TYPE = {
 }
 """The last event of an exchange whose outcome the stream states itself."""
 _ENDINGS = frozenset(_ENDING_TYPE.values())
-_COMMENT = f'"type":"{SSE_COMMENT}"'
 
 
 def consistency_problems(cassette: Cassette) -> list[str]:
@@ -96,15 +104,18 @@ def consistency_problems(cassette: Cassette) -> list[str]:
         outcome = exchange.outcome
         if outcome is None:
             continue
-        events = [e for e in exchange.events if _COMMENT not in e.raw]  # SSE comments are not counted as sent
-        if outcome.events_sent not in (len(events), len(exchange.events)):
+        events = compact(exchange.events)
+        sent: Sequence[int] = range(len(events))  # the indices of the events counted as sent: SSE comments are not
+        if events.holds(COMMENT_MARK):
+            sent = [index for index, (_, text) in enumerate(events.timed()) if COMMENT_MARK not in text]
+        if outcome.events_sent not in (len(sent), len(events)):
             problems.append(
                 f"{place}: outcome says {outcome.kind.value} after {outcome.events_sent} event(s), but "
-                f"{len(events)} event(s) are recorded in `events`"
+                f"{len(sent)} event(s) are recorded in `events`"
             )
             continue
         # A stated outcome against the stream's own ending; a stream with no ending is `rrkit show`'s to report.
-        ending, last = _ENDING_TYPE.get(outcome.kind), events[-1].type if events else None
+        ending, last = _ENDING_TYPE.get(outcome.kind), events[sent[-1]].type if sent else None
         if ending is not None and last in _ENDINGS and last != ending:
             problems.append(f"{place}: outcome says {outcome.kind.value}, but the last recorded event is {last!r}")
     return problems
@@ -146,7 +157,7 @@ def _load(path: Path) -> Cassette:
 _EVENTS_OPEN = b'      "events": [\n'
 _EVENTS_CLOSE = b"      ]\n"
 _EVENT_LINE = re.compile(
-    r'^        \{"at": ((?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), "event": (\{.*\})\}(,?)\n', re.MULTILINE
+    rb'^        \{"at": ((?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?), "event": (\{.*\})\}(,?)\n', re.MULTILINE
 )
 """One line of an exchange's `events` as `dump_cassette` writes it: its offset, its event's JSON text, a comma."""
 _BLOCK = "\x00rrkit: events read by lines"
@@ -154,8 +165,8 @@ _BLOCK = "\x00rrkit: events read by lines"
 
 
 def _by_lines(path: Path) -> Any | None:
-    """The file's JSON value, read line by line (never the whole text at once), its exchanges' events made from
-    their lines as RecordedEvents (each event's text checked as JSON and kept, not rebuilt from a parse). None
+    """The file's JSON value, read line by line (never the whole text at once), each exchange's events made from
+    their lines as one RecordedEvents (each event's text checked as JSON and kept, not rebuilt from a parse). None
     unless every events list is in `dump_cassette`'s layout and the file is valid UTF-8 and JSON: the caller
     then reads and parses the whole file, and names what is wrong in it."""
     try:
@@ -163,7 +174,7 @@ def _by_lines(path: Path) -> Any | None:
     except OSError:
         return None
     rest: list[bytes] = []  # the file but its events lists
-    blocks: list[list[RecordedEvent]] = []
+    blocks: list[RecordedEvents] = []
     block: list[bytes] | None = None  # the event lines of the events list being read
     marker = b'      "events": ' + orjson.dumps(_BLOCK) + b"\n"
     try:
@@ -176,7 +187,7 @@ def _by_lines(path: Path) -> Any | None:
                         rest.append(line)
                 elif line != _EVENTS_CLOSE:
                     block.append(line)
-                elif (events := _event_lines(b"".join(block).decode("utf-8"))) is not None:
+                elif (events := _event_lines(b"".join(block))) is not None:
                     blocks.append(events)
                     rest.append(marker)
                     block = None
@@ -196,28 +207,29 @@ def _by_lines(path: Path) -> Any | None:
     return data if filled == len(blocks) else None  # else an events list was somewhere else: not this layout
 
 
-def _event_lines(text: str) -> list[RecordedEvent] | None:
-    """The events of the event lines in `text`, or None if a line is not an event line or its event is not a
-    JSON object with a string `type`. An event's text that is not the compact form is made compact (exact)."""
-    found = _EVENT_LINE.findall(text)
-    if not found or len(found) != text.count("\n"):
+def _event_lines(lines: bytes) -> RecordedEvents | None:
+    """The events of the event lines in `lines`, or None if a line is not an event line or its event is not a
+    UTF-8 JSON object with a string `type`. An event's text that is not the compact form is made compact (exact)."""
+    found = _EVENT_LINE.findall(lines)
+    if not found or len(found) != lines.count(b"\n"):
         return None
     ats, raws, commas = zip(*found, strict=True)
-    if commas[-1] or "" in commas[:-1]:
+    if commas[-1] or b"" in commas[:-1]:
         return None
     values = list(map(orjson.loads, raws))
     if not all(type(value) is dict and type(value.get("type")) is str for value in values):
         return None
-    if list(map(orjson.dumps, values)) != list(map(str.encode, raws)):
+    # Each text is one whole JSON value, so the texts joined are the values written joined only if each is its own.
+    if orjson.dumps(values) != b"[" + b",".join(raws) + b"]":
         # Spaces, other escapes, or an integer beyond 64 bits: kept as the parse of the whole file would keep it.
         try:
-            raws = tuple(dumps_compact(loads_exact(raw)) for raw in raws)
+            raws = tuple(dumps_compact(loads_exact(raw)).encode("utf-8") for raw in raws)
         except ValueError:  # refused on the exact path: the whole file's parse names the place
             return None
-    offsets = list(map(float, ats))
+    offsets = array("d", map(float, ats))
     if math.inf in offsets:  # beyond a float (1e400): what the whole file's parse refuses
         return None
-    return list(map(RecordedEvent, offsets, raws))
+    return RecordedEvents(offsets, raws)
 
 
 def _dumps(value: Any, indent: int) -> str:
@@ -231,7 +243,7 @@ def _exchange_text(exchange: RecordedExchange) -> str:
     body = "    " + _dumps(head, 4)[:-1].rstrip() + ',\n      "events": ['
     if not exchange.events:
         return body + "]\n    }"
-    lines = ",\n        ".join([f'{{"at": {recorded.at!r}, "event": {recorded.raw}}}' for recorded in exchange.events])
+    lines = ",\n        ".join([f'{{"at": {at!r}, "event": {raw}}}' for at, raw in compact(exchange.events).timed()])
     return f"{body}\n        {lines}\n      ]\n    }}"
 
 

@@ -1,26 +1,58 @@
 """The Responses protocol, sans-I/O: request models, events and their builder, the SSE codec, order rules, the
-error catalogue, the incremental rule, Lite, outcomes, and the response plan every reply source produces."""
+error catalogue, the incremental rule, Lite, outcomes, and the response plan every reply source produces.
 
-from .errors import (
-    FAILURE_CODES,
-    Classification,
-    ErrorKind,
-    FailureCode,
-    RRKitError,
-    classify_failure,
-    error_body,
-    error_frame,
-)
-from .events import Event, ResponseEvents, done_items, terminal_event, usage
-from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
-from .ids import IdGenerator
-from .incremental import Decision, Incremental, LastResponse, decide, rebuild_logical, response_create
-from .lite import from_lite, is_lite, to_lite
-from .order import Rule, Violation, check_order
-from .outcome import Outcome, OutcomeKind, outcome_of_events
-from .plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, StreamFault, VerbatimBody
-from .request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
-from .sse import SSEDecoder, SSEMessage, encode_event, iter_events
+The names below load with their module on first use (PEP 562): a server loads only the modules it uses."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .errors import (
+        FAILURE_CODES,
+        Classification,
+        ErrorKind,
+        FailureCode,
+        RRKitError,
+        classify_failure,
+        error_body,
+        error_frame,
+    )
+    from .events import Event, ResponseEvents, done_items, terminal_event, usage
+    from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
+    from .ids import IdGenerator
+    from .incremental import Decision, Incremental, LastResponse, decide, rebuild_logical, response_create
+    from .lite import from_lite, is_lite, to_lite
+    from .order import Rule, Violation, check_order
+    from .outcome import Outcome, OutcomeKind, outcome_of_events
+    from .plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, StreamFault, VerbatimBody
+    from .request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+    from .sse import SSEDecoder, SSEMessage, encode_event, iter_events
+
+_HOMES = {
+    ".errors": (
+        "FAILURE_CODES",
+        "Classification",
+        "ErrorKind",
+        "FailureCode",
+        "RRKitError",
+        "classify_failure",
+        "error_body",
+        "error_frame",
+    ),
+    ".events": ("Event", "ResponseEvents", "done_items", "terminal_event", "usage"),
+    ".headers": ("OPENAI_BETA_HEADER", "RESPONSES_WEBSOCKETS_BETA", "TURN_STATE_HEADER"),
+    ".ids": ("IdGenerator",),
+    ".incremental": ("Decision", "Incremental", "LastResponse", "decide", "rebuild_logical", "response_create"),
+    ".lite": ("from_lite", "is_lite", "to_lite"),
+    ".order": ("Rule", "Violation", "check_order"),
+    ".outcome": ("Outcome", "OutcomeKind", "outcome_of_events"),
+    ".plan": ("PlannedEvent", "Rejection", "ResponsePlan", "StreamCut", "StreamFault", "VerbatimBody"),
+    ".request": ("Item", "ResponseCreateFrame", "ResponsesRequest", "input_items", "is_warmup"),
+    ".sse": ("SSEDecoder", "SSEMessage", "encode_event", "iter_events"),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "FAILURE_CODES",
@@ -71,3 +103,14 @@ __all__ = [
     "to_lite",
     "usage",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME_OF.get(name)
+    if home is None:
+        raise AttributeError(f"module 'rrkit.protocol' has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

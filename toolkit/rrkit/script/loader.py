@@ -5,16 +5,18 @@ from __future__ import annotations
 import difflib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from ..protocol.errors import RRKitError
 from . import models
-from .models import Script
+from .models import MessageOut, Reply, Script
 from .shipped import script_path
+
+if TYPE_CHECKING:  # yaml loads with the first script file read, not at start-up
+    import yaml
+    from pydantic_core import ErrorDetails
 
 
 class ScriptError(RRKitError, ValueError):
@@ -23,6 +25,8 @@ class ScriptError(RRKitError, ValueError):
 
 def _yaml_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
     """The 1-based line of the deepest node on `loc` that exists in the YAML tree."""
+    import yaml
+
     line = None
     for key in loc:
         if node is None:
@@ -114,6 +118,8 @@ def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
 
 def load_script(path: Path | str) -> Script:
     """Read a `.yaml`/`.yml` or `.json` script file, or a shipped script named `fixture:NAME`."""
+    import yaml
+
     try:
         path = script_path(path)
     except LookupError as error:
@@ -142,10 +148,11 @@ def load_script(path: Path | str) -> Script:
 
 def default_script() -> Script:
     """What `rrkit serve` plays without `--script`: a short streamed text reply to every request."""
-    from .builder import reply, text
-
-    return Script(
+    # Built as is, not validated (the models build their validators on first use): a plain `rrkit serve` starts
+    # sooner.
+    text = MessageOut.model_construct(text="Hello from rrkit, the fake Responses server.", chunks=5)
+    return Script.model_construct(
         name="default",
         description="Answers every request with a short text reply in five deltas.",
-        default=reply(text("Hello from rrkit, the fake Responses server.", chunks=5)),
+        default=Reply.model_construct(output=[text]),
     )

@@ -3,8 +3,7 @@
 The same models are the file format in `fixtures/` and what the Python builder API produces.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: pydantic would evaluate every field's annotation string at import.
 import json
 from typing import Annotated, Any, Literal, Self
 
@@ -14,7 +13,8 @@ from ..protocol.vocabulary import CloseKind, Transport
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Each model's validator is built when the model first validates, not at import: `rrkit serve` starts sooner.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 Chunks = Annotated[int, Field(ge=1, description="number of delta events the text is split into")]
@@ -191,7 +191,7 @@ class Reply(_Strict):
     error_event: ErrorEvent | None = None
     error_frame: ErrorFrame | None = None
     reject: Reject | None = None
-    fault: Fault = Fault()
+    fault: Fault = Fault.model_construct()  # no validator built at import
     headers: dict[str, str] = Field({}, description="extra HTTP response headers")
     turn_state: str | None = Field(None, description="x-codex-turn-state on the HTTP response")
     metadata_turn_state: str | None = Field(
@@ -209,23 +209,23 @@ class Reply(_Strict):
         return self
 
     # -- builder methods: each returns a changed copy ----------------------------------------
-    def drop_after(self, events: int, *, close: CloseKind = "tcp", code: int = 1011) -> Reply:
+    def drop_after(self, events: int, *, close: CloseKind = "tcp", code: int = 1011) -> "Reply":
         return self._with_fault(drop_after=events, close=close, close_code=code)
 
-    def stall_after(self, events: int) -> Reply:
+    def stall_after(self, events: int) -> "Reply":
         return self._with_fault(stall_after=events)
 
-    def delayed(self, *, first: float = 0.0, each: float = 0.0) -> Reply:
+    def delayed(self, *, first: float = 0.0, each: float = 0.0) -> "Reply":
         return self._with_fault(delay_first=first, delay_each=each)
 
-    def with_turn_state(self, token: str) -> Reply:
+    def with_turn_state(self, token: str) -> "Reply":
         return self.model_copy(update={"turn_state": token})
 
-    def with_metadata_turn_state(self, token: str) -> Reply:
+    def with_metadata_turn_state(self, token: str) -> "Reply":
         """Over WebSocket, send `token` in a `codex.response.metadata` frame before the response's events."""
         return self.model_copy(update={"metadata_turn_state": token})
 
-    def _with_fault(self, **changes: Any) -> Reply:
+    def _with_fault(self, **changes: Any) -> "Reply":
         return self.model_copy(update={"fault": Fault.model_validate({**self.fault.model_dump(), **changes})})
 
 
@@ -283,17 +283,17 @@ class Script(_Strict):
     default: Reply | None = Field(None, description="answer when no step matches (else an error)")
     expect: dict[str, Any] = Field({}, description="what a client should see; read by `rrkit demo`")
 
-    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> Script:
+    def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> "Script":
         """Append a reply (a queue entry when `when` is None); returns the script for chaining."""
         fields = {name: getattr(reply, name) for name in Reply.model_fields}
         self.responses.append(Step.model_validate({**fields, "when": when, "times": times, "repeat": repeat}))
         return self
 
-    def queue(self, *replies: Reply) -> Script:
+    def queue(self, *replies: Reply) -> "Script":
         for reply in replies:
             self.add(reply)
         return self
 
-    def add_handshake(self, handshake: Handshake) -> Script:
+    def add_handshake(self, handshake: Handshake) -> "Script":
         self.handshakes.append(handshake)
         return self

@@ -10,7 +10,6 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
-import yaml
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -178,6 +177,8 @@ def reset_state(state: ServerState) -> dict[str, int]:
 def script_of_body(content: bytes, content_type: str) -> Any:
     """The script a request body holds (YAML if its content type says so, else JSON), as `load_script` reads a
     file: errors name the place (line and column, then the field) and the problem."""
+    import yaml  # loaded by the first script posted, not at start-up
+
     yaml_body = content_type.split(";")[0].strip().lower() in YAML_TYPES
     try:
         text = content.decode("utf-8")

@@ -215,6 +215,7 @@ class Capture:
             raise ValueError(f"keep must be a number of exchanges (0 or more), got {keep}")
         self.keep = keep
         self._lock = threading.Lock()
+        self._ending = threading.Condition(self._lock)  # notified as each exchange gets its outcome
         self._exchanges: deque[Exchange] = deque(maxlen=keep)
         self._connections: deque[Connection] = deque(maxlen=keep)
         self._next_exchange = 0
@@ -254,6 +255,8 @@ class Capture:
     def _ended(self, exchange: Exchange) -> None:
         for listener in list(self.listeners):
             listener(exchange)
+        with self._ending:
+            self._ending.notify_all()
 
     def new_connection(self, headers: dict[str, str], query: str = "") -> Connection:
         with self._lock:
@@ -275,19 +278,18 @@ class Capture:
     def settled(self) -> bool:
         """True when every exchange has its outcome (none is still streaming)."""
         with self._lock:
-            return all(exchange.outcome is not None for exchange in self._exchanges)
+            return self._settled()
+
+    def _settled(self) -> bool:
+        return all(exchange.outcome is not None for exchange in self._exchanges)
 
     def wait_settled(self, timeout: float = 5.0) -> bool:
         """Wait (from any thread but the server's) until every exchange has its outcome; False on timeout.
 
         A client stops reading at `response.completed`, a moment before the server records the outcome.
         """
-        deadline = time.monotonic() + timeout
-        while not self.settled():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.002)
-        return True
+        with self._ending:
+            return self._ending.wait_for(self._settled, timeout)
 
     def clear(self) -> None:
         with self._lock:

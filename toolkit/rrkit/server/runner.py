@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Self
+from typing import Any, Self, TypeVar
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -38,9 +39,52 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+_T = TypeVar("_T")
+
+
+class _ServerLoop:
+    """The event loop every background server of the process runs on, in one daemon thread started on first use:
+    a server starts and stops on it in a fraction of a millisecond, without a thread and a loop of its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=loop.run_forever, name="rrkit-server", daemon=True)
+                self._thread.start()
+                self._loop = loop
+            return self._loop
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        """Run `coroutine` on the loop and wait for its result (from any thread but the loop's own)."""
+        loop = self.loop()
+        if threading.current_thread() is self._thread:
+            coroutine.close()
+            raise RuntimeError(
+                "start_in_thread() and stop_in_thread() would wait on the very loop that runs them: "
+                "await start() and stop() there instead"
+            )
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+    def forget(self) -> None:
+        """In a forked child, which has the loop but not the thread running it: the next server starts another."""
+        self._lock = threading.Lock()
+        self._loop = self._thread = None
+
+
+_SERVER_LOOP = _ServerLoop()
+os.register_at_fork(after_in_child=_SERVER_LOOP.forget)
+
+
 class LoopbackServer:
-    """Runs an ASGI app with uvicorn on a pre-bound socket: started and stopped in milliseconds, in a
-    background thread (`with`) or on the current event loop (`async with`), or in the foreground."""
+    """Runs an ASGI app with uvicorn on a pre-bound socket: started and stopped in a fraction of a millisecond,
+    in the background (`with`: on the event loop thread all background servers share) or on the current event
+    loop (`async with`), or in the foreground."""
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
         self.host, self.port = host, port
@@ -48,8 +92,7 @@ class LoopbackServer:
         self.stopping: asyncio.Event | None = None  # set on stop; long waits (stalls) end with it
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the shared loop, while running in the background
 
     def app(self) -> ASGIApp:
         raise NotImplementedError
@@ -114,37 +157,16 @@ class LoopbackServer:
 
     # -- sync life cycle (background thread) --------------------------------------------------
     def start_in_thread(self) -> Self:
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as error:  # reported to the starting thread
-                failure.append(error)
-                started.set()
-                loop.close()
-                return
-            started.set()
-            loop.run_forever()
-            loop.run_until_complete(self.stop())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="rrkit-server", daemon=True)
-        self._thread.start()
-        started.wait()
-        if failure:
-            raise failure[0]
+        """Start on the background servers' event loop thread (itself started with the first such server)."""
+        _SERVER_LOOP.run(self.start())
+        self._loop = _SERVER_LOOP.loop()
         return self
 
     def stop_in_thread(self) -> None:
-        if self._thread is None or self._loop is None:
+        if self._loop is None:
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._thread = None
+        self._loop = None
+        _SERVER_LOOP.run(self.stop())
 
     def __enter__(self) -> Self:
         return self.start_in_thread()

@@ -5,7 +5,9 @@ range in pyproject.toml is the one these were checked against."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from types import FrameType
 from typing import Any
@@ -95,16 +97,28 @@ def mark_denial_sent(scope: Scope) -> None:
 
 
 def config(app: ASGIApp, log_level: str) -> uvicorn.Config:
-    """The one configuration rrkit runs uvicorn with (loaded, ready to serve)."""
+    """The one configuration rrkit runs uvicorn with (loaded, ready to serve). uvicorn's logging configuration is
+    installed once, again only when its stderr handler is gone or writes to a stderr since swapped (pytest's
+    `capsys`), and a logger's level is set only when it changes: dictConfig, and setLevel (which clears every
+    logger's cache), cost more than the rest of a server's start."""
+    handlers = logging.getLogger("uvicorn").handlers  # pytest's log capture adds its own (StreamHandler subclasses)
+    in_place = any(type(handler) is logging.StreamHandler and handler.stream is sys.stderr for handler in handlers)
     loaded = uvicorn.Config(
         app,
-        log_level=log_level,
+        log_level=None if in_place else log_level,
+        log_config=None if in_place else uvicorn.config.LOGGING_CONFIG,
         lifespan="off",
         http="h11",
         ws="websockets-sansio",
         ws_per_message_deflate=True,
         access_log=False,
     )
+    if in_place:
+        level = uvicorn.config.LOG_LEVELS[log_level.lower()]
+        for name in ("uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+            logger = logging.getLogger(name)
+            if logger.level != level:
+                logger.setLevel(level)
     loaded.load()
     return loaded
 

@@ -1,0 +1,96 @@
+"""Servers run in the background (`with FakeServer(...)`) share one event loop thread: each starts and stops on its
+own, a stopped one lets go of its connections, a failed start is the caller's error, and uvicorn's log output goes to
+the stderr in place when each server starts."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import io
+import logging
+import sys
+import threading
+
+import httpx
+import pytest
+
+from rrkit.protocol import OutcomeKind
+from rrkit.script import Script, reply, text
+from rrkit.server import FakeServer
+
+from .faultclient import BODY, WAIT, Serve, finished, post_sse, wait_until
+
+
+def server_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "rrkit-server"]
+
+
+def test_background_servers_start_and_stop_without_a_thread_of_their_own(serve: Serve) -> None:
+    with serve.running():
+        pass
+    assert len(server_threads()) == 1
+    with serve.running() as first, serve.running() as second:
+        assert post_sse(first).status == post_sse(second).status == 200
+        assert len(server_threads()) == 1
+
+
+def test_stopping_one_background_server_leaves_another_streaming(serve: Serve) -> None:
+    streaming = serve(Script(default=reply(text("abcdefgh", chunks=4)).delayed(each=0.05)))
+    results = []
+    thread = threading.Thread(target=lambda: results.append(post_sse(streaming)))
+    thread.start()
+    wait_until(lambda: streaming.exchanges, what="the stream to begin")
+    with serve.running() as other:
+        assert post_sse(other).status == 200
+    thread.join(WAIT)
+    assert results and results[0].types[-1] == "response.completed"
+    outcome = finished(streaming).outcome
+    assert outcome is not None and outcome.kind is OutcomeKind.COMPLETED
+
+
+def test_an_idle_keep_alive_connection_is_closed_with_its_server_and_reaches_no_later_one(serve: Serve) -> None:
+    with serve.running() as first:
+        host, port = first.http_url.removeprefix("http://").removesuffix("/v1").rsplit(":", 1)
+        kept = http.client.HTTPConnection(host, int(port), timeout=WAIT)
+        kept.request("GET", "/__rrkit/health")
+        assert kept.getresponse().read()  # answered in full; the connection stays open, idle
+    with serve.running() as later:
+        assert kept.sock is not None
+        assert kept.sock.recv(1) == b"", "the stopped server's idle connection is still open"
+        assert later.exchanges == [] and later.connections == []
+    kept.close()
+
+
+def test_a_port_in_use_fails_the_start_in_the_callers_thread_and_later_servers_still_start(serve: Serve) -> None:
+    taken = serve()
+    port = int(taken.http_url.removesuffix("/v1").rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        FakeServer(port=port).start_in_thread()
+    with serve.running() as later:
+        assert post_sse(later).status == 200
+
+
+def test_starting_a_background_server_from_the_servers_loop_is_refused_not_a_deadlock(serve: Serve) -> None:
+    running = serve()
+    assert running._loop is not None
+
+    async def start_from_the_loop() -> None:
+        FakeServer().start_in_thread()
+
+    with pytest.raises(RuntimeError, match="await start"):
+        asyncio.run_coroutine_threadsafe(start_from_the_loop(), running._loop).result(WAIT)
+    assert httpx.post(running.http_url + "/responses", json=BODY, trust_env=False).status_code == 200
+
+
+def test_uvicorn_logs_go_to_the_stderr_in_place_when_each_server_starts(
+    serve: Serve, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    with serve.running():
+        uvicorn_log.warning("to capsys")
+    assert "to capsys" in capsys.readouterr().err
+    swapped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", swapped)
+    with serve.running():
+        uvicorn_log.warning("to the swapped stderr")
+    assert "to the swapped stderr" in swapped.getvalue()
