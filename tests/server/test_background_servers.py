@@ -10,6 +10,7 @@ import io
 import logging
 import sys
 import threading
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,11 @@ from rrkit.protocol import OutcomeKind
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
 
-from .faultclient import BODY, WAIT, Serve, finished, post_sse, wait_until
+from .faultclient import BODY, WAIT, Serve, finished, post_sse, wait_until, ws_connect, ws_request
+
+
+def said(events: list[dict[str, Any]]) -> str:
+    return "".join(event.get("delta", "") for event in events if event["type"] == "response.output_text.delta")
 
 
 def server_threads() -> list[threading.Thread]:
@@ -94,3 +99,15 @@ def test_uvicorn_logs_go_to_the_stderr_in_place_when_each_server_starts(
     with serve.running():
         uvicorn_log.warning("to the swapped stderr")
     assert "to the swapped stderr" in swapped.getvalue()
+
+
+def test_servers_running_at_once_answer_from_their_own_scripts_and_keep_their_own_exchanges(serve: Serve) -> None:
+    first = serve(Script(default=reply(text("from the first"))))
+    second = serve(Script(default=reply(text("from the second"))))
+    assert said(post_sse(second).events) == "from the second"
+    with ws_connect(first) as websocket:
+        assert said(ws_request(websocket).events) == "from the first"
+    assert said(post_sse(first).events) == "from the first"
+    for server, count in ((first, 2), (second, 1)):
+        admin = httpx.get(server.admin_url + "/health").json()
+        assert admin["exchanges"] == len(server.settle(WAIT).exchanges) == count

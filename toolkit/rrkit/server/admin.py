@@ -23,7 +23,7 @@ from ..protocol.request import input_items
 from ..script.loader import ScriptError, parse_script
 from ..script.select import ScriptState
 from .capture import Exchange
-from .respond import ServerState, Unmatched
+from .respond import ServerState, Unmatched, state_of
 
 ADMIN_PREFIX = "/__rrkit"
 SCRIPT_PLACE = "POST /__rrkit/script"  # how a posted script's errors name it, where a file's would name the file
@@ -313,7 +313,8 @@ class Admin:
         source.reset(script)  # every step of the new script available, from the next request on
         return AdminJSON({"loaded": True, "source": source_summary(self.state)})
 
-    async def refuse(self, request: Request, error: Exception) -> Response:
+    @staticmethod
+    async def refuse(request: Request, error: Exception) -> Response:
         """404 and 405 as OpenAI-shaped errors that name the endpoints."""
         assert isinstance(error, HTTPException)
         where = f"{request.method} {request.url.path}"
@@ -324,29 +325,27 @@ class Admin:
             return response
         return _error(error.status_code, f"{where}: no such admin endpoint; the endpoints are: {ENDPOINTS}.")
 
-    def routes(self) -> list[Route]:
-        def route(path: str, handler: _Handler, method: str) -> Route:
-            return Route(path, self._checked(handler), methods=[method])
+    @staticmethod
+    def routes() -> list[Route]:
+        def route(path: str, name: str, method: str) -> Route:
+            async def answer(request: Request) -> Response:
+                handler: _Handler = getattr(Admin(state_of(request.scope)), name)
+                try:
+                    return await handler(request)
+                except _BadQuery as error:
+                    return _error(400, str(error), param=error.param, code="invalid_query")
+
+            return Route(path, answer, methods=[method])
 
         return [
-            route("/", self.health, "GET"),
-            route("/health", self.health, "GET"),
-            route("/exchanges", self.exchanges, "GET"),
-            route("/exchanges/{n}", self.exchange, "GET"),
-            route("/unmatched", self.unmatched, "GET"),
-            route("/reset", self.reset, "POST"),
-            route("/script", self.script, "POST"),
+            route("/", "health", "GET"),
+            route("/health", "health", "GET"),
+            route("/exchanges", "exchanges", "GET"),
+            route("/exchanges/{n}", "exchange", "GET"),
+            route("/unmatched", "unmatched", "GET"),
+            route("/reset", "reset", "POST"),
+            route("/script", "script", "POST"),
         ]
-
-    @staticmethod
-    def _checked(handler: _Handler) -> _Handler:
-        async def checked(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except _BadQuery as error:
-                return _error(400, str(error), param=error.param, code="invalid_query")
-
-        return checked
 
 
 ENDPOINTS = ", ".join(
@@ -362,8 +361,12 @@ ENDPOINTS = ", ".join(
 )
 
 
-def admin_app(state: ServerState) -> tuple[Starlette, Admin]:
-    """The admin endpoints as an app to mount at `ADMIN_PREFIX` (and the `Admin` answering them)."""
-    admin = Admin(state)
-    app = Starlette(routes=admin.routes(), exception_handlers={HTTPException: admin.refuse})
-    return app, admin
+def admin_app() -> Starlette:
+    """The admin endpoints as an app to mount at `ADMIN_PREFIX`, answering over the state of the server each
+    request reached."""
+    return Starlette(routes=Admin.routes(), exception_handlers={HTTPException: Admin.refuse})
+
+
+async def admin_health(request: Request) -> Response:
+    """`GET /__rrkit`, answered as `/__rrkit/health` (no redirect)."""
+    return await Admin(state_of(request.scope)).health(request)

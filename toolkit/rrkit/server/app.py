@@ -3,27 +3,40 @@ the admin API lives under `/__rrkit` (admin.py)."""
 
 from __future__ import annotations
 
+import functools
+
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .admin import ADMIN_PREFIX, admin_app
+from .admin import ADMIN_PREFIX, admin_app, admin_health
 from .http import http_responses
-from .respond import NO_MATCH_CODE, ServerState
+from .respond import NO_MATCH_CODE, STATE_KEY, ServerState
 from .uvicorn_adapter import KeepRawSend
 from .websocket import websocket_responses
 
 __all__ = ["NO_MATCH_CODE", "ServerState", "create_app"]
 
 
-def create_app(state: ServerState) -> ASGIApp:
+@functools.cache
+def _shared_app() -> ASGIApp:
+    """The one app every server of the process runs (built once: a fresh server per test costs less); each
+    request finds its server's state in its scope."""
     routes: list[BaseRoute] = []
     for path in ("/v1/responses", "/responses"):
         routes.append(Route(path, http_responses, methods=["POST"]))
         routes.append(WebSocketRoute(path, websocket_responses))
-    admin, answers = admin_app(state)
-    routes.append(Route(ADMIN_PREFIX, answers.health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
-    routes.append(Mount(ADMIN_PREFIX, app=admin))
-    app = Starlette(routes=routes)
-    app.state.rrkit = state
-    return KeepRawSend(app)
+    routes.append(Route(ADMIN_PREFIX, admin_health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
+    routes.append(Mount(ADMIN_PREFIX, app=admin_app()))
+    return KeepRawSend(Starlette(routes=routes))
+
+
+def create_app(state: ServerState) -> ASGIApp:
+    """The app of one server: the shared app, over `state`."""
+    app = _shared_app()
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[STATE_KEY] = state
+        await app(scope, receive, send)
+
+    return serve

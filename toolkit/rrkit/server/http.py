@@ -27,6 +27,7 @@ from .respond import (
     ServerState,
     invalid_request,
     scope_headers,
+    state_of,
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
@@ -34,7 +35,7 @@ from .uvicorn_adapter import connection_transport
 
 
 async def http_responses(request: Request) -> Response:
-    return _Answer(request.app.state.rrkit, request)
+    return _Answer(state_of(request.scope), request)
 
 
 class _Answer(Response):

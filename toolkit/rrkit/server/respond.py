@@ -133,6 +133,15 @@ class ServerState:
     unmatched: UnmatchedLog = field(default_factory=UnmatchedLog)  # recent near-miss reports
 
 
+STATE_KEY = "rrkit.state"
+"""Scope key: the state of the server a request reached (one app serves every server of the process)."""
+
+
+def state_of(scope: Scope) -> ServerState:
+    state: ServerState = scope[STATE_KEY]
+    return state
+
+
 class Rejected(Exception):
     """A request answered with an error before any stream event."""
 

@@ -28,6 +28,7 @@ from .respond import (
     ServerState,
     invalid_request,
     scope_headers,
+    state_of,
     store_if_completed,
 )
 from .stream import INTERNAL_ERROR, ChannelGone, first_of, play, server_error_outcome, until_client_leaves
@@ -236,7 +237,7 @@ class _AcceptedSocket:
 
 
 async def websocket_responses(websocket: WebSocket) -> None:
-    state: ServerState = websocket.app.state.rrkit
+    state = state_of(websocket.scope)
     query = websocket.scope.get("query_string", b"").decode("latin-1")
     connection = state.capture.new_connection(scope_headers(websocket.scope), query)
     try:
