@@ -3,10 +3,17 @@ directly and through the recording proxy (`FakeServer(source=UpstreamSource(upst
 runs), over SSE and over WebSocket, interleaved, each server in its own process. Prints events/s, time to the
 first event and the CPU time per event of proxy + upstream beside the upstream's alone (/proc/<pid>/stat).
 
+Each run begins once both servers are idle (what one did after the previous run's last event, such as the
+upstream's capture of 10k events, would otherwise delay the next run's first event), and a pair gets two more
+rounds than the profile's: the time to the first event is a few milliseconds on a shared machine.
+
 Run: python -m benchmarks.bench_proxy [--quick] [--rounds N] [--json]
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
 
 import httpx
 
@@ -26,6 +33,26 @@ from benchmarks.common import (
 
 BENCH = "proxy"
 SIZE = 10_000
+IDLE_WINDOW = 0.02
+IDLE_CPU = 0.001  # CPU seconds a server may use in IDLE_WINDOW and count as idle
+IDLE_WAIT = 3.0
+
+
+def when_idle(watch: Sequence[ServerProcess], run: Callable[[], StreamRun]) -> Callable[[], StreamRun]:
+    """`run`, begun once every watched server used under IDLE_CPU in an IDLE_WINDOW (or after IDLE_WAIT)."""
+
+    def quiet_run() -> StreamRun:
+        deadline = time.monotonic() + IDLE_WAIT
+        before = [server.cpu() for server in watch]
+        while time.monotonic() < deadline:
+            time.sleep(IDLE_WINDOW)
+            now = [server.cpu() for server in watch]
+            if all(b - a < IDLE_CPU for a, b in zip(before, now, strict=True)):
+                break
+            before = now
+        return run()
+
+    return quiet_run
 
 
 def rows(profile: Profile) -> list[Row]:
@@ -36,12 +63,12 @@ def rows(profile: Profile) -> list[Row]:
     ):
         watch = [proxy, upstream]
         runs = {
-            "direct sse": lambda: sse_stream(client, upstream.base_url, watch),
-            "proxy sse": lambda: sse_stream(client, proxy.base_url, watch),
-            "direct ws": lambda: ws_stream(upstream.ws_url, watch),
-            "proxy ws": lambda: ws_stream(proxy.ws_url, watch),
+            "direct sse": when_idle(watch, lambda: sse_stream(client, upstream.base_url, watch)),
+            "proxy sse": when_idle(watch, lambda: sse_stream(client, proxy.base_url, watch)),
+            "direct ws": when_idle(watch, lambda: ws_stream(upstream.ws_url, watch)),
+            "proxy ws": when_idle(watch, lambda: ws_stream(proxy.ws_url, watch)),
         }
-        got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + (0 if profile.quick else 2))
+        got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + (2 if profile.quick else 4))
     rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
     first = {name: median(r.first * 1000 for r in samples) for name, samples in got.items()}
     both = {name: median((r.cpu[0] + r.cpu[1]) / r.events * 1e6 for r in samples) for name, samples in got.items()}

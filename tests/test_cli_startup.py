@@ -39,3 +39,10 @@ def test_the_default_script_is_what_validating_it_gives() -> None:
     assert [item.model_dump() for item in script.default.output] == [
         {"type": "message", "text": "Hello from rrkit, the fake Responses server.", "chunks": 5, "phase": None}
     ]
+
+
+def test_the_servers_own_warmup_reply_is_the_default_reply() -> None:
+    from rrkit.script.models import Reply
+    from rrkit.script.render import WARMUP_REPLY
+
+    assert Reply() == WARMUP_REPLY

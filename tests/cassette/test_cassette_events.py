@@ -84,7 +84,7 @@ def planned_events(plan: ResponsePlan) -> list[PlannedEvent]:
     async def drain() -> list[PlannedEvent]:
         got: list[PlannedEvent] = []
         async for run in plan.events:
-            got += [run] if isinstance(run, PlannedEvent) else run
+            got += run
         return got
 
     return asyncio.run(drain())

@@ -4,11 +4,15 @@ The fake server's app does everything else (validation, logical-request rebuildi
 streaming engine), so a server answering from an `UpstreamSource` is a recording proxy.
 
 - HTTP: the body, as the client sent it, is POSTed to `{base_url}/responses` with the client's query string;
-  an event stream is relayed event by event as the bytes arrive (keep-alive comments included), any other
-  answer (a JSON response object, an error, an HTML page) as one whole body with its status and headers.
+  an event stream is relayed as the bytes arrive, the events of each read as one run (keep-alive comments
+  included), any other answer (a JSON response object, an error, an HTML page) as one whole body with its
+  status and headers.
 - WebSocket: one upstream socket per client connection, opened at the client's upgrade so that an upstream
   refusal (426 or any status) reaches the client as the same refusal; each client frame is sent upstream
-  and the upstream frames are relayed until a terminal event.
+  and the upstream frames are relayed until a terminal event, the frames of each read as one run (the socket
+  runs on websockets' sans-I/O protocol: wsclient.py).
+
+Each event is checked as it passes (a JSON object with a string `type`) and parsed exactly only if read.
 """
 
 from __future__ import annotations
@@ -23,20 +27,31 @@ from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from websockets.asyncio.client import ClientConnection, connect
+import orjson
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from ..protocol import errors
 from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import response_id_of_body
-from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, VerbatimBody, sse_comment, verbatim
+from ..protocol.plan import (
+    RUN_EVENTS,
+    EventRuns,
+    PlannedEvent,
+    Rejection,
+    ResponsePlan,
+    StreamCut,
+    VerbatimBody,
+    sse_comment,
+    verbatim,
+)
 from ..protocol.request import RESPONSE_CREATE
-from ..protocol.sse import SSEDecoder, encode_json
+from ..protocol.sse import SSEDecoder, SSEMessage, encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
 from ..script.select import NoMatch, RequestView
 from .redact import redact_url, url_secrets
+from .wsclient import UpstreamWS, ws_connect
 
 log = logging.getLogger("rrkit.proxy")
 
@@ -147,27 +162,53 @@ def _upstream_error(message: str, code: str = "upstream_unreachable") -> dict[st
     return errors.error_body(f"rrkit proxy: {message}", type_="server_error", code=code)
 
 
-def _planned(raw: str, transport: Transport) -> PlannedEvent:
-    """One upstream event made ready for the client's transport; anything but a JSON object with a string
-    `type` is a protocol error, which cuts the stream. The text is parsed once, by `verbatim` (the parse the
-    recording keeps); only an SSE event whose data spans lines is re-encoded to one line."""
+def _planned(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:
+    """One upstream event made ready for the client's transport, and its type; anything but a JSON object with
+    a string `type` is a protocol error, which cuts the stream. The text is checked now (orjson) and parsed
+    exactly only if the event is read (a recording); only an SSE event whose data spans lines is re-encoded to
+    one line."""
     text = raw if raw.startswith("{") and raw.endswith("}") else raw.strip()  # no copy in the common case
     if not text.startswith("{"):
         raise StreamCut("tcp", reason="upstream sent an event that is not a JSON object")
     try:
         if transport != "ws" and ("\n" in text or "\r" in text):
             text = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))  # SSE data: one line
-        planned = verbatim(text, transport)
+        try:
+            kind = orjson.loads(text).get("type")
+        except orjson.JSONDecodeError:  # NaN, a lone surrogate: what only the standard library reads
+            kind = json.loads(text).get("type")
     except ValueError:
         raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
-    if not isinstance(planned.event.get("type"), str):
+    if not isinstance(kind, str):
         raise StreamCut("tcp", reason="upstream sent an event without a `type`")
-    return planned
+    planned = verbatim(text, transport, lazy=True)
+    if getattr(planned, "type", kind) != kind:  # `type` stated twice: the last is the event's (as parsed)
+        planned = verbatim(text, transport)
+    return planned, kind
+
+
+def _sse_run(messages: list[SSEMessage], transport: Transport) -> tuple[list[PlannedEvent], bool | StreamCut]:
+    """The events of one read's SSE messages (comments included, `[DONE]` left out), up to a terminal event
+    (then True) or one that cuts the stream (then that cut, raised once the events before it went out)."""
+    run: list[PlannedEvent] = []
+    for message in messages:
+        if message.comment is not None:
+            run.append(sse_comment(message.comment))
+        elif message.data != "[DONE]":
+            try:
+                planned, kind = _planned(message.data, transport)
+            except StreamCut as cut:
+                return run, cut
+            run.append(planned)
+            if kind in ENDING_TYPES:
+                return run, True
+    return run, False
 
 
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     """Read what follows the terminal event (`[DONE]`, the end of the body) for a moment: a body read to its
-    end leaves none of httpx's nested stream generators to be finalized later (when the loop may be gone)."""
+    end keeps its connection for the next request, and leaves none of httpx's nested stream generators to be
+    finalized later (when the loop may be gone)."""
     with contextlib.suppress(httpx.HTTPError, TimeoutError):
         async with asyncio.timeout(_DRAIN_SECONDS):
             async for _ in chunks:
@@ -243,11 +284,6 @@ class _NoWatchdog:
         pass
 
 
-def _text(message: str | bytes) -> str:
-    """A WebSocket frame as text (a binary frame decoded as UTF-8)."""
-    return message if isinstance(message, str) else message.decode("utf-8", errors="replace")
-
-
 def _offers_deflate(headers: Mapping[str, str]) -> bool:
     """Whether the client's upgrade offered permessage-deflate (the proxy asks the upstream for no more)."""
     return any(
@@ -256,7 +292,7 @@ def _offers_deflate(headers: Mapping[str, str]) -> bool:
     )
 
 
-async def _cut_at_once(cut: StreamCut) -> AsyncGenerator[PlannedEvent, None]:
+async def _cut_at_once(cut: StreamCut) -> EventRuns:
     raise cut
     yield  # an async generator that never yields
 
@@ -265,7 +301,7 @@ async def _cut_at_once(cut: StreamCut) -> AsyncGenerator[PlannedEvent, None]:
 class _UpstreamSocket:
     """The upstream WebSocket of one client connection, and the responses it completed itself."""
 
-    ws: ClientConnection
+    ws: UpstreamWS
     query: str = ""
     completed: set[str] = field(default_factory=set)
 
@@ -300,7 +336,7 @@ class UpstreamSource:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.frame_reply_window = frame_reply_window
-        self._http: httpx.AsyncClient | None = None
+        self._http: httpx.AsyncHTTPTransport | None = None
         self._sockets: dict[int | None, _UpstreamSocket] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -369,18 +405,16 @@ class UpstreamSource:
             await http.aclose()
 
     # -- HTTP -------------------------------------------------------------------------------------
-    def _client(self) -> httpx.AsyncClient:
+    def _transport(self) -> httpx.AsyncHTTPTransport:
+        """The HTTP transport, used without an httpx client: no environment proxy (the upstream is exactly what
+        was given), no redirects followed, no cookies kept, no default headers added to the client's."""
         if self._http is None:
-            self._http = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
-                trust_env=False,  # never through an environment proxy: the upstream is exactly what was given
-                follow_redirects=False,
-            )
+            self._http = httpx.AsyncHTTPTransport()
         return self._http
 
     async def _select_http(self, request: RequestView) -> ResponsePlan:
         """POST the body as the client sent it (encoded, if it was) with the client's query string; relay the
-        answer: a stream event by event, anything else as one whole body with its status."""
+        answer: a stream as it arrives, read by read, anything else as one whole body with its status."""
         headers = forwarded_request_headers(request.headers)
         headers["accept-encoding"] = "identity"
         headers.setdefault("content-type", "application/json")
@@ -389,11 +423,11 @@ class UpstreamSource:
         else:
             body = encode_json(dict(request.wire))
             headers.pop("content-encoding", None)
-        client = self._client()
         url = _with_query(self.http_url, request.query)
-        upstream = client.build_request("POST", url, content=body, headers=headers)
+        timeouts = {"connect": self.connect_timeout, "read": self.timeout}
+        upstream = httpx.Request("POST", url, content=body, headers=headers, extensions={"timeout": timeouts})
         try:
-            response = await client.send(upstream, stream=True)
+            response = await self._transport().handle_async_request(upstream)
         except httpx.HTTPError as error:
             message = self._shown(f"POST {url} failed: {type(error).__name__}: {error}")
             log.warning("rrkit proxy: %s", message)
@@ -422,29 +456,25 @@ class UpstreamSource:
             response_id=response_id_of_body(content) or "", body=body_of, turn_state=turn_state, headers=forwarded
         )
 
-    async def _relay_sse(self, response: httpx.Response, transport: Transport) -> AsyncGenerator[PlannedEvent, None]:
-        """Each event (and keep-alive comment) as soon as its bytes arrive; a stream that ends (or breaks)
-        before a terminal event is cut."""
+    async def _relay_sse(self, response: httpx.Response, transport: Transport) -> EventRuns:
+        """The events (and keep-alive comments) of each read of the body as one run, as soon as its bytes
+        arrive; a stream that ends (or breaks) before a terminal event is cut."""
         decoder = SSEDecoder(keep_comments=True)
         try:
-            # Each read is what httpcore got (it reads up to 64 KiB a time; its read timeout is per socket read,
-            # not per event). The raw bytes when the body is not encoded (the proxy asks for identity).
+            # The raw bytes when the body is not encoded (the proxy asks for identity).
             encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
             reads = response.aiter_bytes() if encoded else response.aiter_raw()
             body = cast(AsyncGenerator[bytes, None], reads)  # typed as an iterator, is a generator
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
-                    for message in decoder.feed(chunk):
-                        if message.comment is not None:
-                            yield sse_comment(message.comment)
-                            continue
-                        if message.data == "[DONE]":
-                            continue
-                        planned = _planned(message.data, transport)
-                        yield planned
-                        if planned.event.get("type") in ENDING_TYPES:
-                            await _drain(chunks)
-                            return
+                    run, end = _sse_run(decoder.feed(chunk), transport)
+                    if run:
+                        yield run
+                    if isinstance(end, StreamCut):
+                        raise end
+                    if end:
+                        await _drain(chunks)
+                        return
         except httpx.HTTPError as error:
             raise StreamCut("tcp", reason=f"upstream stream broke: {type(error).__name__}") from None
         finally:
@@ -452,19 +482,11 @@ class UpstreamSource:
         raise StreamCut("tcp", reason="upstream ended the stream before a terminal event")
 
     # -- WebSocket ------------------------------------------------------------------------------
-    async def _connect(self, headers: Mapping[str, str], query: str) -> ClientConnection:
+    async def _connect(self, headers: Mapping[str, str], query: str) -> UpstreamWS:
         forwarded = forwarded_request_headers(headers)
         user_agent = forwarded.pop("user-agent", None)
-        return await connect(
-            _with_query(self.ws_url, query),
-            additional_headers=forwarded,
-            user_agent_header=user_agent,
-            compression="deflate" if _offers_deflate(headers) else None,  # only what the client asked for
-            proxy=None,
-            open_timeout=self.connect_timeout,
-            close_timeout=2.0,
-            max_size=None,
-        )
+        deflate = _offers_deflate(headers)  # only the compression the client asked for
+        return await ws_connect(_with_query(self.ws_url, query), forwarded, user_agent, deflate, self.connect_timeout)
 
     async def _socket(self, request: RequestView) -> _UpstreamSocket | Rejection:
         """This connection's upstream socket; opened now if its handshake was answered elsewhere (a cassette)."""
@@ -489,8 +511,7 @@ class UpstreamSource:
         """The next upstream frame within `timeout` (ConnectionClosed when the socket ends, TimeoutError when it
         is silent): for frames that may get no answer; a stream's frames are read under its `_Watchdog`."""
         async with asyncio.timeout(timeout):
-            message = await socket.ws.recv()
-        return _text(message)
+            return (await socket.ws.ready()).popleft()
 
     def _watchdog(self, socket: _UpstreamSocket) -> _Watchdog | _NoWatchdog:
         """The idle timer of one stream on `socket`: a silent upstream's socket is aborted, which ends the read."""
@@ -522,9 +543,9 @@ class UpstreamSource:
         try:
             await socket.ws.send(encode_json(frame).decode())
             watchdog.waiting()
-            message = await socket.ws.recv()
+            message = (await socket.ws.ready()).popleft()
             watchdog.arrived()
-            first = _planned(_text(message), request.transport)
+            first, kind = _planned(message, request.transport)
         except ConnectionClosed as closed:
             watchdog.stop()
             self._drop(request.connection_id, socket)
@@ -537,11 +558,11 @@ class UpstreamSource:
         except BaseException:  # cancelled (the client left before the upstream answered)
             watchdog.stop()
             raise
-        rejection = _rejection(first.event)
+        rejection = _rejection(first.event) if kind == ERROR else None
         if rejection is not None:
             watchdog.stop()
             return ResponsePlan(rejection=rejection)
-        relay = self._relay_ws(request.connection_id, socket, first, request.transport, watchdog)
+        relay = self._relay_ws(request.connection_id, socket, (first, kind), request.transport, watchdog)
         return ResponsePlan(relay, release=watchdog.astop)  # stopped however the plan ends, even unplayed
 
     async def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
@@ -570,40 +591,52 @@ class UpstreamSource:
         self,
         connection_id: int | None,
         socket: _UpstreamSocket,
-        first: PlannedEvent,
+        first: tuple[PlannedEvent, str],
         transport: Transport,
         watchdog: _Watchdog | _NoWatchdog,
-    ) -> AsyncGenerator[PlannedEvent, None]:
-        """The upstream's frames as they come, until a terminal event; one idle watchdog for the whole stream."""
-        planned = first
-        recv = socket.ws.recv
+    ) -> EventRuns:
+        """The upstream's frames as they come, the frames of each socket read as one run, until a terminal event;
+        one idle watchdog for the whole stream."""
         try:
+            if _ended(socket, *first):
+                yield [first[0]]
+                return
+            run = [first[0]]
             while True:
-                event = planned.event
-                kind = event.get("type")
-                if kind == COMPLETED:
-                    response = event.get("response")
-                    if isinstance(response, dict) and response.get("id"):
-                        socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
-                yield planned
-                if kind in ENDING_TYPES:
-                    return
+                yield run
                 watchdog.waiting()
                 try:
-                    message = await recv()
+                    messages = await socket.ws.ready()
                 except ConnectionClosed as closed:
                     self._drop(connection_id, socket)
                     if watchdog.expired:
                         raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
                     raise _cut_of(closed) from None
                 watchdog.arrived()
-                try:
-                    planned = _planned(_text(message), transport)
-                except StreamCut:
-                    self._drop(connection_id, socket)
-                    raise
+                run = []
+                while messages and len(run) < RUN_EVENTS:
+                    try:
+                        planned, kind = _planned(messages.popleft(), transport)
+                    except StreamCut:
+                        self._drop(connection_id, socket)
+                        if run:
+                            yield run
+                        raise
+                    run.append(planned)
+                    if _ended(socket, planned, kind):
+                        yield run
+                        return
         finally:
             watchdog.stop()
+
+
+def _ended(socket: _UpstreamSocket, planned: PlannedEvent, kind: str) -> bool:
+    """Whether an upstream frame is a terminal event (a completed response is noted as one the socket knows)."""
+    if kind == COMPLETED:
+        response = planned.event.get("response")
+        if isinstance(response, dict) and response.get("id"):
+            socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
+    return kind in ENDING_TYPES
 
 
 def _rejection(event: Mapping[str, Any]) -> Rejection | None:

@@ -67,7 +67,7 @@ class VerbatimBody:
     content_type: str = "application/json"
 
 
-EventRuns = AsyncGenerator["Sequence[PlannedEvent] | PlannedEvent", None]
+EventRuns = AsyncGenerator["Sequence[PlannedEvent]", None]
 """A plan's events in runs: each run holds what its source has ready at once (a relay: what one read of the
 upstream brought), which the engine sends in one write where no pause or fault comes between."""
 
@@ -178,7 +178,8 @@ def type_of_wire(wire: str | bytes) -> str | None:
     if wire.startswith(b":"):
         return SSE_COMMENT
     end = wire.find(b"\n")
-    return wire[7:end].decode() if wire.startswith(b"event: ") and end > 7 else None
+    named = wire[7:end] if wire.startswith(b"event: ") and end > 7 else b"\\"
+    return None if b"\\" in named else named.decode()  # escaped: only the data states it
 
 
 def event_of_wire(wire: str | bytes) -> Event:

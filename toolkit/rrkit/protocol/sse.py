@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -30,8 +29,9 @@ def _encode_json_exactly(payload: Any) -> bytes:
 
 
 def encode_sse(event_type: str, data: bytes) -> bytes:
-    """One SSE frame, `event: <type>` then `data: <json>`; `data` must be one line (compact JSON is)."""
-    return b"event: " + event_type.encode() + b"\ndata: " + data + b"\n\n"
+    """One SSE frame, `event: <type>` then `data: <json>`; `data` must be one line (compact JSON is). A type no
+    UTF-8 can carry (a lone surrogate) is named with backslash escapes; the data states it exactly."""
+    return b"event: " + event_type.encode("utf-8", "backslashreplace") + b"\ndata: " + data + b"\n\n"
 
 
 def encode_event(event: dict[str, Any]) -> bytes:
@@ -43,9 +43,9 @@ def encode_comment(text: str) -> bytes:
     return b":" + text.encode() + b"\n\n"
 
 
-@dataclass(frozen=True, slots=True)
-class SSEMessage:
-    """One dispatched SSE message (WHATWG semantics: `data` lines joined with newlines)."""
+class SSEMessage(NamedTuple):
+    """One dispatched SSE message (WHATWG semantics: `data` lines joined with newlines). A named tuple: a relay
+    makes one per event, and a frozen dataclass costs several times as much to make."""
 
     data: str
     event: str = "message"
@@ -78,20 +78,69 @@ class SSEDecoder:
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
-        buffer = self._buffer + chunk
+        buffer = self._buffer + chunk if self._buffer else chunk
         messages: list[SSEMessage] = []
-        start = 0
-        length = len(buffer)
+        start = 0 if b"\r" in buffer else self._frames(buffer, messages)
+        self._buffer = buffer[self._lines(buffer, start, len(buffer), messages) :]
+        return messages
+
+    def _frames(self, buffer: bytes, messages: list[SSEMessage]) -> int:
+        """Whole messages of LF-only bytes in the common forms (`event: X` then `data: Y`, a lone `data: Y`, a
+        comment), each cut out as its lines are found; a message of any other form goes line by line. Returns
+        where the unfinished message begins."""
+        find, starts = buffer.find, buffer.startswith
+        start, length = 0, len(buffer)
         while start < length:
-            cr = buffer.find(b"\r", start)
-            lf = buffer.find(b"\n", start)
+            if not (self._data or self._event):  # else a message begun in an earlier read: line by line
+                event, line = "message", start
+                if starts(b"event: ", start):
+                    newline = find(b"\n", start + 7)
+                    if newline == -1:
+                        return start
+                    event = buffer[start + 7 : newline].decode("utf-8", "replace") or "message"
+                    line = newline + 1
+                elif starts(b":", start):
+                    newline = find(b"\n", start)
+                    if newline == -1 or newline + 1 == length:
+                        return start
+                    if buffer[newline + 1] == 0x0A:
+                        if self.keep_comments:
+                            comment = buffer[start + 1 : newline].decode("utf-8", "replace")
+                            messages.append(SSEMessage("", "", comment=comment))
+                        start = newline + 2
+                        continue
+                if starts(b"data: ", line):
+                    newline = find(b"\n", line + 6)
+                    if newline == -1 or newline + 1 == length:
+                        return start
+                    if buffer[newline + 1] == 0x0A:
+                        data = buffer[line + 6 : newline].decode("utf-8", "replace")
+                        messages.append(SSEMessage(data, event, self._id, self._retry))
+                        start = newline + 2
+                        continue
+            end = find(b"\n\n", start)
+            if end == -1:
+                return start
+            self._lines(buffer, start, end + 2, messages)
+            start = end + 2
+        return start
+
+    def _lines(self, buffer: bytes, start: int, stop: int, messages: list[SSEMessage]) -> int:
+        """The whole lines of `buffer[start:stop]`, one by one; returns where the unfinished line begins."""
+        cr = buffer.find(b"\r", start, stop)
+        lf = buffer.find(b"\n", start, stop)
+        while start < stop:
+            if -1 < cr < start:  # each line end is searched for once, not once per line
+                cr = buffer.find(b"\r", start, stop)
+            if -1 < lf < start:
+                lf = buffer.find(b"\n", start, stop)
             if cr == -1 and lf == -1:
                 break
             if cr == -1 or (lf != -1 and lf < cr):
                 end, next_start = lf, lf + 1
             else:
                 end = cr
-                if cr + 1 < length:
+                if cr + 1 < stop:
                     next_start = cr + 2 if buffer[cr + 1 : cr + 2] == b"\n" else cr + 1
                 else:
                     next_start = cr + 1
@@ -100,8 +149,7 @@ class SSEDecoder:
             if message is not None:
                 messages.append(message)
             start = next_start
-        self._buffer = buffer[start:]
-        return messages
+        return start
 
     def close(self) -> list[SSEMessage]:
         """End of stream: a message without its terminating blank line is discarded (per spec)."""

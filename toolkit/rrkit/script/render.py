@@ -23,7 +23,7 @@ from .models import (
     Reply,
 )
 
-WARMUP_REPLY = Reply()
+WARMUP_REPLY = Reply.model_construct()  # as Reply(), without building its validator at import
 """The server's own answer to `generate: false`: created + completed, no output."""
 
 _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {

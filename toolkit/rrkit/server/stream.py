@@ -141,7 +141,7 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
     try:
         async with contextlib.aclosing(plan.events) as stream:
             async for run in stream:
-                for planned in (run,) if isinstance(run, PlannedEvent) else run:
+                for planned in run:
                     index = sent + len(pending)
                     if index in (stall_at, cut_at) or planned.delay:
                         await flush()

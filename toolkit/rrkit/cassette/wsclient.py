@@ -1,0 +1,170 @@
+"""The recording proxy's upstream WebSocket client, on websockets' sans-I/O protocol: every message a socket read
+completes is ready at once (the relay sends them as one run), where websockets' asyncio client hands out one
+message per await."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+from collections.abc import Mapping
+from typing import cast
+
+from websockets.client import ClientProtocol
+from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
+from websockets.frames import CloseCode, Frame, Opcode
+from websockets.http11 import Response as WSResponse
+from websockets.protocol import State as WSState
+from websockets.uri import parse_uri
+
+_CLOSE_SECONDS = 2.0  # how long a closing socket waits for the upstream's TCP close before aborting it
+_PING_SECONDS = 20.0  # as websockets' client: a ping this often keeps an idle socket open; a late pong ends it
+_QUEUE_HIGH = 4096  # messages received and not yet taken past which reading pauses (a slow client)
+
+
+class UpstreamWS(asyncio.Protocol):
+    """One upstream WebSocket: `ready()` gives the messages received and not yet taken (the caller takes them),
+    `send` one text frame, `close` the closing handshake. Pings are answered by the protocol; once open, the
+    socket pings every _PING_SECONDS and fails if the pong has not come by the next one."""
+
+    def __init__(self, protocol: ClientProtocol) -> None:
+        self.protocol = protocol
+        self.response: WSResponse | None = None  # the upgrade's answer
+        self.messages: collections.deque[str] = collections.deque()
+        self._fragments: list[bytes] = []  # of a message not yet whole
+        self._loop = asyncio.get_running_loop()
+        self._waiter: asyncio.Future[None] | None = None
+        self._lost: asyncio.Future[None] = self._loop.create_future()
+        self._paused = False
+        self._abort: asyncio.TimerHandle | None = None
+        self._ping: asyncio.TimerHandle | None = None
+        self._pong_due = False
+        self.transport: asyncio.Transport
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self._write()
+
+    def data_received(self, data: bytes) -> None:
+        self.protocol.receive_data(data)
+        for event in self.protocol.events_received():
+            if isinstance(event, WSResponse):
+                self.response = event
+            elif isinstance(event, Frame) and event.opcode in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+                self._fragments.append(bytes(event.data))
+                if event.fin:
+                    self.messages.append(b"".join(self._fragments).decode("utf-8", errors="replace"))
+                    self._fragments = []
+            elif isinstance(event, Frame) and event.opcode is Opcode.PONG:
+                self._pong_due = False
+        self._write()
+        if len(self.messages) >= _QUEUE_HIGH and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> None:
+        self.protocol.receive_eof()
+        self._write()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.protocol.receive_eof()
+        for timer in (self._abort, self._ping):
+            if timer is not None:
+                timer.cancel()
+        if not self._lost.done():
+            self._lost.set_result(None)
+        self._wake()
+
+    def _write(self) -> None:
+        for data in self.protocol.data_to_send():
+            if data:
+                self.transport.write(data)
+            elif self.transport.can_write_eof():
+                self.transport.write_eof()
+        if self._abort is None and self.protocol.close_expected():
+            self._abort = self._loop.call_later(_CLOSE_SECONDS, self.transport.abort)  # if the upstream never closes
+
+    def _keepalive(self) -> None:
+        if self.protocol.state is not WSState.OPEN:
+            return
+        if self._pong_due:
+            self.protocol.fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+        else:
+            self._pong_due = True
+            self.protocol.send_ping(b"")
+            self._ping = self._loop.call_later(_PING_SECONDS, self._keepalive)
+        self._write()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        self._waiter = self._loop.create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def handshake(self) -> None:
+        """Wait for the upgrade's answer; the protocol's handshake error if it refused (InvalidStatus)."""
+        while self.response is None and not self._lost.done():
+            await self._wait()
+        if self.protocol.handshake_exc is not None:
+            self.transport.close()
+            raise self.protocol.handshake_exc
+        self._ping = self._loop.call_later(_PING_SECONDS, self._keepalive)
+
+    async def ready(self) -> collections.deque[str]:
+        """The messages not yet taken, once there is one; ConnectionClosed when the socket ended with none left."""
+        if self._paused and len(self.messages) < _QUEUE_HIGH // 4:
+            self._paused = False
+            self.transport.resume_reading()
+        while not self.messages:
+            if self._lost.done():
+                raise self.protocol.close_exc
+            await self._wait()
+        return self.messages
+
+    async def send(self, text: str) -> None:
+        if self.protocol.state is not WSState.OPEN:
+            await asyncio.shield(self._lost)  # closing: ends within _CLOSE_SECONDS
+            raise self.protocol.close_exc
+        self.protocol.send_text(text.encode())
+        self._write()
+
+    async def close(self) -> None:
+        if self.protocol.state is WSState.OPEN:
+            self.protocol.send_close()
+            self._write()
+        await asyncio.shield(self._lost)
+
+
+async def ws_connect(
+    url: str, headers: Mapping[str, str], user_agent: str | None, deflate: bool, timeout: float
+) -> UpstreamWS:
+    """Open an upstream WebSocket (no environment proxy, no redirect followed); InvalidStatus if refused."""
+    uri = parse_uri(url)
+    protocol = ClientProtocol(
+        uri, extensions=enable_client_permessage_deflate(None) if deflate else None, max_size=None
+    )
+    request = protocol.connect()
+    request.headers.update(headers)
+    if user_agent is not None:
+        request.headers["User-Agent"] = user_agent
+    protocol.send_request(request)
+    loop = asyncio.get_running_loop()
+    context = ssl.create_default_context() if uri.secure else None
+    async with asyncio.timeout(timeout):
+        hostname = uri.host if context else None
+        _, socket = await loop.create_connection(
+            lambda: UpstreamWS(protocol), uri.host, uri.port, ssl=context, server_hostname=hostname
+        )
+        try:
+            await socket.handshake()
+        except BaseException:
+            socket.transport.abort()
+            raise
+    return socket
