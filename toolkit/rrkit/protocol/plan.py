@@ -68,8 +68,9 @@ class VerbatimBody:
 
 
 EventRuns = AsyncGenerator["Sequence[PlannedEvent]", None]
-"""A plan's events in runs: each run holds what its source has ready at once (a relay: what one read of the
-upstream brought), which the engine sends in one write where no pause or fault comes between."""
+"""A plan's events in runs: each run holds what its source has ready at once (a relay: what one chunk of the
+upstream's body, or one read of its socket, brought), which the engine sends in one write where no pause or
+fault comes between."""
 
 RUN_EVENTS = 256
 RUN_BYTES = 1 << 16
