@@ -9,9 +9,13 @@ import json
 import os
 import socket
 import threading
+import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
+from websockets.client import ClientProtocol
+from websockets.uri import parse_uri
 
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.script import Script, reply, text
@@ -199,3 +203,53 @@ def test_200_connects_and_disconnects_of_every_kind_leave_no_fd_or_task_behind(s
     assert open_fds() <= baseline_fds, (open_fds(), baseline_fds)
     assert server_tasks(server) <= baseline_tasks, (server_tasks(server), baseline_tasks)
     assert len(server.exchanges) == 20
+
+
+def _write_buffers(server: FakeServer) -> list[int]:
+    """The bytes each of the server's connections holds in its transport's write buffer."""
+
+    async def sizes() -> list[int]:
+        assert server._server is not None
+        return [
+            connection.transport.get_write_buffer_size()  # type: ignore[attr-defined]
+            for connection in server._server.server_state.connections
+        ]
+
+    assert server._loop is not None
+    return asyncio.run_coroutine_threadsafe(sizes(), server._loop).result(5)
+
+
+def _silent_websocket(server: FakeServer, frame: str) -> socket.socket:
+    """A WebSocket that sends `frame` after its upgrade and then reads nothing (no reader thread, as a sync client
+    has, takes the server's frames off the socket)."""
+    protocol = ClientProtocol(parse_uri(server.responses_ws_url))
+    protocol.send_request(protocol.connect())
+    client = socket.create_connection(("127.0.0.1", urlsplit(server.http_url).port or 0))
+    client.sendall(b"".join(protocol.data_to_send()))
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += client.recv(1)
+    protocol.receive_data(head)
+    assert protocol.events_received() and protocol.handshake_exc is None, head
+    protocol.send_text(frame.encode())
+    client.sendall(b"".join(protocol.data_to_send()))
+    return client
+
+
+def test_a_client_that_stops_reading_holds_the_server_to_a_bounded_write_buffer(serve: Serve) -> None:
+    """Runs go out in one write each, but only when the transport takes more: a client that reads nothing of a
+    40 MB stream leaves the server holding about one run (64 KiB) beyond the transport's high-water mark."""
+    server = serve(Script(default=reply(text("x" * 40_000_000, chunks=40_000))))
+    request = json.dumps({"type": "response.create", "model": "m", "input": "hi"})
+    with socket.create_connection(("127.0.0.1", urlsplit(server.http_url).port or 0)) as http_client:
+        body = json.dumps({**BODY, "stream": True}).encode()
+        http_client.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        with _silent_websocket(server, request):
+            time.sleep(1.0)  # the kernel's buffers fill; what is not sent waits in the server
+            buffered = _write_buffers(server)
+            sent = [len(exchange.events) for exchange in server.exchanges]
+    assert len(buffered) == 2 and max(buffered) < 1 << 20, buffered
+    assert len(sent) == 2 and max(sent) < 20_000, sent  # neither stream ran ahead of its client
