@@ -79,7 +79,9 @@ def test_serve_prints_one_line_per_exchange_as_it_ends(tmp_path: Path) -> None:
     with serving() as (process, url):
         assert process.stdout is not None
         httpx.post(url + "/responses", json=BODY, trust_env=False)
-        first = process.stdout.readline()  # printed as the exchange ends, before the server stops
+        # Printed as the exchange ends, before the server stops. The headline's last lines come first; they are
+        # read here, as `communicate` would not see what this buffered reader has taken off the pipe.
+        first = next(line for line in process.stdout if LINE.match(line))
         ws_two_requests(url)
         httpx.post(url + "/responses", json={"model": 5}, trust_env=False)  # a 400
         out, _ = stop(process)
