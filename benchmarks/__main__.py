@@ -32,6 +32,7 @@ BENCHMARKS = [
     "import",
     "diff",
     "soak",
+    "stop",
 ]
 """Run in this order; each is `benchmarks/bench_NAME.py` exposing `rows(profile) -> list[Row]`."""
 

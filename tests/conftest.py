@@ -1,12 +1,39 @@
-"""Shared fixtures: `serve`, guarded fake servers on free loopback ports, and the pytester a user's project has."""
+"""Shared fixtures: `serve`, guarded fake servers on free loopback ports, the pytester a user's project has, and
+one bytecode cache for every Python process the suite starts."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from .errortrap import Serve
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite's subprocesses (`rrkit` commands, pytest runs under test, servers) write and read their `.pyc`
+    files in one folder of the run's temporary root, shared by the xdist workers, even where the environment sets
+    PYTHONDONTWRITEBYTECODE (as CI and many containers do): otherwise each of them compiles rrkit from source, and
+    a pytest run under test also re-does the assertion rewriting of every plugin's modules (hypothesis's alone is
+    a second of CPU), which costs the suite time and makes a subprocess's speed depend on the environment. The
+    checkout gets no `__pycache__`."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # each worker's base is <run root>/popen-gwN
+    cache = root / "pycache"
+    cache.mkdir(exist_ok=True)
+    saved = {name: os.environ.get(name) for name in ("PYTHONPYCACHEPREFIX", "PYTHONDONTWRITEBYTECODE")}
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    yield cache
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture

@@ -178,10 +178,10 @@ async def test_a_warmup_that_times_out_is_abandoned_and_the_turn_proceeds(serve:
 async def test_the_prewarms_upgrade_is_bounded_by_the_connect_timeout_not_the_warmup_timeout(serve: Serve) -> None:
     # Codex 0.169.0 waits the WebSocket connect timeout on the prewarm's upgrade; the warmup's own (shorter)
     # timeout bounds only the answer to `generate: false`.
-    script = Script().add_handshake(accept_upgrade(delay=0.4)).queue(reply("Hello."))
+    script = Script().add_handshake(accept_upgrade(delay=1.0)).queue(reply("Hello."))
     async with served(serve, script) as h:
         conversation = h.conversation()
-        assert await conversation.warmup(timeout=0.2) is not None
+        assert await conversation.warmup(timeout=0.5) is not None  # the answer takes milliseconds, the upgrade 1 s
         assert (await conversation.run_turn("Hi.")).text == "Hello."
         warmup, real = h.exchanges
         assert warmup.warmup and real.incremental

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 
@@ -59,10 +57,11 @@ def test_observe_lists_attempts_with_the_wait_before_each(serve: Serve) -> None:
     with serve.running(script) as server, httpx.Client(trust_env=False) as client:
         body = {"model": "m", "input": "hi", "stream": True}
         client.post(server.http_url + "/responses", json=body)
-        time.sleep(0.2)
         client.post(server.http_url + "/responses", json=body, headers={"session-id": "s", "x-codex-turn-state": "t"})
         server.settle()
-        seen = observe(server.exchanges, server.connections, "completed", RANGES)
+    first, second = server.exchanges
+    second.started_at = first.started_at + 0.2  # a backoff step's wait after a refusal, whatever the machine's load
+    seen = observe(server.exchanges, server.connections, "completed", RANGES)
     assert seen.flow == ("http full -> refused 503", "<backoff> http full -> completed")
     assert seen.attempts[1].headers == frozenset({"session-id", "x-codex-turn-state"})
     assert seen.attempts[1].turn_state == "t" and seen.fallback is None

@@ -24,7 +24,7 @@ from rrkit.server import Exchange, FakeServer
 
 from ..errortrap import Serve as Serve  # re-exported: the type of the `serve` fixture
 
-WAIT = 5.0
+WAIT = 30.0
 """The longest a wait that should end may take (generous, for a loaded 2-core machine)."""
 
 USER = {"type": "message", "role": "user", "content": "Hello"}

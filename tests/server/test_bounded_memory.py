@@ -21,7 +21,7 @@ from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
 
-from .faultclient import BODY, Serve, post_sse, ws_connect, ws_request
+from .faultclient import BODY, Serve, post_sse, wait_until, ws_connect, ws_request
 
 
 def post(client: httpx.Client, server: FakeServer, **changes: Any) -> httpx.Response:
@@ -248,6 +248,7 @@ def test_a_client_that_stops_reading_holds_the_server_to_a_bounded_write_buffer(
             b"content-length: %d\r\n\r\n%s" % (len(body), body)
         )
         with _silent_websocket(server, request):
+            wait_until(lambda: len(server.exchanges) == 2 and all(exchange.events for exchange in server.exchanges))
             time.sleep(1.0)  # the kernel's buffers fill; what is not sent waits in the server
             buffered = _write_buffers(server)
             sent = [len(exchange.events) for exchange in server.exchanges]

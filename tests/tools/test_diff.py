@@ -95,7 +95,7 @@ def record_sdk_session(serve: Serve, script: Script, *, transport: str = "http",
                     connection.response.create(model="gpt-test", input=[*CONTEXT, QUESTION, *items, output])
                 until_done(iter(connection))
         server.settle()
-        closing = time.monotonic() + 5  # settle() waits for outcomes; a socket's close is seen a moment later
+        closing = time.monotonic() + 30  # settle() waits for outcomes; a socket's close is seen a moment later
         while any(c.status == 101 and c.closed_by is None for c in server.connections) and time.monotonic() < closing:
             time.sleep(0.005)
         return cassette_from_capture(server.exchanges, server.connections, name=f"sdk.{transport}")

@@ -130,15 +130,19 @@ async def start(server: uvicorn.Server, sock: socket.socket) -> None:
 
 
 async def stop(server: uvicorn.Server, grace: float, stopping: asyncio.Event | None = None) -> None:
-    """Stop at once, quietly: close the listeners; close idle connections (a socket gets close 1012); set
-    `stopping`, which ends stalls and pauses (their streams are cut); give answers still running `grace` seconds
-    (an upstream relay), then cut their connections, which ends them; cancel only what still runs after that.
-    Nothing is polled: it returns as soon as the last answer ended (at once when none was running)."""
+    """Stop at once, quietly: close the listeners; close idle connections (a socket gets close 1012) and cut those
+    still sending their request (no answer has begun); set `stopping`, which ends stalls and pauses (their streams
+    are cut); give answers still running `grace` seconds (an upstream relay), then cut their connections, which
+    ends them; cancel only what still runs after that. Nothing is polled: it returns as soon as the last answer
+    ended (at once when none was running)."""
     for listener in getattr(server, "servers", ()):
         listener.close()
     state = server.server_state
     for connection in list(state.connections):
-        connection.shutdown()
+        if _receiving_request(connection):
+            connection.transport.abort()
+        else:
+            connection.shutdown()
     if stopping is not None:
         stopping.set()
     await _ended(state.tasks, grace)
@@ -151,6 +155,12 @@ async def stop(server: uvicorn.Server, grace: float, stopping: asyncio.Event | N
         task.cancel()
     await _ended(state.tasks, grace)
     await asyncio.sleep(0)  # the connections closed above are released (connection_lost) before returning
+
+
+def _receiving_request(connection: Any) -> bool:
+    """An HTTP connection whose request body is still arriving and whose answer has not begun (h11's cycle)."""
+    cycle = getattr(connection, "cycle", None)
+    return cycle is not None and cycle.more_body and not cycle.response_started
 
 
 async def _ended(tasks: set[asyncio.Task[None]], timeout: float) -> None:
