@@ -131,6 +131,7 @@ def pytest_stop(test: str, env: dict[str, str]) -> tuple[float, float]:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even when this runs in the background
         )
         deadline = time.monotonic() + 60
         while not (where / "streaming").exists():

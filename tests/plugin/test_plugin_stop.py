@@ -53,6 +53,8 @@ def test_a_signal_stops_a_streaming_test_promptly_and_its_cassette_is_written(tm
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # SIGINT as a terminal's Ctrl-C finds it, even where this run inherited it ignored (a background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + CEILING
     while not (tmp_path / "streaming").exists():
