@@ -33,6 +33,7 @@ BENCHMARKS = [
     "diff",
     "soak",
     "stop",
+    "conform",
 ]
 """Run in this order; each is `benchmarks/bench_NAME.py` exposing `rows(profile) -> list[Row]`."""
 

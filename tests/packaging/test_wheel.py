@@ -3,6 +3,7 @@ directory outside the repository (no `fixtures/` beside it, no editable install)
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -47,6 +48,16 @@ def test_the_installed_wheel_runs_the_demo_outside_the_repository(installed: Pat
     assert demo.returncode == 0, demo.stdout + demo.stderr
     assert "runs ended as their scripts expect" in demo.stdout
     assert str(ROOT) not in demo.stdout  # the shipped scripts, not the checkout's
+
+
+def test_the_installed_wheel_judges_the_reference_client_on_its_shipped_scenarios(
+    installed: Path, tmp_path: Path
+) -> None:
+    listed = _run(installed / "rrkit", "conform", "--list", cwd=tmp_path)
+    assert listed.returncode == 0 and "drop-mid-stream" in listed.stdout, listed.stdout + listed.stderr
+    judged = _run(installed / "rrkit", "conform", "--only", "tool-loop", "--only", "http-500", "--json", cwd=tmp_path)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    assert len(json.loads(judged.stdout)["results"]) == 4  # two scenarios, each over both transports
 
 
 def test_the_installed_wheel_passes_the_readme_pytest_example(installed: Path, tmp_path: Path) -> None:

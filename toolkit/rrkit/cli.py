@@ -728,8 +728,8 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
         raise SystemExit(1)
 
 
-class _CassettesThenCommand(click.Command):
-    """`CASSETTE... -- COMMAND ...`: what follows `--` is the client's command line, passed on untouched."""
+class _ThenCommand(click.Command):
+    """`... -- COMMAND ...`: what follows `--` is the client's command line, passed on untouched."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if "--" in args:
@@ -739,7 +739,25 @@ class _CassettesThenCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-@main.command(cls=_CassettesThenCommand)
+def _client_command(ctx: click.Context) -> list[str] | None:
+    """The client's command line after `--` (None: rrkit's reference client); an empty one is a usage error."""
+    command: list[str] | None = ctx.meta.get("rrkit.command")
+    if command is not None and not command:
+        raise click.UsageError("nothing after `--`: give the client's command, e.g. -- python client.py")
+    return command
+
+
+def _timeout_option(default: float, per: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    return click.option(
+        "--timeout",
+        type=SECONDS,
+        default=default,
+        show_default=True,
+        help=f"Seconds (more than 0) the client may run, per {per}.",
+    )
+
+
+@main.command(cls=_ThenCommand)
 @click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--against",
@@ -748,13 +766,7 @@ class _CassettesThenCommand(click.Command):
     "and diff its answers against the recorded ones.",
 )
 @_diff_options
-@click.option(
-    "--timeout",
-    type=SECONDS,
-    default=120.0,
-    show_default=True,
-    help="Seconds (more than 0) the client command may run, per cassette.",
-)
+@_timeout_option(120.0, "cassette")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (one object per cassette).")
 @_match_options
 @click.pass_context
@@ -790,9 +802,7 @@ def replay(
     from .cassette.store import CassetteError
     from .tools.replay import run_replays
 
-    command = ctx.meta.get("rrkit.command")
-    if command is not None and not command:
-        raise click.UsageError("nothing after `--`: give the client's command, e.g. -- python client.py")
+    command = _client_command(ctx)
     if command and against_url:
         raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
@@ -837,6 +847,85 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
         else:
             raise CassetteError(f"{path}: no such file or folder: check the path (`rrkit record` makes cassettes)")
     return files
+
+
+@main.command(cls=_ThenCommand)
+@click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios and exit.")
+@click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario (repeatable).")
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "ws", "both"]),
+    default="both",
+    show_default=True,
+    help="Play each scenario over HTTP SSE, over WebSocket, or both (a scenario runs only where it applies).",
+)
+@_timeout_option(60.0, "scenario and transport")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as JUnit XML (one test case per scenario and transport), for any CI.",
+)
+@click.pass_context
+def conform(
+    ctx: click.Context,
+    list_only: bool,
+    only: tuple[str, ...],
+    transport: str,
+    timeout: float,
+    as_json: bool,
+    junit_path: Path | None,
+) -> None:
+    """Judge a Responses client: play each scenario of the catalogue on a fresh fake server, run the client
+    against it, and judge what the server saw it do (requests, retries and the waits before them, full or
+    incremental, fallbacks, tool outputs, how it ended) against the scenario's musts: what every correct client
+    of the protocol does. The client is rrkit's reference client, or the command after `--`, run once per
+    scenario and transport with OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL, RRKIT_SCENARIO and RRKIT_TRANSPORT
+    (`http` or `ws`: which one to use) in its environment; its exit status 0 says the turn completed.
+
+    Exit status: 0 every must held, 1 a must broken, 2 a usage or file error.
+
+    \b
+    Examples:
+      rrkit conform --list
+      rrkit conform
+      rrkit conform --transport http --junit conform.xml -- python my_client.py
+    """
+    from rich.console import Console
+
+    from .conform import CommandClient, ConformError, catalogue, run, select
+    from .conform.render import render_list, render_report
+    from .conform.scenario import SCENARIO_TRANSPORTS
+
+    command = _client_command(ctx)
+    try:
+        scenarios = select(catalogue(), only)
+    except ConformError as error:
+        raise click.UsageError(str(error)) from None
+    if list_only:
+        render_list(scenarios, Console(highlight=False))
+        return
+    transports = tuple(name for name in SCENARIO_TRANSPORTS if transport in (name, "both"))
+    progress = Console(stderr=True, highlight=False)
+
+    def said(result: Any) -> None:
+        verdict = "ok" if result.ok else "FAILED"
+        progress.print(f"{result.run.scenario} [{result.run.transport}] {verdict}", markup=False)
+
+    client = CommandClient(command) if command else None
+    report = run(client, scenarios=scenarios, transports=transports, timeout=timeout, on_result=said)
+    if junit_path is not None:
+        try:
+            junit_path.write_text(report.to_junit(), encoding="utf-8")
+        except OSError as error:
+            raise _FileError(f"{junit_path}: cannot write the JUnit report: {error.strerror or error}") from None
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        render_report(report, Console(highlight=False))
+    if not report.ok:
+        raise SystemExit(1)
 
 
 @main.command()

@@ -111,6 +111,7 @@ class Attempt:
     response_id: str | None = None  # the server's id for this attempt's response
     previous_response_id: str | None = None  # the response an incremental request continues from
     connection: int | None = None  # the WebSocket connection's id (None: HTTP)
+    gap: float | None = field(default=None, compare=False)  # seconds since the previous attempt ended
 
     def __str__(self) -> str:
         wait = "" if self.wait == "first" else f"<{self.wait}> "
@@ -254,8 +255,9 @@ def observe(
     seen.sort(key=lambda item: item.start)
     attempts: list[Attempt] = []
     for before, now in zip([None, *seen], seen, strict=False):
-        wait = "first"
+        wait, gap = "first", None
         if before is not None:
-            wait = ranges.classify(max(0.0, now.start - before.end), quiet=before.quiet_before(now))
-        attempts.append(replace(now.attempt, wait=wait))
+            gap = max(0.0, now.start - before.end)
+            wait = ranges.classify(gap, quiet=before.quiet_before(now))
+        attempts.append(replace(now.attempt, wait=wait, gap=gap))
     return Observation(tuple(attempts), outcome)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,21 +62,32 @@ def _file_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     )
 
 
-def _problem(problem: ErrorDetails, loc: tuple[int | str, ...]) -> str:
+def _problem(problem: ErrorDetails, loc: tuple[int | str, ...], known: Sequence[str]) -> str:
     if problem["type"] == "extra_forbidden" and loc:
         key = str(loc[-1])
-        close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+        close = difflib.get_close_matches(key, known, n=1)
         return f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    if problem["type"] == "value_error" and "error" in problem.get("ctx", {}):
+        return str(problem["ctx"]["error"])  # a validator's own message, without pydantic's "Value error, "
     return problem["msg"]
 
 
-def _describe(error: ValidationError, path: Path, tree: yaml.Node | None) -> str:
-    lines = [f"{path}: invalid rrkit script ({error.error_count()} problem(s)):"]
+def describe_invalid(
+    error: ValidationError,
+    path: Path,
+    tree: yaml.Node | None,
+    what: str = "rrkit script",
+    known: Sequence[str] = (),
+) -> str:
+    """A validation error of a file as one message: the file, then each problem's line, place and what is wrong
+    (an unknown key with the closest of the script's keys and `known`)."""
+    keys = sorted({*_KNOWN_KEYS, *known})
+    lines = [f"{path}: invalid {what} ({error.error_count()} problem(s)):"]
     for problem in error.errors():
         loc = _file_loc(problem["loc"])
         line = _yaml_line(tree, loc) if tree is not None else None
         where = f"line {line}, " if line else ""
-        lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc)}")
+        lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc, keys)}")
     return "\n".join(lines)
 
 
@@ -97,7 +109,7 @@ def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | Non
     try:
         return Script.model_validate(data)
     except ValidationError as error:
-        raise ScriptError(_describe(error, path, tree)) from None
+        raise ScriptError(describe_invalid(error, path, tree)) from None
 
 
 def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
@@ -116,30 +128,34 @@ def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
         ) from None
 
 
+def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[Any, yaml.Node | None]:
+    """A YAML (or `.json`) file's data and, for YAML, its node tree (for line numbers); `error_type` naming the
+    file and the place for text that is not UTF-8, not YAML or JSON, or nested too deeply to read."""
+    import yaml
+
+    text = read_utf8(path, what, error_type)
+    try:
+        if path.suffix == ".json":
+            return json.loads(text), None
+        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+    except json.JSONDecodeError as error:
+        raise error_type(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise error_type(f"{path}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+    except RecursionError:  # both parsers recurse: thousands of nested lists or mappings
+        raise error_type(f"{path}: nested too deeply to read (thousands of levels); is it an rrkit {what}?") from None
+
+
 def load_script(path: Path | str) -> Script:
     """Read a `.yaml`/`.yml` or `.json` script file, or a shipped script named `fixture:NAME`."""
-    import yaml
 
     try:
         path = script_path(path)
     except LookupError as error:
         raise ScriptError(str(error)) from None
-    text = read_utf8(path, "script", ScriptError)
-    tree = None
-    try:
-        if path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            tree = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
-    except json.JSONDecodeError as error:
-        raise ScriptError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ScriptError(f"{path}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
-    except RecursionError:  # both parsers recurse: thousands of nested lists or mappings
-        raise ScriptError(f"{path}: nested too deeply to read (thousands of levels); is it an rrkit script?") from None
+    data, tree = read_document(path, "script", ScriptError)
     script = parse_script(data, path, tree)
     if not script.name:
         script.name = path.stem

@@ -1,0 +1,235 @@
+"""`rrkit conform`: the catalogue loads; the reference client and a minimal correct client hold every must; each
+deliberately broken client breaks exactly the musts it breaks; the report as JSON and JUnit; the command's exit
+statuses; scenario files with errors are named with the place and the problem."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from rrkit.conform import (
+    CommandClient,
+    ConformError,
+    ConformReport,
+    Scenario,
+    catalogue,
+    load_scenario,
+    run,
+    select,
+)
+from rrkit.conform.scenario import CHECKS
+
+MINIMAL_CLIENT = Path(__file__).with_name("minimal_client.py")
+
+
+def minimal_client(broken: str = "") -> CommandClient:
+    return CommandClient(
+        [
+            sys.executable,
+            "-c",
+            f"import os, runpy; os.environ['BROKEN'] = {broken!r}; "
+            f"runpy.run_path({str(MINIMAL_CLIENT)!r}, run_name='__main__')",
+        ]
+    )
+
+
+def broken_musts(report: ConformReport) -> set[tuple[str, str]]:
+    return {(verdict.scenario, verdict.expectation) for verdict in report.failures}
+
+
+@pytest.fixture(scope="module")
+def scenarios() -> list[Scenario]:
+    return catalogue()
+
+
+def test_the_catalogue_covers_both_transports_and_every_check_kind(scenarios: list[Scenario]) -> None:
+    names = [scenario.name for scenario in scenarios]
+    assert len(names) == len(set(names)) >= 11
+    assert {transport for scenario in scenarios for transport in scenario.transports} == {"http", "ws"}
+    assert {must.check for scenario in scenarios for must in scenario.musts} == set(CHECKS)
+    for scenario in scenarios:
+        assert scenario.path is not None and scenario.path.stem == scenario.name
+        assert all(must.why.strip() for must in scenario.musts)
+
+
+def test_the_reference_client_holds_every_must_over_both_transports(scenarios: list[Scenario]) -> None:
+    report = run(scenarios=scenarios)
+    assert report.ok, [(v.scenario, v.transport, v.expectation, v.seen) for v in report.failures]
+    ran = {(result.run.scenario, result.run.transport) for result in report.results}
+    assert ran == {(scenario.name, transport) for scenario in scenarios for transport in scenario.transports}
+
+
+def test_a_minimal_correct_http_client_holds_every_must_no_false_alarm(scenarios: list[Scenario]) -> None:
+    report = run(minimal_client(), scenarios=scenarios, transports=("http",))
+    assert report.ok, [(v.scenario, v.expectation, v.seen) for v in report.failures]
+    assert len(report.results) == sum("http" in scenario.transports for scenario in scenarios)
+
+
+@pytest.mark.parametrize(
+    ("broken", "breaks"),
+    [
+        (
+            "cut-is-answer",
+            {
+                ("drop-mid-stream", "answered"),
+                ("drop-mid-stream", "retries >= 1"),
+                ("ends-before-terminal", "answered"),
+                ("ends-before-terminal", "retries >= 1"),
+            },
+        ),
+        ("retry-400", {("http-400", "retries <= 0")}),
+        ("ignore-retry-after", {("http-429-retry-after", "waits the named 1 s before a retry")}),
+        ("drop-call-id", {("tool-loop", "tool_output")}),
+    ],
+)
+def test_a_broken_client_breaks_exactly_the_musts_it_breaks(
+    scenarios: list[Scenario], broken: str, breaks: set[tuple[str, str]]
+) -> None:
+    report = run(minimal_client(broken), scenarios=scenarios, transports=("http",))
+    assert broken_musts(report) == breaks
+    for verdict in report.failures:
+        assert verdict.why and verdict.seen  # what a correct client does, and what this one did
+
+
+def test_the_junit_report_has_one_case_per_scenario_run_and_a_failure_per_broken_must(
+    scenarios: list[Scenario],
+) -> None:
+    report = run(minimal_client("retry-400"), scenarios=select(scenarios, ("http-400", "text")), transports=("http",))
+    suite = ElementTree.fromstring(report.to_junit())
+    assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "1"
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {"http-400", "text"}
+    (failure,) = cases["http-400"].iter("failure")
+    assert (failure.get("message") or "").startswith("retries <= 0: 4 retries")
+    assert "400" in (failure.text or "")
+    assert not list(cases["text"].iter("failure"))
+
+
+def test_the_json_report_lists_each_verdict_with_what_was_seen(scenarios: list[Scenario]) -> None:
+    data = json.loads(run(scenarios=select(scenarios, ("http-500",)), transports=("http",)).to_json())
+    assert data["client"] == "the reference client" and data["ok"] is True
+    (result,) = data["results"]
+    assert result["flow"] == ["http full -> refused 500", "<backoff> http full -> completed"]
+    assert [verdict["expectation"] for verdict in result["verdicts"]] == ["retries >= 1", "outcome is completed"]
+
+
+def test_the_command_gets_the_scenario_and_transport_in_its_environment(
+    tmp_path: Path, scenarios: list[Scenario]
+) -> None:
+    seen = tmp_path / "env.json"
+    program = (
+        "import json, os, sys\n"
+        f"json.dump({{k: os.environ.get(k) for k in ('OPENAI_BASE_URL', 'RRKIT_HTTP_URL', 'RRKIT_WS_URL', "
+        f"'RRKIT_SCENARIO', 'RRKIT_TRANSPORT')}}, open({str(seen)!r}, 'w'))\n"
+        "sys.exit(3)\n"
+    )
+    report = run(
+        CommandClient([sys.executable, "-c", program]), scenarios=select(scenarios, ("text",)), transports=("ws",)
+    )
+    env = json.loads(seen.read_text())
+    assert env["RRKIT_SCENARIO"] == "text" and env["RRKIT_TRANSPORT"] == "ws"
+    assert env["OPENAI_BASE_URL"] == env["RRKIT_HTTP_URL"] and env["RRKIT_WS_URL"].startswith("ws://127.0.0.1:")
+    (result,) = report.results
+    assert result.run.outcome == "failed" and "exit status 3" in result.run.detail
+    assert broken_musts(report) == {("text", "outcome is completed")}
+
+
+def rrkit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "rrkit", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_conform_list_names_every_scenario_and_exits_0(scenarios: list[Scenario]) -> None:
+    done = rrkit("conform", "--list")
+    assert done.returncode == 0, done.stderr
+    for scenario in scenarios:
+        assert scenario.name in done.stdout
+
+
+def test_conform_exits_1_naming_the_broken_must_and_writes_junit(tmp_path: Path) -> None:
+    junit = tmp_path / "conform.xml"
+    command = [sys.executable, str(MINIMAL_CLIENT)]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rrkit",
+            "conform",
+            "--only",
+            "http-400",
+            "--transport",
+            "http",
+            "--junit",
+            str(junit),
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "BROKEN": "retry-400"},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "FAILED" in done.stdout and "a 400 says the request itself is wrong" in done.stdout
+    assert "http-400 [http] FAILED" in done.stderr  # the progress lines
+    assert ElementTree.parse(junit).getroot().get("failures") == "1"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("conform", "--only", "drop-mid-stram"), "did you mean 'drop-mid-stream'?"),
+        (("conform", "--"), "nothing after `--`"),
+        (("conform", "--transport", "carrier-pigeon"), "carrier-pigeon"),
+    ],
+)
+def test_conform_usage_errors_exit_2_and_say_what_to_do(args: tuple[str, ...], says: str) -> None:
+    done = rrkit(*args)
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "name: x\ndescription: d\nscript: fixture:text\nmusts:\n  - check: retries\n    why: w\n",
+            "line 5, musts[0]: check 'retries' needs at_least or at_most",
+        ),
+        (
+            "name: x\ndescription: d\nscript: fixture:text\nmusts:\n  - check: retry\n    why: w\n",
+            "line 5, musts[0].check",
+        ),
+        (
+            "name: x\ndescription: d\nscript: fixture:text\nmust:\n  - check: answered\n    why: w\n",
+            "unknown key 'must' (did you mean 'musts'?)",
+        ),
+        (
+            "name: x\ndescription: d\nscript: fixture:nope\nmusts:\n  - check: answered\n    why: w\n",
+            "fixture:nope: no shipped script of that name",
+        ),
+        (
+            "name: x\ndescription: d\nscript: {responses: [{fault: {drop_after: -1}}]}\n"
+            "musts:\n  - {check: answered, why: w}\n",
+            "script.responses[0].fault.drop_after",
+        ),
+    ],
+)
+def test_a_scenario_file_with_an_error_names_the_file_the_place_and_the_problem(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConformError) as raised:
+        load_scenario(path)
+    assert str(path) in str(raised.value) and says in str(raised.value), str(raised.value)
+
+
+def test_a_scenario_file_that_is_not_utf8_is_named_with_the_byte_offset(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConformError, match=r"latin1.yaml: byte offset 9: not UTF-8"):
+        load_scenario(path)

@@ -1,0 +1,137 @@
+"""Playing a scenario to a client: a fresh fake server per scenario and transport, the client run against it
+(rrkit's reference client, or any command), and what the server saw made into a `ConformRun`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..demo import quiet_server_logs
+from ..differential.observe import WaitRanges, named_delays, observe
+from ..differential.run import reference_turn
+from ..differential.settings import Budgets
+from ..protocol.ids import IdGenerator
+from ..server.capture import Exchange
+from ..server.runner import FakeServer
+from ..tools.replay import ServerURLs
+from .checks import ConformRun
+from .scenario import Scenario
+
+REFERENCE_BUDGETS = Budgets(request_max_retries=4, stream_max_retries=5, idle_timeout=1.0)
+"""The reference client's settings here: Codex's default budgets, and a stream idle timeout of one second."""
+SETTLE = 5.0
+"""Seconds the server gets, after the client is done, to record the outcome of what is still running."""
+
+
+@dataclass(frozen=True)
+class ClientEnd:
+    """How the client said its run ended: `completed`, `failed` or `timed out`, with a line of detail."""
+
+    outcome: str
+    detail: str = ""
+
+
+class ConformClient(Protocol):
+    """The client under test: run once per scenario and transport against that scenario's server."""
+
+    def describe(self) -> str: ...
+
+    def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd: ...
+
+
+@dataclass(frozen=True)
+class ReferenceClient:
+    """rrkit's reference client: one prewarmed turn (over WebSocket when the transport is `ws`)."""
+
+    budgets: Budgets = REFERENCE_BUDGETS
+
+    def describe(self) -> str:
+        return "the reference client"
+
+    def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
+        async def turn() -> tuple[str, str]:
+            return await asyncio.wait_for(
+                reference_turn(urls.http_url, websockets=transport == "ws", budgets=self.budgets), timeout
+            )
+
+        try:
+            outcome, error = asyncio.run(turn())
+        except TimeoutError:
+            return ClientEnd("timed out", f"the turn did not end within {timeout:g} s")
+        return ClientEnd(outcome, error)
+
+
+@dataclass(frozen=True)
+class CommandClient:
+    """Any program, run with the server's URLs in its environment (OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL),
+    RRKIT_SCENARIO naming the scenario and RRKIT_TRANSPORT the transport to use (`http` or `ws`); exit status 0
+    says the turn completed."""
+
+    argv: Sequence[str]
+    cwd: Path | None = None
+
+    def describe(self) -> str:
+        return " ".join(self.argv)
+
+    def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
+        env = {**os.environ, **urls.environment(), "RRKIT_SCENARIO": scenario.name, "RRKIT_TRANSPORT": transport}
+        try:
+            done = subprocess.run(
+                list(self.argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=timeout
+            )
+        except FileNotFoundError:
+            return ClientEnd("failed", f"no such command: {self.argv[0]!r}")
+        except subprocess.TimeoutExpired:
+            return ClientEnd("timed out", f"the command did not finish within {timeout:g} s")
+        tail = " / ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
+        outcome = "completed" if done.returncode == 0 else "failed"
+        return ClientEnd(outcome, f"exit status {done.returncode}" + (f": {tail}" if tail and done.returncode else ""))
+
+
+def play(scenario: Scenario, transport: str, client: ConformClient, timeout: float) -> ConformRun:
+    """Run `client` once against a fresh server playing `scenario`; what the server saw, as a ConformRun."""
+    with quiet_server_logs(), FakeServer(scenario.script, log_level="critical", ids=IdGenerator.counting()) as server:
+        end = client.run(ServerURLs(server.http_url, server.ws_url), scenario, transport, timeout)
+        with contextlib.suppress(TimeoutError):  # a stream left stalled is judged as it is
+            server.settle(SETTLE)
+        exchanges, connections = list(server.exchanges), list(server.connections)
+    ranges = WaitRanges(named=named_delays(scenario.script), idle_timeout=REFERENCE_BUDGETS.idle_timeout)
+    seen = observe(exchanges, connections, end.outcome, ranges)
+    return ConformRun(
+        scenario.name,
+        transport,
+        seen.attempts,
+        end.outcome,
+        calls_sent=tuple(call for exchange in exchanges for call in _calls(exchange)),
+        outputs_sent=tuple(dict.fromkeys(call for exchange in exchanges for call in _outputs(exchange))),
+        detail=end.detail,
+    )
+
+
+def _calls(exchange: Exchange) -> list[str]:
+    """The call_ids of the function calls in a completed response (what the client must answer)."""
+    if exchange.outcome is None or exchange.outcome.kind.value != "completed":
+        return []
+    calls = []
+    for sent in exchange.events:
+        if sent.type == "response.output_item.done":
+            item = sent.event.get("item")
+            if isinstance(item, dict) and item.get("type") in ("function_call", "custom_tool_call"):
+                calls.append(str(item.get("call_id")))
+    return calls
+
+
+def _outputs(exchange: Exchange) -> list[str]:
+    """The call_ids of the tool outputs in the request's input (the logical one: an incremental request's too)."""
+    request = exchange.logical_request or exchange.wire_request or {}
+    items = request.get("input")
+    if not isinstance(items, list):
+        return []
+    kinds = ("function_call_output", "custom_tool_call_output")
+    return [str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in kinds]

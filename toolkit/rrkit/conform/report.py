@@ -1,0 +1,100 @@
+"""A conformance run's result, computed once and written as JSON, JUnit XML or (by `render`) a terminal table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from xml.etree import ElementTree
+
+from .checks import ScenarioResult, Verdict, judge
+from .drive import ConformClient, ReferenceClient, play
+from .scenario import Scenario, ScenarioTransport, catalogue, select
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a client gets per scenario and transport."""
+
+
+@dataclass(frozen=True)
+class ConformReport:
+    """Every scenario judged over every transport asked for, for one client."""
+
+    client: str
+    results: tuple[ScenarioResult, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Every must held."""
+        return all(result.ok for result in self.results)
+
+    @property
+    def failures(self) -> list[Verdict]:
+        return [verdict for result in self.results for verdict in result.verdicts if not verdict.held]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "client": self.client,
+            "ok": self.ok,
+            "results": [
+                {
+                    "scenario": result.run.scenario,
+                    "transport": result.run.transport,
+                    "ok": result.ok,
+                    "outcome": result.run.outcome,
+                    "detail": result.run.detail,
+                    "flow": [str(attempt) for attempt in result.run.attempts],
+                    "verdicts": [verdict.to_dict() for verdict in result.verdicts],
+                }
+                for result in self.results
+            ],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_junit(self) -> str:
+        """JUnit XML: one test suite, one test case per scenario and transport, a failure per broken must."""
+        suite = ElementTree.Element(
+            "testsuite",
+            name="rrkit conform",
+            tests=str(len(self.results)),
+            failures=str(sum(not result.ok for result in self.results)),
+            errors="0",
+            skipped="0",
+        )
+        ElementTree.SubElement(
+            ElementTree.SubElement(suite, "properties"), "property", name="client", value=self.client
+        )
+        for result in self.results:
+            case = ElementTree.SubElement(
+                suite, "testcase", classname=f"rrkit.conform.{result.run.transport}", name=result.run.scenario
+            )
+            for verdict in result.verdicts:
+                if not verdict.held:
+                    failure = ElementTree.SubElement(case, "failure", message=f"{verdict.expectation}: {verdict.seen}")
+                    failure.text = verdict.why
+            ElementTree.SubElement(case, "system-out").text = "\n".join(str(a) for a in result.run.attempts)
+        return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+
+
+def run(
+    client: ConformClient | None = None,
+    *,
+    only: Sequence[str] = (),
+    transports: Sequence[ScenarioTransport] = ("http", "ws"),
+    timeout: float = DEFAULT_TIMEOUT,
+    scenarios: Sequence[Scenario] | None = None,
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> ConformReport:
+    """Judge `client` (rrkit's reference client by default) on the catalogue (or `scenarios`), `only` the named
+    ones, over each transport of `transports` a scenario applies to; `on_result` is called as each one ends."""
+    client = client or ReferenceClient()
+    chosen = select(list(scenarios) if scenarios is not None else catalogue(), tuple(only))
+    results = []
+    for scenario in chosen:
+        for transport in (t for t in transports if t in scenario.transports):
+            result = judge(scenario, play(scenario, transport, client, timeout))
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    return ConformReport(client.describe(), tuple(results))

@@ -1,0 +1,162 @@
+"""Conformance scenarios as data: a script the fake server plays, the transports it applies to, and the
+expectations a client's run is judged by; the catalogue shipped with rrkit, and the loader of scenario files."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..protocol.errors import RRKitError
+from ..script.loader import ScriptError, describe_invalid, load_script, read_document
+from ..script.models import Script
+
+CATALOGUE = Path(__file__).parent / "scenarios"
+"""The scenario files shipped with rrkit (`rrkit conform --list`)."""
+
+ScenarioTransport = Literal["http", "ws"]
+SCENARIO_TRANSPORTS: tuple[ScenarioTransport, ...] = ("http", "ws")
+CheckKind = Literal[
+    "outcome",
+    "answered",
+    "retries",
+    "named_delay",
+    "tool_output",
+    "transport_after",
+    "full_after_failure",
+    "incremental_accepted",
+]
+"""The kinds of expectation a scenario can state (rrkit.conform.checks holds what each one means)."""
+CHECKS: tuple[str, ...] = get_args(CheckKind)
+
+
+def _both() -> list[ScenarioTransport]:
+    return list(SCENARIO_TRANSPORTS)
+
+
+class ConformError(RRKitError, ValueError):
+    """A scenario file (or name) that cannot be used; the message names the file, the place and the problem."""
+
+
+_PARAMETERS = {
+    "outcome": ("is_",),
+    "transport_after": ("is_",),
+    "retries": ("at_least", "at_most"),
+    "named_delay": ("seconds",),
+}
+"""What each check kind needs (any one of): the loader refuses a check without it."""
+
+
+class Expectation(BaseModel):
+    """One thing a correct client does in this scenario: a check kind, its parameters, and the sentence saying
+    what a correct client does and why (shown when a client breaks it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    check: CheckKind
+    why: str = Field(min_length=1, description="what a correct client does, and why")
+    is_: str | None = Field(None, alias="is", description="outcome / transport_after: the value required")
+    at_least: Annotated[int, Field(ge=0)] | None = None
+    at_most: Annotated[int, Field(ge=0)] | None = None
+    seconds: Annotated[float, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _parameters(self) -> Self:
+        needs = _PARAMETERS.get(self.check, ())
+        if needs and all(getattr(self, name) is None for name in needs):
+            keys = " or ".join("is" if name == "is_" else name for name in needs)
+            raise ValueError(f"check {self.check!r} needs {keys}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """The expectation as a short phrase: `retries >= 1`, `outcome is completed`."""
+        if self.check == "retries":
+            bounds = [f">= {self.at_least}"] if self.at_least is not None else []
+            bounds += [f"<= {self.at_most}"] if self.at_most is not None else []
+            return "retries " + " and ".join(bounds or ["any"])
+        if self.check == "named_delay":
+            return f"waits the named {self.seconds:g} s before a retry"
+        if self.is_ is not None:
+            return f"{self.check} is {self.is_}"
+        return self.check
+
+
+class Scenario(BaseModel):
+    """A situation a Responses client must survive: what the server does (`script`) and what a correct client
+    does about it (`musts`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = Field(min_length=1)
+    transports: list[ScenarioTransport] = Field(default_factory=_both, min_length=1)
+    script: Script
+    musts: list[Expectation] = Field(min_length=1)
+    path: Path | None = Field(None, exclude=True)
+
+    @field_validator("script", mode="before")
+    @classmethod
+    def _shipped_script(cls, value: Any) -> Any:
+        """`script: fixture:NAME` names a shipped script (`rrkit fixtures`), inline otherwise."""
+        if isinstance(value, str):
+            try:
+                return load_script(value)
+            except ScriptError as error:
+                raise ValueError(str(error)) from None
+        return value
+
+
+_KEYS = sorted({*Scenario.model_fields, *Expectation.model_fields, "is"})
+
+
+def parse_scenario(data: Any, path: Path | str = "<scenario>", tree: Any = None) -> Scenario:
+    path = Path(path)
+    if not isinstance(data, dict):
+        raise ConformError(f"{path}: a scenario must be a mapping at the top level, got {type(data).__name__}")
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as error:
+        raise ConformError(describe_invalid(error, path, tree, "conformance scenario", _KEYS)) from None
+    scenario.path = path
+    if not scenario.script.name:
+        scenario.script.name = scenario.name
+    return scenario
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read a scenario file (YAML or JSON)."""
+    path = Path(path)
+    data, tree = read_document(path, "scenario", ConformError)
+    return parse_scenario(data, path, tree)
+
+
+def catalogue() -> list[Scenario]:
+    """Every shipped scenario, by name."""
+    return [load_scenario(path) for path in sorted(CATALOGUE.glob("*.yaml"))]
+
+
+def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenario]:
+    """The scenarios named in `only` (all when empty), in catalogue order; an unknown name is an error that
+    suggests the closest."""
+    names = [scenario.name for scenario in scenarios]
+    for name in only:
+        if name not in names:
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConformError(f"no scenario named {name!r}{hint}; `rrkit conform --list` lists them")
+    return [scenario for scenario in scenarios if not only or scenario.name in only]
+
+
+__all__ = [
+    "CATALOGUE",
+    "ConformError",
+    "Expectation",
+    "Scenario",
+    "catalogue",
+    "load_scenario",
+    "parse_scenario",
+    "select",
+]
