@@ -4,7 +4,11 @@ statuses; scenario files with errors are named with the place and the problem.""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +26,11 @@ from rrkit.conform import (
     run,
     select,
 )
+from rrkit.conform.report_html import write_html
 from rrkit.conform.scenario import CHECKS
+from rrkit.tools.show_html import CSP
+
+from ..test_readme import code_after
 
 MINIMAL_CLIENT = Path(__file__).with_name("minimal_client.py")
 
@@ -171,7 +179,7 @@ def test_conform_exits_1_naming_the_broken_must_and_writes_junit(tmp_path: Path)
         capture_output=True,
         text=True,
         timeout=300,
-        env={**__import__("os").environ, "BROKEN": "retry-400"},
+        env={**os.environ, "BROKEN": "retry-400"},
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "FAILED" in done.stdout and "a 400 says the request itself is wrong" in done.stdout
@@ -233,3 +241,66 @@ def test_a_scenario_file_that_is_not_utf8_is_named_with_the_byte_offset(tmp_path
     path.write_bytes("name: caf\xe9\n".encode("latin-1"))
     with pytest.raises(ConformError, match=r"latin1.yaml: byte offset 9: not UTF-8"):
         load_scenario(path)
+
+
+def test_the_readme_pytest_example_runs_one_test_per_scenario_over_xdist_workers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, scenarios: list[Scenario]
+) -> None:
+    pytester.makepyfile(test_conformance=code_after("The same from pytest, one test per scenario and transport"))
+    (pytester.path / "my_client.py").write_text(MINIMAL_CLIENT.read_text(encoding="utf-8"), encoding="utf-8")
+    http = sum("http" in scenario.transports for scenario in scenarios)
+    pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly").assert_outcomes(passed=http)
+    monkeypatch.setenv("BROKEN", "retry-400")
+    broken = pytester.runpytest_subprocess("test_conformance.py::test_the_client_keeps_every_must[http-400]")
+    broken.assert_outcomes(failed=1)
+    broken.stdout.fnmatch_lines(["*retries <= 0: saw 4 retries*a 400 says the request itself is wrong*"])
+
+
+HOSTILE = "<script>document.body.setAttribute('data-x', 'p' + 'wned')</script>"
+CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+
+
+@pytest.fixture(scope="module")
+def hostile_report(scenarios: list[Scenario]) -> ConformReport:
+    """A failing report whose client's command line is markup (a command's text is the user's, untrusted)."""
+    client = CommandClient([sys.executable, "-c", f"import sys; sys.exit(1)  # {HOSTILE}"])
+    return run(client, scenarios=select(scenarios, ("text",)), transports=("http",))
+
+
+def test_the_html_report_escapes_every_text_and_marks_each_broken_must(
+    tmp_path: Path, hostile_report: ConformReport
+) -> None:
+    page = write_html(hostile_report, tmp_path / "conform.html").read_text(encoding="utf-8")
+    assert HOSTILE not in page and "&lt;script&gt;" in page
+    assert f'content="{CSP}"' in page  # no script may run, nothing may be fetched
+    assert 'id="text-http"' in page and "FAILED" in page
+    assert "a stream that ends with response.completed is a whole answer" in page  # the broken must's why
+
+
+def test_conform_exits_2_naming_the_report_it_cannot_write(tmp_path: Path) -> None:
+    page = tmp_path / "no-such-dir" / "conform.html"
+    done = rrkit("conform", "--only", "text", "--transport", "http", "--html", str(page))
+    assert done.returncode == 2 and str(page) in done.stderr and "cannot write the HTML report" in done.stderr
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium at /usr/bin/chromium (apt-get install chromium)")
+def test_the_html_report_renders_in_headless_chromium_and_runs_no_script(
+    tmp_path: Path, hostile_report: ConformReport
+) -> None:
+    assert CHROMIUM is not None
+    page = write_html(hostile_report, tmp_path / "conform.html")
+    profile = tmp_path / "chromium-profile"
+    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", "--dump-dom", page.as_uri()]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
+    )
+    try:
+        dom, _ = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # its renderer and zygote children too
+        process.wait()
+    assert 'id="text-http"' in dom and "FAILED" in dom
+    assert "pwned" not in dom

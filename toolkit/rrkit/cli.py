@@ -867,6 +867,12 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Also write the report as JUnit XML (one test case per scenario and transport), for any CI.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as one self-contained HTML page.",
+)
 @click.pass_context
 def conform(
     ctx: click.Context,
@@ -876,6 +882,7 @@ def conform(
     timeout: float,
     as_json: bool,
     junit_path: Path | None,
+    html_path: Path | None,
 ) -> None:
     """Judge a Responses client: play each scenario of the catalogue on a fresh fake server, run the client
     against it, and judge what the server saw it do (requests, retries and the waits before them, full or
@@ -896,7 +903,9 @@ def conform(
 
     from .conform import CommandClient, ConformError, catalogue, run, select
     from .conform.render import render_list, render_report
+    from .conform.report_html import write_html
     from .conform.scenario import SCENARIO_TRANSPORTS
+    from .tools.show_html import write_page
 
     command = _client_command(ctx)
     try:
@@ -917,9 +926,14 @@ def conform(
     report = run(client, scenarios=scenarios, transports=transports, timeout=timeout, on_result=said)
     if junit_path is not None:
         try:
-            junit_path.write_text(report.to_junit(), encoding="utf-8")
+            write_page(report.to_junit(), junit_path)
         except OSError as error:
             raise _FileError(f"{junit_path}: cannot write the JUnit report: {error.strerror or error}") from None
+    if html_path is not None:
+        try:
+            write_html(report, html_path)
+        except OSError as error:
+            raise _FileError(f"{html_path}: cannot write the HTML report: {error.strerror or error}") from None
     if as_json:
         click.echo(report.to_json())
     else:

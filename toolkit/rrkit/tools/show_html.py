@@ -57,11 +57,16 @@ def render_html(timeline: Timeline) -> str:
 
 def write_html(timeline: Timeline, path: Path | str) -> Path:
     """Write the page atomically: a crash mid-write leaves the previous file (if any) untouched."""
+    return write_page(render_html(timeline), path)
+
+
+def write_page(page: str, path: Path | str) -> Path:
+    """Write a page atomically: a crash mid-write leaves the previous file (if any) untouched."""
     path = Path(path)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(render_html(timeline))
+            handle.write(page)
         os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for reading
         os.replace(temporary, path)
     except BaseException:
