@@ -35,6 +35,7 @@ from ..errortrap import Serve
 from .client_support import (
     BUDGET,
     REQUEST_BUDGET,
+    STALL_IDLE,
     TRANSPORTS,
     backoff,
     item_types,
@@ -190,7 +191,7 @@ async def test_a_flat_error_event_then_the_end_of_the_stream_is_an_ordinary_retr
     serve: Serve, transport: str
 ) -> None:
     script = Script().queue(error_event("Something broke.", "context_length_exceeded"), reply("Done."))
-    async with served(serve, script, transport=transport) as h:
+    async with served(serve, script, transport=transport, idle=STALL_IDLE) as h:
         assert (await h.conversation().run_turn("Hello.")).text == "Done."
         # over HTTP the stream then ends; over a socket that stays open, the idle timeout ends it
         ended = StreamDropped if transport == "http" else IdleTimeout
@@ -384,7 +385,8 @@ async def test_a_mid_stream_drop_is_retried_with_done_items_kept_and_deltas_gone
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_a_stall_past_the_idle_timeout_is_retried(serve: Serve, transport: str) -> None:
-    async with served(serve, Script().queue(reply("Never.").stall_after(3), reply("Done.")), transport=transport) as h:
+    script = Script().queue(reply("Never.").stall_after(3), reply("Done."))
+    async with served(serve, script, transport=transport, idle=STALL_IDLE) as h:
         result = await h.conversation().run_turn("Hello.")
         assert result.text == "Done."
         assert h.trace.entries[0].error_type == IdleTimeout.__name__

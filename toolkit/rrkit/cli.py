@@ -853,6 +853,11 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
 @click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios and exit.")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario (repeatable).")
 @click.option(
+    "--profile",
+    metavar="NAME|FILE",
+    help="Also judge a kind of client's finer rules: a shipped profile (codex, openai-sdk) or a profile file.",
+)
+@click.option(
     "--transport",
     type=click.Choice(["http", "ws", "both"]),
     default="both",
@@ -878,6 +883,7 @@ def conform(
     ctx: click.Context,
     list_only: bool,
     only: tuple[str, ...],
+    profile: str | None,
     transport: str,
     timeout: float,
     as_json: bool,
@@ -891,17 +897,21 @@ def conform(
     scenario and transport with OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL, RRKIT_SCENARIO and RRKIT_TRANSPORT
     (`http` or `ws`: which one to use) in its environment; its exit status 0 says the turn completed.
 
-    Exit status: 0 every must held, 1 a must broken, 2 a usage or file error.
+    With --profile, a kind of client's finer rules are judged too (`codex`: the Codex CLI's observed retries,
+    waits and fallbacks; `openai-sdk`: the official SDKs' documented retries).
+
+    Exit status: 0 every must (and profile rule) held, 1 one broken, 2 a usage or file error.
 
     \b
     Examples:
       rrkit conform --list
-      rrkit conform
+      rrkit conform --profile codex
       rrkit conform --transport http --junit conform.xml -- python my_client.py
     """
     from rich.console import Console
 
     from .conform import CommandClient, ConformError, catalogue, run, select
+    from .conform.profile import load_profile, shipped_profiles
     from .conform.render import render_list, render_report
     from .conform.report_html import write_html
     from .conform.scenario import SCENARIO_TRANSPORTS
@@ -910,10 +920,11 @@ def conform(
     command = _client_command(ctx)
     try:
         scenarios = select(catalogue(), only)
+        judged_by = load_profile(profile) if profile is not None else None
     except ConformError as error:
         raise click.UsageError(str(error)) from None
     if list_only:
-        render_list(scenarios, Console(highlight=False))
+        render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
         return
     transports = tuple(name for name in SCENARIO_TRANSPORTS if transport in (name, "both"))
     progress = Console(stderr=True, highlight=False)
@@ -923,7 +934,12 @@ def conform(
         progress.print(f"{result.run.scenario} [{result.run.transport}] {verdict}", markup=False)
 
     client = CommandClient(command) if command else None
-    report = run(client, scenarios=scenarios, transports=transports, timeout=timeout, on_result=said)
+    try:
+        report = run(
+            client, scenarios=scenarios, transports=transports, timeout=timeout, profile=judged_by, on_result=said
+        )
+    except ConformError as error:  # a profile's rules for no scenario
+        raise click.UsageError(str(error)) from None
     if junit_path is not None:
         try:
             write_page(report.to_junit(), junit_path)

@@ -3,6 +3,7 @@
 
 from .checks import ConformRun, ScenarioResult, Verdict, judge
 from .drive import ClientEnd, CommandClient, ConformClient, ReferenceClient, play
+from .profile import Profile, load_profile
 from .report import DEFAULT_TIMEOUT, ConformReport, run
 from .scenario import ConformError, Expectation, Scenario, catalogue, load_scenario, select
 
@@ -15,12 +16,14 @@ __all__ = [
     "ConformReport",
     "ConformRun",
     "Expectation",
+    "Profile",
     "ReferenceClient",
     "Scenario",
     "ScenarioResult",
     "Verdict",
     "catalogue",
     "judge",
+    "load_profile",
     "load_scenario",
     "play",
     "run",

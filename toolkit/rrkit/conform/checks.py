@@ -4,11 +4,12 @@ functions of the run, each returning whether it held and what was seen)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..differential.observe import Attempt
+from .profile import Profile
 from .scenario import CHECKS, Expectation, Scenario
 
 NAMED_DELAY_SLACK = 0.05
@@ -140,6 +141,11 @@ def _incremental_accepted(expectation: Expectation, run: ConformRun) -> tuple[bo
     return True, f"{len(incremental)} incremental request(s), each answered"
 
 
+def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    seen = [str(attempt) for attempt in run.attempts]
+    return seen == expectation.flow, run.flow
+
+
 _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "outcome": _outcome,
     "answered": _answered,
@@ -149,14 +155,21 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "transport_after": _transport_after,
     "full_after_failure": _full_after_failure,
     "incremental_accepted": _incremental_accepted,
+    "flow": _flow,
 }
 assert tuple(_JUDGES) == CHECKS, "every check kind a scenario may name has its judge"
 
 
-def judge(scenario: Scenario, run: ConformRun, expectations: Sequence[Expectation] | None = None) -> ScenarioResult:
-    """The scenario's musts (or `expectations`) held against the run."""
+def judge(scenario: Scenario, run: ConformRun, profile: Profile | None = None) -> ScenarioResult:
+    """The scenario's musts, then the profile's rules for it, held against the run (those for its transport)."""
+    chosen = [("must", expectation) for expectation in scenario.musts]
+    if profile is not None:
+        chosen += [(f"profile {profile.name}", rule) for rule in profile.rules.get(scenario.name, [])]
     verdicts = []
-    for expectation in scenario.musts if expectations is None else expectations:
-        held, seen = _JUDGES[expectation.check](expectation, run)
-        verdicts.append(Verdict(scenario.name, run.transport, expectation.label, held, seen, expectation.why))
+    for strength, expectation in chosen:
+        if expectation.applies(run.transport):
+            held, seen = _JUDGES[expectation.check](expectation, run)
+            verdicts.append(
+                Verdict(scenario.name, run.transport, expectation.label, held, seen, expectation.why, strength)
+            )
     return ScenarioResult(run, tuple(verdicts))

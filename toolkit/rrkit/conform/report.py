@@ -9,6 +9,7 @@ from xml.etree import ElementTree
 
 from .checks import ScenarioResult, Verdict, judge
 from .drive import ConformClient, ReferenceClient, play
+from .profile import Profile, load_profile
 from .scenario import Scenario, ScenarioTransport, catalogue, select
 
 DEFAULT_TIMEOUT = 60.0
@@ -21,6 +22,7 @@ class ConformReport:
 
     client: str
     results: tuple[ScenarioResult, ...]
+    profile: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -34,6 +36,7 @@ class ConformReport:
     def to_dict(self) -> dict[str, object]:
         return {
             "client": self.client,
+            "profile": self.profile,
             "ok": self.ok,
             "results": [
                 {
@@ -71,7 +74,8 @@ class ConformReport:
             )
             for verdict in result.verdicts:
                 if not verdict.held:
-                    failure = ElementTree.SubElement(case, "failure", message=f"{verdict.expectation}: {verdict.seen}")
+                    message = f"{verdict.expectation} ({verdict.strength}): {verdict.seen}"
+                    failure = ElementTree.SubElement(case, "failure", message=message)
                     failure.text = verdict.why
             ElementTree.SubElement(case, "system-out").text = "\n".join(str(a) for a in result.run.attempts)
         return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
@@ -84,17 +88,24 @@ def run(
     transports: Sequence[ScenarioTransport] = ("http", "ws"),
     timeout: float = DEFAULT_TIMEOUT,
     scenarios: Sequence[Scenario] | None = None,
+    profile: Profile | str | None = None,
     on_result: Callable[[ScenarioResult], None] | None = None,
 ) -> ConformReport:
     """Judge `client` (rrkit's reference client by default) on the catalogue (or `scenarios`), `only` the named
-    ones, over each transport of `transports` a scenario applies to; `on_result` is called as each one ends."""
+    ones, over each transport of `transports` a scenario applies to, on the musts and the rules of `profile` (a
+    shipped profile's name, a file, or a Profile); `on_result` is called as each one ends."""
     client = client or ReferenceClient()
-    chosen = select(list(scenarios) if scenarios is not None else catalogue(), tuple(only))
+    every = list(scenarios) if scenarios is not None else catalogue()
+    chosen = select(every, tuple(only))
+    if isinstance(profile, str):
+        profile = load_profile(profile)
+    if profile is not None:
+        profile.check_scenarios(every, f"profile {profile.name}")
     results = []
     for scenario in chosen:
         for transport in (t for t in transports if t in scenario.transports):
-            result = judge(scenario, play(scenario, transport, client, timeout))
+            result = judge(scenario, play(scenario, transport, client, timeout), profile)
             results.append(result)
             if on_result is not None:
                 on_result(result)
-    return ConformReport(client.describe(), tuple(results))
+    return ConformReport(client.describe(), tuple(results), profile.name if profile is not None else None)

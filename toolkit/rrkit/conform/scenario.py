@@ -7,10 +7,10 @@ import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..protocol.errors import RRKitError
-from ..script.loader import ScriptError, describe_invalid, load_script, read_document
+from ..script.loader import ScriptError, load_script, read_document, validate_document
 from ..script.models import Script
 
 CATALOGUE = Path(__file__).parent / "scenarios"
@@ -27,6 +27,7 @@ CheckKind = Literal[
     "transport_after",
     "full_after_failure",
     "incremental_accepted",
+    "flow",
 ]
 """The kinds of expectation a scenario can state (rrkit.conform.checks holds what each one means)."""
 CHECKS: tuple[str, ...] = get_args(CheckKind)
@@ -45,6 +46,7 @@ _PARAMETERS = {
     "transport_after": ("is_",),
     "retries": ("at_least", "at_most"),
     "named_delay": ("seconds",),
+    "flow": ("flow",),
 }
 """What each check kind needs (any one of): the loader refuses a check without it."""
 
@@ -61,6 +63,8 @@ class Expectation(BaseModel):
     at_least: Annotated[int, Field(ge=0)] | None = None
     at_most: Annotated[int, Field(ge=0)] | None = None
     seconds: Annotated[float, Field(gt=0)] | None = None
+    flow: list[str] | None = Field(None, description="flow: every attempt as the server saw it, in order")
+    transports: list[ScenarioTransport] | None = Field(None, description="only over these (default: every one)")
 
     @model_validator(mode="after")
     def _parameters(self) -> Self:
@@ -79,9 +83,14 @@ class Expectation(BaseModel):
             return "retries " + " and ".join(bounds or ["any"])
         if self.check == "named_delay":
             return f"waits the named {self.seconds:g} s before a retry"
+        if self.check == "flow":
+            return f"flow over {', '.join(self.transports)}" if self.transports else "flow"
         if self.is_ is not None:
             return f"{self.check} is {self.is_}"
         return self.check
+
+    def applies(self, transport: str) -> bool:
+        return self.transports is None or transport in self.transports
 
 
 class Scenario(BaseModel):
@@ -114,12 +123,7 @@ _KEYS = sorted({*Scenario.model_fields, *Expectation.model_fields, "is"})
 
 def parse_scenario(data: Any, path: Path | str = "<scenario>", tree: Any = None) -> Scenario:
     path = Path(path)
-    if not isinstance(data, dict):
-        raise ConformError(f"{path}: a scenario must be a mapping at the top level, got {type(data).__name__}")
-    try:
-        scenario = Scenario.model_validate(data)
-    except ValidationError as error:
-        raise ConformError(describe_invalid(error, path, tree, "conformance scenario", _KEYS)) from None
+    scenario = validate_document(Scenario, data, path, tree, "conformance scenario", ConformError, _KEYS)
     scenario.path = path
     if not scenario.script.name:
         scenario.script.name = scenario.name

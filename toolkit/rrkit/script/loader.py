@@ -6,7 +6,7 @@ import difflib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -103,13 +103,29 @@ _KNOWN_KEYS = sorted(
 
 
 def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | None = None) -> Script:
-    path = Path(path)
+    return validate_document(Script, data, Path(path), tree, "rrkit script", ScriptError)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_document(
+    model: type[M],
+    data: Any,
+    path: Path,
+    tree: yaml.Node | None,
+    what: str,
+    error_type: type[Exception],
+    known: Sequence[str] = (),
+) -> M:
+    """A file's data as `model`, or `error_type` with every problem's line and place (see `describe_invalid`)."""
     if not isinstance(data, dict):
-        raise ScriptError(f"{path}: a script must be a mapping at the top level, got {type(data).__name__}")
+        noun = what.rsplit(" ", 1)[-1]  # "script", "scenario", "profile"
+        raise error_type(f"{path}: a {noun} must be a mapping at the top level, got {type(data).__name__}")
     try:
-        return Script.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as error:
-        raise ScriptError(describe_invalid(error, path, tree)) from None
+        raise error_type(describe_invalid(error, path, tree, what, known)) from None
 
 
 def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:

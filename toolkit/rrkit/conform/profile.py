@@ -1,0 +1,63 @@
+"""Profiles: the finer rules of one kind of client (the Codex CLI, the official SDKs), per scenario, as data that
+`--profile` adds to the musts; shipped ones by name, a user's own as a file."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..script.loader import read_document, validate_document
+from .scenario import ConformError, Expectation, Scenario
+
+PROFILES = Path(__file__).parent / "profiles"
+"""The profiles shipped with rrkit (`rrkit conform --list`)."""
+
+
+class Profile(BaseModel):
+    """A kind of client's rules beyond the musts: for each scenario (by name), the expectations it keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = Field(min_length=1)
+    rules: dict[str, list[Expectation]] = Field(min_length=1)
+
+    def check_scenarios(self, scenarios: list[Scenario], where: str) -> None:
+        """Every rule names a scenario that exists (a misspelt name would judge nothing, silently)."""
+        names = [scenario.name for scenario in scenarios]
+        for name in self.rules:
+            if name not in names:
+                close = difflib.get_close_matches(name, names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise ConformError(f"{where}: rules for {name!r}, which is no scenario{hint}")
+
+
+_KEYS = sorted({*Profile.model_fields, *Expectation.model_fields, "is"})
+
+
+def parse_profile(data: Any, path: Path | str = "<profile>", tree: Any = None) -> Profile:
+    return validate_document(Profile, data, Path(path), tree, "conformance profile", ConformError, _KEYS)
+
+
+def load_profile(name_or_path: str | Path) -> Profile:
+    """A shipped profile by name (`codex`, `openai-sdk`), or a profile file."""
+    shipped = shipped_profiles()
+    if str(name_or_path) in shipped:
+        path = shipped[str(name_or_path)]
+    else:
+        path = Path(name_or_path)
+        if not path.is_file():
+            close = difflib.get_close_matches(str(name_or_path), list(shipped), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConformError(
+                f"no profile named {str(name_or_path)!r}{hint} and no such file; shipped: {', '.join(shipped)}"
+            )
+    data, tree = read_document(path, "profile", ConformError)
+    return parse_profile(data, path, tree)
+
+
+def shipped_profiles() -> dict[str, Path]:
+    return {path.stem: path for path in sorted(PROFILES.glob("*.yaml"))}
