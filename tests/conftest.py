@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from .errortrap import Serve
+from .rrkit_process import kill_left
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -34,6 +35,13 @@ def shared_bytecode_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def no_process_left() -> Iterator[None]:
+    """An `rrkit` process a test started (tests/rrkit_process.py) and did not stop is killed when the test ends."""
+    yield
+    kill_left()
 
 
 @pytest.fixture

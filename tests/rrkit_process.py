@@ -6,6 +6,18 @@ import re
 import subprocess
 import sys
 
+STARTED: list[subprocess.Popen[str]] = []
+"""Every process `start` made in this test; the `no_process_left` fixture (tests/conftest.py) kills those still
+running when the test ends, so a test that fails half-way leaves no server behind."""
+
+
+def kill_left() -> None:
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
 
 def start(*args: str, command: str = "serve") -> tuple[subprocess.Popen[str], str]:
     """The process and the HTTP base URL it printed once it listens."""
@@ -15,6 +27,7 @@ def start(*args: str, command: str = "serve") -> tuple[subprocess.Popen[str], st
         stderr=subprocess.PIPE,
         text=True,
     )
+    STARTED.append(process)
     assert process.stdout is not None
     for line in process.stdout:
         if match := re.search(r"HTTP base URL:\s+(\S+)", line):

@@ -918,8 +918,9 @@ def conform(
     from .tools.show_html import write_page
 
     command = _client_command(ctx)
+    every = catalogue()
     try:
-        scenarios = select(catalogue(), only)
+        scenarios = select(every, only)
         judged_by = load_profile(profile) if profile is not None else None
     except ConformError as error:
         raise click.UsageError(str(error)) from None
@@ -936,7 +937,13 @@ def conform(
     client = CommandClient(command) if command else None
     try:
         report = run(
-            client, scenarios=scenarios, transports=transports, timeout=timeout, profile=judged_by, on_result=said
+            client,
+            scenarios=every,
+            only=only,
+            transports=transports,
+            timeout=timeout,
+            profile=judged_by,
+            on_result=said,
         )
     except ConformError as error:  # a profile's rules for no scenario
         raise click.UsageError(str(error)) from None

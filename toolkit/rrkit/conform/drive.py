@@ -7,8 +7,8 @@ import asyncio
 import contextlib
 import os
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -75,12 +75,15 @@ class CommandClient:
 
     argv: Sequence[str]
     cwd: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    """More environment for the command (beside this process's own and the server's URLs)."""
 
     def describe(self) -> str:
         return " ".join(self.argv)
 
     def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
-        env = {**os.environ, **urls.environment(), "RRKIT_SCENARIO": scenario.name, "RRKIT_TRANSPORT": transport}
+        env = {**os.environ, **self.env, **urls.environment()}
+        env.update(RRKIT_SCENARIO=scenario.name, RRKIT_TRANSPORT=transport)
         try:
             done = subprocess.run(
                 list(self.argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=timeout

@@ -1,0 +1,178 @@
+"""Writes docs/conformance.md: `rrkit conform` run on real clients (rrkit's reference client, the Codex CLI at the
+pinned version and at the newest release, the official `openai` SDKs for Python and Node), one column each, one
+row per scenario and transport, every failed verdict explained below the table.
+
+Run from the repository's root, with the clients installed as .ci/run installs them:
+
+    .venv/bin/python docs/make_conformance.py
+
+A client that is not installed is left out (and said so). A failed verdict without an explanation in
+EXPLAINED, or an explanation that no verdict needs any more, stops it with exit status 1: the page never
+carries a verdict nobody looked at.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rrkit.conform import CommandClient, ConformClient, ConformReport, ReferenceClient, catalogue, run  # noqa: E402
+from rrkit.differential.codex import CODEX_VERSION, CodexNotFound, find_codex  # noqa: E402
+
+TESTS = ROOT / "tests" / "conform"
+NODE_SDK = ROOT / ".ci" / "node-sdk" / "node_modules"
+NEWEST_CODEX = "0.171.0"
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    profile: str
+    transports: tuple[str, ...]
+    client: Callable[[], ConformClient | None]  # None: not installed here
+
+
+def _codex(version: str) -> ConformClient | None:
+    local = ROOT / ".ci" / ("node" if version == CODEX_VERSION else f"node-{version}") / "node_modules" / ".bin"
+    try:
+        binary = find_codex(str(local / "codex") if (local / "codex").exists() else None, version=version)
+    except CodexNotFound:
+        return None
+    return CommandClient([sys.executable, "-m", "rrkit.conform.codex_client", "--codex", binary])
+
+
+def _node_sdk() -> ConformClient | None:
+    node = shutil.which("node")
+    if node is None or not (NODE_SDK / "openai" / "package.json").exists():
+        return None
+    return CommandClient([node, str(TESTS / "sdk_client.cjs")], env={"NODE_PATH": str(NODE_SDK)})
+
+
+def _npm_version() -> str:
+    package = NODE_SDK / "openai" / "package.json"
+    return str(json.loads(package.read_text())["version"]) if package.exists() else "?"
+
+
+COLUMNS = [
+    Column("reference", "rrkit's reference client", "codex", ("http", "ws"), ReferenceClient),
+    Column(
+        f"codex-{CODEX_VERSION}", f"Codex CLI {CODEX_VERSION}", "codex", ("http", "ws"), lambda: _codex(CODEX_VERSION)
+    ),
+    Column(f"codex-{NEWEST_CODEX}", f"Codex CLI {NEWEST_CODEX}", "codex", ("http", "ws"), lambda: _codex(NEWEST_CODEX)),
+    Column(
+        "openai-python",
+        f"openai {importlib.metadata.version('openai')} (Python)",
+        "openai-sdk",
+        ("http",),
+        lambda: CommandClient([sys.executable, str(TESTS / "sdk_client.py")]),
+    ),
+    Column(
+        "openai-node",
+        f"openai {_npm_version()} (npm)",
+        "openai-sdk",
+        ("http",),
+        _node_sdk,
+    ),
+]
+
+EXPLAINED = {
+    ("openai-node", "ends-before-terminal", "answered"): (
+        "`responses.stream(...).finalResponse()` resolves with the last snapshot however the body ended "
+        "(`_endRequest` in `lib/responses/ResponseStream.js`): a stream that ends cleanly without "
+        '`response.completed` comes back as a response with `status: "in_progress"`, and the twenty-line client '
+        "(`tests/conform/sdk_client.cjs`), which does not check `status`, takes it as the answer. The must is the "
+        "protocol's (PROTOCOL.md section 1: only `response.completed` proves the response whole); a Node client "
+        'must check `final.status === "completed"` itself. The Python SDK raises instead.'
+    ),
+    ("openai-node", "ends-before-terminal", "outcome is failed"): (
+        "The same: the early end is not raised, so the client exits 0 (the `openai-sdk` profile expects the "
+        "caller to see an error, as the Python SDK's `get_final_response()` raises one)."
+    ),
+    ("openai-node", "failed-context-length", "outcome is failed"): (
+        '`finalResponse()` also resolves a `response.failed` (with `status: "failed"` and its `error`), so a '
+        "caller that does not check `status` reports success. The client did not retry (the must held); the turn "
+        "should still end as a failure."
+    ),
+}
+
+
+def cell(report: ConformReport | None, scenario: str, transport: str) -> str:
+    if report is None:
+        return "not installed"
+    result = next((r for r in report.results if (r.run.scenario, r.run.transport) == (scenario, transport)), None)
+    if result is None:
+        return "-"
+    broken = [verdict.expectation for verdict in result.verdicts if not verdict.held]
+    return "ok" if not broken else "**FAILED**: " + "; ".join(broken)
+
+
+def main() -> int:
+    scenarios = catalogue()
+    reports: dict[str, ConformReport | None] = {}
+    for column in COLUMNS:
+        client = column.client()
+        if client is None:
+            print(f"{column.title}: not installed here, left out", file=sys.stderr)
+            reports[column.key] = None
+            continue
+        report = run(client, transports=column.transports, profile=column.profile)  # type: ignore[arg-type]
+        reports[column.key] = report
+        print(f"{column.title}: {len(report.failures)} failed verdict(s)", file=sys.stderr)
+    failed = {
+        (key, verdict.scenario, verdict.expectation): verdict
+        for key, report in reports.items()
+        if report is not None
+        for verdict in report.failures
+    }
+    unexplained = sorted(set(failed) - set(EXPLAINED))
+    ran = {key for key, report in reports.items() if report is not None}
+    stale = sorted(key for key in set(EXPLAINED) - set(failed) if key[0] in ran)
+    if unexplained or stale:
+        for key in unexplained:
+            print(f"unexplained failure: {key}: {failed[key].seen}", file=sys.stderr)
+        for key in stale:
+            print(f"explanation no verdict needs: {key}", file=sys.stderr)
+        return 1
+    lines = [
+        "# Conformance matrix",
+        "",
+        "Generated by `.venv/bin/python docs/make_conformance.py` (do not edit by hand): `rrkit conform` run on each",
+        "client below, on every scenario of the catalogue (`rrkit conform --list`) over the transports the client",
+        "speaks, judged on the musts and on the profile named in the column. A cell says `ok` when every must and",
+        "rule held, else the ones that failed; each failure is explained below the table.",
+        "",
+        "| scenario | over | " + " | ".join(f"{c.title} (`--profile {c.profile}`)" for c in COLUMNS) + " |",
+        "|---|---|" + "---|" * len(COLUMNS),
+    ]
+    for scenario in scenarios:
+        for transport in scenario.transports:
+            cells = [
+                cell(reports[c.key], scenario.name, transport) if transport in c.transports else "-" for c in COLUMNS
+            ]
+            lines.append(f"| {scenario.name} | {transport} | " + " | ".join(cells) + " |")
+    lines += ["", "## What the failures mean", ""]
+    titles = {column.key: column.title for column in COLUMNS}
+    for key in sorted(failed):
+        client, scenario, expectation = key
+        lines.append(f"- **{titles[client]}, {scenario}, {expectation}** (seen: {failed[key].seen}). {EXPLAINED[key]}")
+    if not failed:
+        lines.append("None: every client kept every must and its profile's rules.")
+    missing = [column.title for column in COLUMNS if reports[column.key] is None]
+    if missing:
+        lines += ["", "Left out, not installed where this page was made: " + ", ".join(missing) + "."]
+    (ROOT / "docs" / "conformance.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("wrote docs/conformance.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

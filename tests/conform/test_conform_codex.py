@@ -1,0 +1,38 @@
+"""The real Codex CLI judged by `rrkit conform` through `rrkit.conform.codex_client`: the pinned version and the
+newest release keep every must and the `codex` profile over both transports (markers `codex` and `matrix`: a
+step of its own in .ci/run; skipped without them)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from rrkit.conform import CommandClient, run
+from rrkit.differential.codex import CodexNotFound, find_codex
+
+from ..realclients.codex import require_codex
+
+NEWEST = "0.171.0"
+NEWEST_BIN = Path(__file__).resolve().parents[2] / ".ci" / f"node-{NEWEST}" / "node_modules" / ".bin" / "codex"
+
+
+def codex_of(version: str) -> str:
+    if version != NEWEST:
+        return require_codex()
+    try:
+        return find_codex(str(NEWEST_BIN) if NEWEST_BIN.exists() else None, version=NEWEST)
+    except CodexNotFound as error:
+        pytest.skip(f"{error} (npm install --prefix .ci/node-{NEWEST} @openai/codex@{NEWEST})")
+
+
+@pytest.mark.codex
+@pytest.mark.matrix
+@pytest.mark.parametrize("version", ["pinned", NEWEST])
+def test_codex_keeps_every_must_and_the_codex_profile_over_both_transports(version: str) -> None:
+    binary = codex_of(version)
+    client = CommandClient([sys.executable, "-m", "rrkit.conform.codex_client", "--codex", binary])
+    report = run(client, profile="codex")
+    assert report.ok, [(v.scenario, v.transport, v.expectation, v.seen) for v in report.failures]
+    assert {result.run.transport for result in report.results} == {"http", "ws"}
