@@ -97,6 +97,14 @@ EXPLAINED = {
         "The same: the early end is not raised, so the client exits 0 (the `openai-sdk` profile expects the "
         "caller to see an error, as the Python SDK's `get_final_response()` raises one)."
     ),
+    ("openai-node", "failed-unknown-code", "answered"): (
+        '`finalResponse()` resolves a `response.failed` as a response (`status: "failed"`): the client, which '
+        "does not check `status`, reports success for a failed response. The Python SDK raises instead."
+    ),
+    ("openai-node", "incomplete", "answered"): (
+        '`finalResponse()` resolves a `response.incomplete` as a response (`status: "incomplete"`, its partial '
+        "text): the client takes the cut-short text as the answer."
+    ),
     ("openai-node", "failed-context-length", "outcome is failed"): (
         '`finalResponse()` also resolves a `response.failed` (with `status: "failed"` and its `error`), so a '
         "caller that does not check `status` reports success. The client did not retry (the must held); the turn "

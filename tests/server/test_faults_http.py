@@ -63,6 +63,17 @@ def test_drop_after_n_events_makes_the_sdk_raise_api_connection_error_after_exac
     assert outcome(server).events_sent == 4
 
 
+def test_an_end_after_n_events_sends_the_final_chunk_and_no_terminal_event_and_the_sdk_says_so(serve: Serve) -> None:
+    server = serve(Script(default=TEN_EVENTS.drop_after(6, close="end")))
+    result = post_sse(server)
+    assert result.status == 200 and result.error is None  # the body ended as a whole one does
+    assert len(result.events) == 6 and "response.completed" not in result.types
+    assert (outcome(server).kind, outcome(server).events_sent) == (OutcomeKind.DROPPED, 6)
+    stream = sdk(server).responses.stream(model="gpt-test", input="Hello")
+    with pytest.raises(RuntimeError, match=r"Didn't receive a `response\.completed` event"), stream as events:
+        events.get_final_response()
+
+
 def test_a_drop_used_once_lets_the_retry_complete(serve: Serve) -> None:
     server = serve(Script().add(TEN_EVENTS.drop_after(2)).add(TEN_EVENTS, repeat=True))
     first, retry = post_sse(server), post_sse(server)

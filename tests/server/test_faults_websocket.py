@@ -93,6 +93,17 @@ def test_drop_with_a_bare_tcp_close_gives_the_client_1006_without_a_close_frame(
     assert closed(server).closed_by == "tcp"
 
 
+def test_an_end_after_n_events_closes_the_socket_normally_before_any_terminal_event(serve: Serve) -> None:
+    server = serve(Script(default=TEN_EVENTS.drop_after(6, close="end")))
+    with ws_connect(server) as websocket:
+        answer = ws_request(websocket)
+    assert answer.closed is not None and answer.closed.rcvd is not None and answer.closed.rcvd.code == 1000
+    assert len(answer.events) == 6 and "response.completed" not in answer.types
+    assert (outcome(server).kind, outcome(server).events_sent) == (OutcomeKind.DROPPED, 6)
+    recorded = closed(server)
+    assert (recorded.closed_by, recorded.close_code) == ("server", 1000)
+
+
 def test_after_a_drop_a_new_connection_gets_the_next_reply(serve: Serve) -> None:
     server = serve(Script().add(TEN_EVENTS.drop_after(2, close="tcp")).add(TEN_EVENTS, repeat=True))
     with ws_connect(server) as websocket:

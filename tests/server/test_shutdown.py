@@ -217,8 +217,6 @@ def stop_within_ceiling(server: FakeServer) -> None:
     assert elapsed < CEILING, f"stop took {elapsed:.2f} s: it waited on what it should end"
 
 
-
-
 @pytest.mark.parametrize("kind", ["sse", "ws", "idle-http", "idle-ws", "bare-tcp"])
 @pytest.mark.parametrize("make", [stalled_script, open_script], ids=["stalled", "open"])
 @pytest.mark.usefixtures("long_grace")

@@ -4,7 +4,9 @@ from typing import Literal
 
 Transport = Literal["http", "ws"]
 """HTTP (an SSE stream or a whole JSON body) or a WebSocket."""
-CloseKind = Literal["tcp", "frame"]
-"""How a connection is cut: a bare TCP close, or (WebSocket) a close frame with a code."""
+CloseKind = Literal["tcp", "frame", "end"]
+"""How a connection is cut: a bare TCP close; (WebSocket) a close frame with a code; or an end that looks whole
+(HTTP: the body's final chunk, no error; WebSocket: a close frame 1000), which a client must still take for a
+cut stream when no terminal event came before it."""
 ClosedBy = Literal["server", "client", "tcp"]
 """Who ended a WebSocket connection: the server (a close frame), the client, or neither (the TCP connection)."""

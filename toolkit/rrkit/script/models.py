@@ -155,7 +155,11 @@ class Fault(_Strict):
     """Transport faults around the planned events."""
 
     drop_after: Annotated[int, Field(ge=0)] | None = Field(None, description="cut the connection after N events")
-    close: CloseKind = Field("tcp", description="WebSocket: bare TCP close, or a close frame")
+    close: CloseKind = Field(
+        "tcp",
+        description="how the cut looks: tcp (no final chunk / no close frame), frame (WebSocket: a close frame "
+        "with close_code), end (as if whole: HTTP's final chunk, WebSocket's close frame 1000)",
+    )
     close_code: Annotated[int, Field(ge=1000, le=4999)] = 1011
     close_reason: str = ""
     stall_after: Annotated[int, Field(ge=0)] | None = Field(None, description="send N events, then nothing")

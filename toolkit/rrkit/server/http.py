@@ -179,7 +179,11 @@ class _SSEChannel:
         await first_of(self.gone, self.stopping)
 
     async def cut(self, close: CloseKind, code: int, reason: str) -> None:
-        """End the connection without the body's final chunk, so the client sees a cut stream."""
+        """End the connection without the body's final chunk, so the client sees a cut stream; `end`: send the
+        final chunk, so the body ends as a whole one does (before any terminal event)."""
+        if close == "end":
+            await self.finish()
+            return
         transport = connection_transport(self.scope)
         if transport is None:
             raise ConnectionAbortedError("rrkit: scripted drop (no transport to close)")

@@ -30,6 +30,7 @@ from .stream import SERVER_ERROR_CODE
 log = logging.getLogger("rrkit.server")
 
 NO_MATCH_CODE = "rrkit_no_matching_reply"
+NORMAL_CLOSURE = 1000  # the WebSocket close code for "the purpose of the connection has been fulfilled"
 ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
 
 

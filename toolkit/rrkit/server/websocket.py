@@ -22,6 +22,7 @@ from ..script.models import Handshake
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
+    NORMAL_CLOSURE,
     Rejected,
     Responder,
     ResponseStore,
@@ -231,6 +232,8 @@ class _AcceptedSocket:
             transport.close()
             self.connection.closed_by = "tcp"
             return
+        if how == "end":
+            code = NORMAL_CLOSURE  # the close of a socket whose work is done
         self.connection.closed_by, self.connection.close_code = "server", code
         with contextlib.suppress(OSError, RuntimeError):
             await self.ws.close(code, reason)
