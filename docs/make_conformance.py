@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from rrkit.conform import CommandClient, ConformClient, ConformReport, ReferenceClient, catalogue, run  # noqa: E402
 from rrkit.differential.codex import CODEX_VERSION, CodexNotFound, find_codex  # noqa: E402
+from rrkit.protocol.vocabulary import Transport  # noqa: E402
 
 TESTS = ROOT / "tests" / "conform"
 NODE_SDK = ROOT / ".ci" / "node-sdk" / "node_modules"
@@ -37,7 +38,7 @@ class Column:
     key: str
     title: str
     profile: str
-    transports: tuple[str, ...]
+    transports: tuple[Transport, ...]
     client: Callable[[], ConformClient | None]  # None: not installed here
 
 
@@ -132,7 +133,7 @@ def main() -> int:
             print(f"{column.title}: not installed here, left out", file=sys.stderr)
             reports[column.key] = None
             continue
-        report = run(client, transports=column.transports, profile=column.profile)  # type: ignore[arg-type]
+        report = run(client, transports=column.transports, profile=column.profile)
         reports[column.key] = report
         print(f"{column.title}: {len(report.failures)} failed verdict(s)", file=sys.stderr)
     failed = {

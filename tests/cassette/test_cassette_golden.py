@@ -13,7 +13,8 @@ import pytest
 from rrkit.cassette import CassetteSource, load_cassette
 from rrkit.cassette.match import json_diff
 from rrkit.cassette.normalize import normalize_cassette
-from rrkit.demo import TRANSPORTS, fixture_paths, golden_name, run_demo, run_one
+from rrkit.demo import fixture_paths, golden_name, run_demo, run_one
+from rrkit.protocol.vocabulary import TRANSPORTS
 from rrkit.script import load_script
 
 from ..errortrap import Serve

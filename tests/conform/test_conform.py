@@ -4,11 +4,9 @@ statuses; scenario files with errors are named with the place and the problem.""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +31,7 @@ from rrkit.conform.scenario import CHECKS
 from rrkit.protocol.incremental import Decision
 from rrkit.tools.show_html import CSP
 
+from ..chromium import HOSTILE, dump_dom, needs_chromium
 from ..test_readme import code_after
 
 MINIMAL_CLIENT = Path(__file__).with_name("minimal_client.py")
@@ -323,10 +322,6 @@ def test_the_readme_pytest_example_runs_one_test_per_scenario_over_xdist_workers
     broken.stdout.fnmatch_lines(["*retries <= 0: saw 4 retries*a 400 says the request itself is wrong*"])
 
 
-HOSTILE = "<script>document.body.setAttribute('data-x', 'p' + 'wned')</script>"
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-
-
 @pytest.fixture(scope="module")
 def hostile_report(scenarios: list[Scenario]) -> ConformReport:
     """A failing report whose client's command line is markup (a command's text is the user's, untrusted)."""
@@ -350,25 +345,11 @@ def test_conform_exits_2_naming_the_report_it_cannot_write(tmp_path: Path) -> No
     assert done.returncode == 2 and str(page) in done.stderr and "cannot write the HTML report" in done.stderr
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_the_html_report_renders_in_headless_chromium_and_runs_no_script(
     tmp_path: Path, hostile_report: ConformReport
 ) -> None:
-    assert CHROMIUM is not None
-    page = write_html(hostile_report, tmp_path / "conform.html")
-    profile = tmp_path / "chromium-profile"
-    command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               f"--user-data-dir={profile}", "--dump-dom", page.as_uri()]  # fmt: skip
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-    )
-    try:
-        dom, _ = process.communicate(timeout=60)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its renderer and zygote children too
-        process.wait()
+    dom = dump_dom(write_html(hostile_report, tmp_path / "conform.html"))
     assert 'id="text-http"' in dom and "FAILED" in dom
     assert "pwned" not in dom
 

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from rrkit.cassette import Cassette, cassette_from_capture, load_cassette, save_cassette
 from rrkit.cli import main
-from rrkit.demo import TRANSPORTS, fixture_paths, golden_name, run_demo, run_one
+from rrkit.demo import fixture_paths, golden_name, run_demo, run_one
+from rrkit.protocol.vocabulary import TRANSPORTS
 from rrkit.script import Match, Script, function_call, load_script, reply, text
 from rrkit.tools.diff import DIFF_FORMAT, Difference, DiffReport, Kind, diff_cassettes
 from rrkit.tools.diff_render import report_text

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import os
 import re
-import shutil
-import signal
-import subprocess
-import tempfile
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -26,10 +20,10 @@ from rrkit.tools.show import Severity, Timeline, build_timeline
 from rrkit.tools.show_html import render_html, write_html
 from rrkit.tools.show_terminal import print_timeline
 
+from ..chromium import HOSTILE, dump_dom, needs_chromium
+
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN_FILES = sorted((REPO / "cassettes").glob("*.json"))
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
-HOSTILE = "<script>document.body.setAttribute('data-x', 'p' + 'wned')</script>"
 
 
 def terminal(timeline: Timeline, width: int = 80) -> str:
@@ -335,38 +329,12 @@ def test_cli_show_exits_2_naming_the_page_it_cannot_write(tmp_path: Path) -> Non
     assert str(page) in result.output and "cannot write the HTML page" in result.output
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium at /usr/bin/chromium (apt-get install chromium)")
+@needs_chromium
 def test_html_page_renders_in_headless_chromium_with_its_content_and_no_injected_script(tmp_path: Path) -> None:
-    assert CHROMIUM is not None
     cassette = load_cassette(REPO / "cassettes" / "drop-mid-stream.ws.json")
     cassette.name = HOSTILE  # untrusted text in the title, the heading and the summary
     page = write_html(build_timeline(cassette), tmp_path / "show.html")
-    profile = tempfile.mkdtemp(prefix="rrkit-chromium-")
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-    )
-    try:
-        dom, _ = process.communicate(timeout=15)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its renderer and zygote children too
-        process.wait()
-        shutil.rmtree(profile, ignore_errors=True)
-    assert process.returncode == 0 or dom, "chromium printed no DOM"
+    dom = dump_dom(page)
     assert 'id="exchange-1"' in dom and 'class="exchange sev-bad"' in dom
     assert "dropped, 5 events sent" in dom
     assert "#1 · ws conn 0 · incremental" in dom

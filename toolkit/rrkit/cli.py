@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
+from .protocol.vocabulary import TRANSPORTS
 from .script.loader import ScriptError, default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
 from .server.runner import FakeServer, LoopbackServer
@@ -595,7 +596,7 @@ def demo(
     from rich.console import Console
     from rich.progress import Progress
 
-    from .demo import TRANSPORTS, demo_table, find_fixtures, rows_json, run_demo, summary
+    from .demo import demo_table, find_fixtures, rows_json, run_demo, summary
 
     directory = find_fixtures(fixtures_dir)
     if not directory.is_dir():
@@ -914,7 +915,6 @@ def conform(
     from .conform.profile import load_profile, shipped_profiles
     from .conform.render import render_list, render_report
     from .conform.report_html import write_html
-    from .conform.scenario import SCENARIO_TRANSPORTS
     from .tools.show_html import write_page
 
     command = _client_command(ctx)
@@ -927,7 +927,7 @@ def conform(
     if list_only:
         render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
         return
-    transports = tuple(name for name in SCENARIO_TRANSPORTS if transport in (name, "both"))
+    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
     progress = Console(stderr=True, highlight=False)
 
     def said(result: Any) -> None:
@@ -1032,7 +1032,7 @@ def compare_codex(
     """
     from .demo import find_fixtures, fixture_paths
     from .differential.codex import CodexNotFound, find_codex
-    from .differential.fixtures import TRANSPORTS, compare_scripts, format_comparisons, summary
+    from .differential.fixtures import compare_scripts, format_comparisons, summary
     from .differential.settings import Budgets
 
     try:

@@ -28,13 +28,13 @@ from .client.retry import RecordingSleep
 from .protocol.ids import IdGenerator
 from .protocol.outcome import Outcome, OutcomeKind
 from .protocol.request import Item
+from .protocol.vocabulary import TRANSPORTS
 from .script.loader import load_script
 from .script.models import Script
 from .script.select import ReplySource
 from .script.shipped import SCRIPT_SUFFIXES, shipped_directory
 from .server.runner import FakeServer
 
-TRANSPORTS = ("http", "ws")
 DEMO_USER_INPUT = "What is the weather in Paris?"
 DEMO_SESSION_ID = "rrkit-demo"
 """Fixed, so that every run sends the same session id and prompt cache key (and recordings repeat)."""

@@ -8,16 +8,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.errors import RRKitError
-from ..protocol.request import Item
+from ..protocol.request import TOOL_OUTPUT_TYPES, Item
 from .client import ModelClient
 from .prompt import Prompt, user_message
 from .turn import DeltaCallback, SampleResult
 
 ToolHandler = Callable[[Item], Awaitable[str] | str]
 """Runs one tool call item and returns its output text."""
-
-OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
-
 
 class TooManySamples(RRKitError, RuntimeError):
     """The model kept asking for tool calls (or `end_turn: false`) beyond the turn's sampling limit."""
@@ -26,7 +23,7 @@ class TooManySamples(RRKitError, RuntimeError):
 def tool_output(call: Item, output: str) -> Item:
     """The item that answers a tool call, for the next sampling of the same turn."""
     return {
-        "type": OUTPUT_TYPES.get(str(call.get("type")), "function_call_output"),
+        "type": TOOL_OUTPUT_TYPES.get(str(call.get("type")), "function_call_output"),
         "call_id": call.get("call_id"),
         "output": output,
     }

@@ -16,7 +16,10 @@ from ..demo import quiet_server_logs
 from ..differential.observe import WaitRanges, named_delays, observe
 from ..differential.run import reference_turn
 from ..differential.settings import Budgets
+from ..protocol.events import ITEM_DONE, done_items
 from ..protocol.ids import IdGenerator
+from ..protocol.outcome import OutcomeKind
+from ..protocol.request import TOOL_OUTPUT_TYPES, input_items
 from ..server.capture import Exchange
 from ..server.runner import FakeServer
 from ..tools.replay import ServerURLs
@@ -118,23 +121,18 @@ def play(scenario: Scenario, transport: str, client: ConformClient, timeout: flo
 
 
 def _calls(exchange: Exchange) -> list[str]:
-    """The call_ids of the function calls in a completed response (what the client must answer)."""
-    if exchange.outcome is None or exchange.outcome.kind.value != "completed":
+    """The call_ids of the tool calls in a completed response (what the client must answer)."""
+    if exchange.outcome is None or exchange.outcome.kind is not OutcomeKind.COMPLETED:
         return []
-    calls = []
-    for sent in exchange.events:
-        if sent.type == "response.output_item.done":
-            item = sent.event.get("item")
-            if isinstance(item, dict) and item.get("type") in ("function_call", "custom_tool_call"):
-                calls.append(str(item.get("call_id")))
-    return calls
+    items = done_items([sent.event for sent in exchange.events if sent.type == ITEM_DONE])
+    return [
+        str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in TOOL_OUTPUT_TYPES
+    ]
 
 
 def _outputs(exchange: Exchange) -> list[str]:
     """The call_ids of the tool outputs in the request's input (the logical one: an incremental request's too)."""
     request = exchange.logical_request or exchange.wire_request or {}
-    items = request.get("input")
-    if not isinstance(items, list):
-        return []
-    kinds = ("function_call_output", "custom_tool_call_output")
-    return [str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in kinds]
+    answers = set(TOOL_OUTPUT_TYPES.values())
+    items = input_items(request) if isinstance(request.get("input"), (list, str)) else []
+    return [str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in answers]

@@ -7,10 +7,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
+from ..protocol.vocabulary import TRANSPORTS, Transport
 from .checks import ScenarioResult, Verdict, judge
 from .drive import ConformClient, ReferenceClient, play
 from .profile import Profile, load_profile
-from .scenario import Scenario, ScenarioTransport, catalogue, select
+from .scenario import Scenario, catalogue, select
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a client gets per scenario and transport."""
@@ -85,7 +86,7 @@ def run(
     client: ConformClient | None = None,
     *,
     only: Sequence[str] = (),
-    transports: Sequence[ScenarioTransport] = ("http", "ws"),
+    transports: Sequence[Transport] = TRANSPORTS,
     timeout: float = DEFAULT_TIMEOUT,
     scenarios: Sequence[Scenario] | None = None,
     profile: Profile | str | None = None,

@@ -10,14 +10,13 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..protocol.errors import RRKitError
+from ..protocol.vocabulary import TRANSPORTS, Transport
 from ..script.loader import ScriptError, load_script, read_document, validate_document
 from ..script.models import Script
 
 CATALOGUE = Path(__file__).parent / "scenarios"
 """The scenario files shipped with rrkit (`rrkit conform --list`)."""
 
-ScenarioTransport = Literal["http", "ws"]
-SCENARIO_TRANSPORTS: tuple[ScenarioTransport, ...] = ("http", "ws")
 CheckKind = Literal[
     "outcome",
     "answered",
@@ -33,8 +32,8 @@ CheckKind = Literal[
 CHECKS: tuple[str, ...] = get_args(CheckKind)
 
 
-def _both() -> list[ScenarioTransport]:
-    return list(SCENARIO_TRANSPORTS)
+def _both() -> list[Transport]:
+    return list(TRANSPORTS)
 
 
 class ConformError(RRKitError, ValueError):
@@ -64,7 +63,7 @@ class Expectation(BaseModel):
     at_most: Annotated[int, Field(ge=0)] | None = None
     seconds: Annotated[float, Field(gt=0)] | None = None
     flow: list[str] | None = Field(None, description="flow: every attempt as the server saw it, in order")
-    transports: list[ScenarioTransport] | None = Field(None, description="only over these (default: every one)")
+    transports: list[Transport] | None = Field(None, description="only over these (default: every one)")
 
     @model_validator(mode="after")
     def _parameters(self) -> Self:
@@ -101,7 +100,7 @@ class Scenario(BaseModel):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
-    transports: list[ScenarioTransport] = Field(default_factory=_both, min_length=1)
+    transports: list[Transport] = Field(default_factory=_both, min_length=1)
     script: Script
     musts: list[Expectation] = Field(min_length=1)
     path: Path | None = Field(None, exclude=True)

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.vocabulary import TRANSPORTS
 from ..script.loader import load_script
 from .observe import WATCHED_HEADERS, Observation
 from .run import observe_codex, observe_reference
 from .settings import DEFAULT_BUDGETS, Budgets
 
-TRANSPORTS = ("http", "ws")
 ASPECTS: dict[str, Callable[[Observation], str]] = {
     "attempts": lambda seen: str(len(seen.attempts)),
     "transports": lambda seen: " ".join(attempt.transport for attempt in seen.attempts) or "-",

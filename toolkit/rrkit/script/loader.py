@@ -166,7 +166,6 @@ def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[A
 
 def load_script(path: Path | str) -> Script:
     """Read a `.yaml`/`.yml` or `.json` script file, or a shipped script named `fixture:NAME`."""
-
     try:
         path = script_path(path)
     except LookupError as error:
