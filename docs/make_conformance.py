@@ -24,13 +24,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rrkit.conform import CommandClient, ConformClient, ConformReport, ReferenceClient, catalogue, run  # noqa: E402
+from rrkit.conform import (  # noqa: E402
+    CommandClient,
+    ConformClient,
+    ConformReport,
+    ReferenceClient,
+    Verdict,
+    catalogue,
+    run,
+)
 from rrkit.differential.codex import CODEX_VERSION, CodexNotFound, find_codex  # noqa: E402
 from rrkit.protocol.vocabulary import Transport  # noqa: E402
 
 TESTS = ROOT / "tests" / "conform"
 NODE_SDK = ROOT / ".ci" / "node-sdk" / "node_modules"
 NEWEST_CODEX = "0.171.0"
+RUN_TIMEOUT = 20.0
+"""Seconds one run may take (a client that hangs on a silent stream is stopped after it; the others take a few)."""
 
 
 @dataclass(frozen=True)
@@ -73,45 +83,67 @@ COLUMNS = [
         "openai-python",
         f"openai {importlib.metadata.version('openai')} (Python)",
         "openai-sdk",
-        ("http",),
+        ("http", "ws"),
         lambda: CommandClient([sys.executable, str(TESTS / "sdk_client.py")]),
     ),
     Column(
         "openai-node",
         f"openai {_npm_version()} (npm)",
         "openai-sdk",
-        ("http",),
+        ("http", "ws"),
         _node_sdk,
     ),
 ]
 
-EXPLAINED = {
-    ("openai-node", "ends-before-terminal", "answered"): (
+PERMANENT = ("context-length", "cyber-policy", "insufficient-quota", "invalid-prompt", "usage-not-included")
+TRANSIENT = ("rate-limit", "server-overloaded", "slow-down", "unknown-code")
+
+FINDINGS: list[tuple[str, list[tuple[str, str, str]]]] = [
+    (
         "`responses.stream(...).finalResponse()` resolves with the last snapshot however the body ended "
         "(`_endRequest` in `lib/responses/ResponseStream.js`): a stream that ends cleanly without "
         '`response.completed` comes back as a response with `status: "in_progress"`, and the twenty-line client '
-        "(`tests/conform/sdk_client.cjs`), which does not check `status`, takes it as the answer. The must is the "
-        "protocol's (PROTOCOL.md section 1: only `response.completed` proves the response whole); a Node client "
-        'must check `final.status === "completed"` itself. The Python SDK raises instead.'
+        "(`tests/conform/sdk_client.cjs`), which does not check `status`, takes it as the answer and exits 0 (the "
+        "`openai-sdk` profile expects the caller to see an error, as the Python SDK's `get_final_response()` raises "
+        "one). The must is the protocol's (PROTOCOL.md section 1: only `response.completed` proves the response "
+        'whole); a Node client must check `final.status === "completed"` itself. Over its WebSocket, where the '
+        "client reads the events itself, the same scenario holds.",
+        [
+            ("openai-node", "ends-before-terminal", "answered"),
+            ("openai-node", "ends-before-terminal", "outcome is failed"),
+        ],
     ),
-    ("openai-node", "ends-before-terminal", "outcome is failed"): (
-        "The same: the early end is not raised, so the client exits 0 (the `openai-sdk` profile expects the "
-        "caller to see an error, as the Python SDK's `get_final_response()` raises one)."
+    (
+        '`finalResponse()` resolves a `response.failed` as a response (`status: "failed"`, with its `error`), '
+        "whatever the code: the client, which does not check `status`, reports success for a failed response. "
+        "Where the code is one a retry cannot mend the client did not retry (that must held), but the turn should "
+        "still end as a failure. The Python SDK raises instead.",
+        [("openai-node", f"failed-{name}", "outcome is failed") for name in PERMANENT]
+        + [("openai-node", f"failed-{name}", "answered") for name in TRANSIENT],
     ),
-    ("openai-node", "failed-unknown-code", "answered"): (
-        '`finalResponse()` resolves a `response.failed` as a response (`status: "failed"`): the client, which '
-        "does not check `status`, reports success for a failed response. The Python SDK raises instead."
-    ),
-    ("openai-node", "incomplete", "answered"): (
+    (
         '`finalResponse()` resolves a `response.incomplete` as a response (`status: "incomplete"`, its partial '
-        "text): the client takes the cut-short text as the answer."
+        "text): the client takes the cut-short text as the answer.",
+        [("openai-node", "incomplete", "answered")],
     ),
-    ("openai-node", "failed-context-length", "outcome is failed"): (
-        '`finalResponse()` also resolves a `response.failed` (with `status: "failed"` and its `error`), so a '
-        "caller that does not check `status` reports success. The client did not retry (the must held); the turn "
-        "should still end as a failure."
+    (
+        "The SDK's request `timeout` (10 minutes by default) is cleared once the response's headers arrive "
+        "(`fetchWithTimeout` in `client.js`), and its WebSocket (`ResponsesWS`) reads without a timeout: a stream "
+        "that goes silent after its first events hangs the caller, over both transports, until `rrkit conform` stops "
+        "it (`--timeout`). A Node client needs its own idle timer on the events (an `AbortController` for HTTP, a "
+        "timer that closes the socket for WebSocket).",
+        [("openai-node", "stall", "ends on its own")],
     ),
-}
+    (
+        "Over HTTP the client's `timeout=5.0` (httpx's read timeout) ends the stalled stream. The SDK's WebSocket "
+        "connection (`responses.connect()`) has no read timeout of its own (`recv()` waits on the `websockets` "
+        "connection without one, and no connection option sets one), so a silent socket hangs the caller until "
+        "`rrkit conform` stops it. A Python client needs its own idle timer (closing the connection from another "
+        "thread, or the async client under `asyncio.timeout`).",
+        [("openai-python", "stall", "ends on its own")],
+    ),
+]
+EXPLAINED = {key: text for text, keys in FINDINGS for key in keys}
 
 
 def cell(report: ConformReport | None, scenario: str, transport: str) -> str:
@@ -133,21 +165,19 @@ def main() -> int:
             print(f"{column.title}: not installed here, left out", file=sys.stderr)
             reports[column.key] = None
             continue
-        report = run(client, transports=column.transports, profile=column.profile)
+        report = run(client, transports=column.transports, profile=column.profile, timeout=RUN_TIMEOUT)
         reports[column.key] = report
         print(f"{column.title}: {len(report.failures)} failed verdict(s)", file=sys.stderr)
-    failed = {
-        (key, verdict.scenario, verdict.expectation): verdict
-        for key, report in reports.items()
-        if report is not None
-        for verdict in report.failures
-    }
+    failed: dict[tuple[str, str, str], list[Verdict]] = {}
+    for key, report in reports.items():
+        for verdict in report.failures if report is not None else []:
+            failed.setdefault((key, verdict.scenario, verdict.expectation), []).append(verdict)
     unexplained = sorted(set(failed) - set(EXPLAINED))
     ran = {key for key, report in reports.items() if report is not None}
     stale = sorted(key for key in set(EXPLAINED) - set(failed) if key[0] in ran)
     if unexplained or stale:
         for key in unexplained:
-            print(f"unexplained failure: {key}: {failed[key].seen}", file=sys.stderr)
+            print(f"unexplained failure: {key}: {failed[key][0].seen}", file=sys.stderr)
         for key in stale:
             print(f"explanation no verdict needs: {key}", file=sys.stderr)
         return 1
@@ -170,9 +200,13 @@ def main() -> int:
             lines.append(f"| {scenario.name} | {transport} | " + " | ".join(cells) + " |")
     lines += ["", "## What the failures mean", ""]
     titles = {column.key: column.title for column in COLUMNS}
-    for key in sorted(failed):
-        client, scenario, expectation = key
-        lines.append(f"- **{titles[client]}, {scenario}, {expectation}** (seen: {failed[key].seen}). {EXPLAINED[key]}")
+    for text, keys in FINDINGS:
+        seen = [(key, verdict) for key in keys for verdict in failed.get(key, [])]
+        if seen:
+            lines += [f"- **{titles[seen[0][0][0]]}**: {text}"] + [
+                f"  - {scenario} over {verdict.transport}, {expectation}: saw {verdict.seen}"
+                for (_, scenario, expectation), verdict in seen
+            ]
     if not failed:
         lines.append("None: every client kept every must and its profile's rules.")
     missing = [column.title for column in COLUMNS if reports[column.key] is None]

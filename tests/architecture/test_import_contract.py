@@ -16,6 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "toolkit" / "rrkit"
 WEB = ("starlette", "uvicorn", "anyio", "httpx", "httpcore", "h11", "websockets", "click")
 """Web and command-line frameworks: the I/O layers' business, never the protocol's or the scripts'."""
 FRONT_ENDS = ("rrkit.cli", "rrkit.pytest_plugin", "rrkit.__main__")
+FOUNDATION = "lazy"
+"""`rrkit.lazy`, the packages' lazy exports: standard library only, so every layer may import it."""
 
 
 def _module_name(path: Path) -> str:
@@ -60,13 +62,20 @@ def _layer(module: str) -> str:
 def test_protocol_imports_no_other_rrkit_package() -> None:
     for module, imported in _graph().items():
         if _layer(module) == "protocol":
-            assert {_layer(target) for target in imported} <= {"protocol"}, (module, imported)
+            assert {_layer(target) for target in imported} <= {"protocol", FOUNDATION}, (module, imported)
 
 
 def test_script_imports_only_protocol() -> None:
     for module, imported in _graph().items():
         if _layer(module) == "script":
-            assert {_layer(target) for target in imported} <= {"script", "protocol"}, (module, imported)
+            assert {_layer(target) for target in imported} <= {"script", "protocol", FOUNDATION}, (module, imported)
+
+
+def test_the_foundation_imports_only_the_standard_library() -> None:
+    tree = ast.parse((PACKAGE / f"{FOUNDATION}.py").read_text(encoding="utf-8"))
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported and all(name.split(".")[0] in sys.stdlib_module_names | {"__future__"} for name in imported)
 
 
 def test_nothing_imports_the_front_ends() -> None:
@@ -107,7 +116,8 @@ def _is_package(module: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("module", "allowed"), [("rrkit.protocol", {"protocol"}), ("rrkit.script", {"protocol", "script"})]
+    ("module", "allowed"),
+    [("rrkit.protocol", {"protocol", FOUNDATION}), ("rrkit.script", {"protocol", "script", FOUNDATION})],
 )
 def test_importing_a_low_layer_loads_no_web_framework_and_no_higher_layer(module: str, allowed: set[str]) -> None:
     probe = f"import sys, {module}; print(' '.join(sorted(sys.modules)))"
@@ -122,6 +132,7 @@ def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_
     assert not [name for name in loaded if name.split(".")[0] in WEB]
     assert {name for name in loaded if name.startswith("rrkit.")} == {
         "rrkit.pytest_plugin",
+        "rrkit.lazy",
         "rrkit.cassette",
         "rrkit.cassette.recordmode",
     }
@@ -131,8 +142,7 @@ def test_a_pytest_session_that_uses_no_rrkit_fixture_loads_no_server(tmp_path: P
     """pytest looks up hook and `pytest_plugins` attributes on every plugin; the plugin's lazy attributes
     must not answer those by importing the server."""
     (tmp_path / "conftest.py").write_text(
-        "import sys\n\n\ndef pytest_collection_finish(session):\n"
-        "    print('LOADED', ' '.join(sorted(sys.modules)))\n",
+        "import sys\n\n\ndef pytest_collection_finish(session):\n    print('LOADED', ' '.join(sorted(sys.modules)))\n",
         encoding="utf-8",
     )
     (tmp_path / "test_nothing.py").write_text("def test_nothing():\n    pass\n", encoding="utf-8")

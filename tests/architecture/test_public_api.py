@@ -51,4 +51,3 @@ def test_every_package_with_an_export_list_is_documented() -> None:
         f"rrkit.{init.parent.name}" for init in root.glob("*/__init__.py") if "__all__" in init.read_text("utf-8")
     }
     assert packages == set(DOCUMENTED)
-

@@ -2,17 +2,17 @@
 retries 5xx, 429 and cut streams with backoff, honours `Retry-After`, and answers tool calls with their
 `call_id`. `BROKEN` in its environment breaks one rule: `cut-is-answer` (a stream without its terminal event is
 taken as the answer), `retry-400` (a 400 is retried), `ignore-retry-after` (backoff instead of the named delay),
-`drop-call-id` (tool outputs carry another call_id)."""
+`drop-call-id` (tool outputs carry another call_id), `no-idle-timeout` (a silent stream is waited on for ever).
+Run as a command, or call `main(environment)` (what `rrkit conform` hands a Python callable)."""
 
 import json
 import os
 import sys
 import time
+from collections.abc import Mapping
 
 import httpx
 
-BASE_URL = os.environ["OPENAI_BASE_URL"]
-BROKEN = os.environ.get("BROKEN", "")
 MAX_RETRIES = 4
 RETRYABLE_FAILURES = {"server_error", "slow_down", None}
 
@@ -25,7 +25,7 @@ def stream(client: httpx.Client, body: dict) -> tuple[int, dict, list[dict]]:
     """(status, headers, events); a stream cut before its end gives the events that came."""
     events: list[dict] = []
     try:
-        with client.stream("POST", BASE_URL + "/responses", json=body) as response:
+        with client.stream("POST", "/responses", json=body) as response:
             if response.status_code != 200:
                 response.read()
                 return response.status_code, dict(response.headers), []
@@ -37,10 +37,13 @@ def stream(client: httpx.Client, body: dict) -> tuple[int, dict, list[dict]]:
     return 200, {}, events
 
 
-def main() -> int:
+def main(env: Mapping[str, str] = os.environ) -> int:
+    broken = env.get("BROKEN", "")
     history: list[dict] = [{"type": "message", "role": "user", "content": "say hi"}]
     retry = 0
-    with httpx.Client(timeout=30, trust_env=False) as client:
+    read = None if broken == "no-idle-timeout" else 2.0  # a stream silent for 2 s is given up on
+    timeout = httpx.Timeout(30, read=read)
+    with httpx.Client(base_url=env["OPENAI_BASE_URL"], timeout=timeout, trust_env=False) as client:
         while True:
             body = {"model": "gpt-test", "input": history, "stream": True}
             status, headers, events = stream(client, body)
@@ -54,14 +57,14 @@ def main() -> int:
             )
             delay = None
             if status != 200:
-                retryable = status == 429 or status >= 500 or (status == 400 and BROKEN == "retry-400")
+                retryable = status == 429 or status >= 500 or (status == 400 and broken == "retry-400")
                 if not retryable:
                     print(f"refused {status}", file=sys.stderr)
                     return 1
-                if "retry-after" in headers and BROKEN != "ignore-retry-after":
+                if "retry-after" in headers and broken != "ignore-retry-after":
                     delay = float(headers["retry-after"])
             elif terminal is None:
-                if BROKEN == "cut-is-answer":
+                if broken == "cut-is-answer":
                     return 0
             elif terminal["type"] == "response.completed":
                 output = terminal["response"]["output"]
@@ -70,7 +73,7 @@ def main() -> int:
                     return 0
                 history += output
                 for call in calls:
-                    call_id = "call_other" if BROKEN == "drop-call-id" else call["call_id"]
+                    call_id = "call_other" if broken == "drop-call-id" else call["call_id"]
                     history.append({"type": "function_call_output", "call_id": call_id, "output": "ok"})
                 retry = 0
                 continue

@@ -4,6 +4,7 @@ statuses; scenario files with errors are named with the place and the problem.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from xml.etree import ElementTree
 
+import httpx
 import pytest
 
 from rrkit.client import turn
@@ -19,6 +21,8 @@ from rrkit.conform import (
     CommandClient,
     ConformError,
     ConformReport,
+    FunctionClient,
+    ReferenceClient,
     Scenario,
     catalogue,
     load_profile,
@@ -26,16 +30,23 @@ from rrkit.conform import (
     run,
     select,
 )
+from rrkit.conform.drive import as_client
 from rrkit.conform.report_html import write_html
 from rrkit.conform.scenario import CHECKS
+from rrkit.protocol.errors import FAILURE_CODES, RECONNECT_CODES
 from rrkit.protocol.incremental import Decision
+from rrkit.protocol.vocabulary import Transport
 from rrkit.tools.show_html import CSP
 
 from ..chromium import HOSTILE, dump_dom, needs_chromium
 from ..test_readme import code_after
+from . import minimal_client as minimal
 
 MINIMAL_CLIENT = Path(__file__).with_name("minimal_client.py")
 SDK_CLIENT = Path(__file__).with_name("sdk_client.py")
+SDK_TIMEOUT = 20.0
+"""Seconds an SDK client's run may take: a run that hangs on a silent stream is stopped after it (every other run
+takes under 2 s on an idle machine)."""
 
 
 def minimal_client(broken: str = "") -> CommandClient:
@@ -49,6 +60,15 @@ def minimal_client(broken: str = "") -> CommandClient:
     )
 
 
+def minimal_in_process(broken: str) -> FunctionClient:
+    """The same client called in this process (no interpreter to start per run), broken the same way."""
+
+    def minimal_client(env: dict[str, str]) -> bool:
+        return minimal.main({**env, "BROKEN": broken}) == 0
+
+    return FunctionClient(minimal_client)
+
+
 def broken_musts(report: ConformReport) -> set[tuple[str, str]]:
     return {(verdict.scenario, verdict.expectation) for verdict in report.failures}
 
@@ -60,7 +80,7 @@ def scenarios() -> list[Scenario]:
 
 def test_the_catalogue_and_the_profiles_cover_both_transports_and_every_check_kind(scenarios: list[Scenario]) -> None:
     names = [scenario.name for scenario in scenarios]
-    assert len(names) == len(set(names)) >= 11
+    assert len(names) == len(set(names)) >= 28
     assert {transport for scenario in scenarios for transport in scenario.transports} == {"http", "ws"}
     profiles = [load_profile(name) for name in ("codex", "openai-sdk")]
     for profile in profiles:
@@ -73,27 +93,54 @@ def test_the_catalogue_and_the_profiles_cover_both_transports_and_every_check_ki
         assert all(must.why.strip() for must in scenario.musts)
 
 
-def test_the_reference_client_holds_every_must_over_both_transports(scenarios: list[Scenario]) -> None:
-    report = run(scenarios=scenarios)
+def test_the_reference_client_keeps_every_must_and_the_codex_profile_over_both_transports(
+    scenarios: list[Scenario],
+) -> None:
+    report = run(scenarios=scenarios, profile="codex")
     assert report.ok, [(v.scenario, v.transport, v.expectation, v.seen) for v in report.failures]
     ran = {(result.run.scenario, result.run.transport) for result in report.results}
     assert ran == {(scenario.name, transport) for scenario in scenarios for transport in scenario.transports}
-
-
-def test_the_reference_client_keeps_the_codex_profile_over_both_transports(scenarios: list[Scenario]) -> None:
-    report = run(scenarios=scenarios, profile="codex")
-    assert report.ok, [(v.scenario, v.transport, v.expectation, v.seen) for v in report.failures]
     profiled = [verdict for result in report.results for verdict in result.verdicts if verdict.strength != "must"]
     assert {verdict.scenario for verdict in profiled} == {scenario.name for scenario in scenarios}
+    assert sum(verdict.strength == "must" for result in report.results for verdict in result.verdicts) > len(ran)
+
+
+def test_the_catalogue_fails_a_response_with_every_code_of_the_error_catalogue(scenarios: list[Scenario]) -> None:
+    """Each `response.failed` code rrkit.protocol knows, a code it does not, and each code that means "new
+    socket, full request" is played by some scenario."""
+    failed, refused = set(), set()
+    for scenario in scenarios:
+        replies = [*scenario.script.responses, *([scenario.script.default] if scenario.script.default else [])]
+        failed |= {reply.fail.code for reply in replies if reply.fail is not None}
+        refused |= {part.code for reply in replies for part in (reply.reject, reply.error_frame) if part is not None}
+    assert set(FAILURE_CODES) <= failed and failed - set(FAILURE_CODES)  # and one no client knows
+    assert refused >= RECONNECT_CODES
 
 
 @pytest.mark.matrix
-def test_the_official_python_sdk_keeps_every_must_and_the_openai_sdk_profile(scenarios: list[Scenario]) -> None:
-    report = run(CommandClient([sys.executable, str(SDK_CLIENT)]), transports=("http",), profile="openai-sdk")
-    assert report.ok, [(v.scenario, v.expectation, v.seen) for v in report.failures]
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_the_official_python_sdk_keeps_every_must_and_the_openai_sdk_profile_but_hangs_on_a_silent_socket(
+    scenarios: list[Scenario], transport: Transport
+) -> None:
+    """Over HTTP its read timeout (set to 5 s) ends a stalled stream; its WebSocket connection (`responses.connect()`,
+    openai 3.57) reads without one, so a silent socket hangs the caller until `rrkit conform` stops it: the one
+    broken must, explained in docs/conformance.md."""
+    report = run(
+        CommandClient([sys.executable, str(SDK_CLIENT)]),
+        transports=(transport,),
+        profile="openai-sdk",
+        timeout=SDK_TIMEOUT,
+    )
+    broken = {(v.scenario, v.expectation) for v in report.failures}
     seen = {result.run.scenario: result.run for result in report.results}
-    assert "Didn't receive a `response.completed` event" in seen["ends-before-terminal"].detail
-    assert [str(attempt) for attempt in seen["http-429-retry-after"].attempts][1].startswith("<named>")
+    if transport == "http":
+        assert not broken
+        assert "Didn't receive a `response.completed` event" in seen["ends-before-terminal"].detail
+        assert "APITimeoutError" in seen["stall"].detail
+        assert [str(attempt) for attempt in seen["http-429-retry-after"].attempts][1].startswith("<named>")
+    else:
+        assert broken == {("stall", "ends on its own")}
+        assert [str(attempt) for attempt in seen["tool-loop"].attempts][1].endswith("ws incremental -> completed")
 
 
 def test_a_client_that_never_sends_incremental_requests_breaks_only_the_codex_flows_that_continue_a_response(
@@ -113,7 +160,8 @@ def test_a_client_that_never_sends_incremental_requests_breaks_only_the_codex_fl
 
 
 def test_a_minimal_correct_http_client_holds_every_must_no_false_alarm(scenarios: list[Scenario]) -> None:
-    report = run(minimal_client(), scenarios=scenarios, transports=("http",))
+    """In process here; the README's pytest example runs the same client as a command over the catalogue."""
+    report = run(minimal_in_process(""), scenarios=scenarios, transports=("http",))
     assert report.ok, [(v.scenario, v.expectation, v.seen) for v in report.failures]
     assert len(report.results) == sum("http" in scenario.transports for scenario in scenarios)
 
@@ -123,20 +171,82 @@ def test_a_minimal_correct_http_client_holds_every_must_no_false_alarm(scenarios
     [
         (
             "cut-is-answer",
-            {("drop-mid-stream", "answered"), ("ends-before-terminal", "answered"), ("sse-error-event", "answered")},
+            {
+                ("drop-mid-stream", "answered"),
+                ("ends-before-terminal", "answered"),
+                ("sse-error-event", "answered"),
+                ("stall", "answered"),
+                ("turn-state", "answered"),
+            },
         ),
         ("retry-400", {("http-400", "retries <= 0")}),
-        ("ignore-retry-after", {("http-429-retry-after", "waits the named 1 s before a retry")}),
-        ("drop-call-id", {("tool-loop", "tool_output")}),
+        (
+            "ignore-retry-after",
+            {
+                ("http-429-retry-after", "waits the named 1 s before a retry"),
+                ("http-503-retry-after", "waits the named 1 s before a retry"),
+            },
+        ),
+        ("drop-call-id", {("tool-loop", "tool_output"), ("turn-state", "tool_output")}),
     ],
 )
 def test_a_broken_client_breaks_exactly_the_musts_it_breaks(
     scenarios: list[Scenario], broken: str, breaks: set[tuple[str, str]]
 ) -> None:
-    report = run(minimal_client(broken), scenarios=scenarios, transports=("http",))
+    report = run(minimal_in_process(broken), scenarios=scenarios, transports=("http",))
     assert broken_musts(report) == breaks
     for verdict in report.failures:
         assert verdict.why and verdict.seen  # what a correct client does, and what this one did
+
+
+def test_a_client_without_an_idle_timeout_hangs_on_a_stall_and_breaks_only_ends_on_its_own(
+    scenarios: list[Scenario],
+) -> None:
+    chosen = select(scenarios, ("stall", "text"))
+    report = run(minimal_client("no-idle-timeout"), scenarios=chosen, transports=("http",), timeout=5)
+    assert broken_musts(report) == {("stall", "ends on its own")}
+    (stalled,) = [result.run for result in report.results if result.run.scenario == "stall"]
+    assert stalled.outcome == "timed out" and stalled.flow == "http full -> stalled"
+
+
+def sse_turn(env: dict[str, str]) -> bool:
+    """One streamed request with httpx: whether it ended with response.completed."""
+    body = {"model": "gpt-test", "input": "hi", "stream": True}
+    types = []
+    with (
+        contextlib.suppress(httpx.TransportError),
+        httpx.stream("POST", env["OPENAI_BASE_URL"] + "/responses", json=body, timeout=30, trust_env=False) as response,
+    ):
+        types = [json.loads(line[5:])["type"] for line in response.iter_lines() if line.startswith("data:")]
+    return "response.completed" in types
+
+
+def test_a_python_callable_is_judged_as_a_command_is_with_the_same_environment(scenarios: list[Scenario]) -> None:
+    told: list[dict[str, str]] = []
+
+    def careful(env: dict[str, str]) -> None:
+        told.append(env)
+        if not sse_turn(env):
+            raise RuntimeError("the stream ended without response.completed")
+
+    chosen = select(scenarios, ("text", "drop-mid-stream"))
+    report = run(careful, scenarios=chosen, transports=("http",))
+    assert report.ok and report.client.endswith("careful")
+    assert [env["RRKIT_SCENARIO"] for env in told] == ["drop-mid-stream", "text"]
+    assert {env["RRKIT_TRANSPORT"] for env in told} == {"http"} and told[0]["OPENAI_BASE_URL"].startswith("http://")
+    (cut,) = [result.run for result in report.results if result.run.scenario == "drop-mid-stream"]
+    assert cut.outcome == "failed" and "RuntimeError: the stream ended without response.completed" in cut.detail
+
+    careless = run(lambda env: sse_turn(env) or None, scenarios=chosen, transports=("http",))  # a cut is an answer
+    assert broken_musts(careless) == {("drop-mid-stream", "answered")}
+
+
+def test_a_client_is_a_command_list_a_callable_or_a_conform_client_and_nothing_else() -> None:
+    assert isinstance(as_client([sys.executable, "client.py"]), CommandClient)
+    assert isinstance(as_client(None), ReferenceClient)
+    for wrong in ([], ["python", 3], 42):
+        with pytest.raises(TypeError, match="client"):
+            as_client(wrong)  # type: ignore[arg-type]
 
 
 def test_the_junit_report_has_one_case_per_scenario_run_and_a_failure_per_broken_must(
@@ -361,30 +471,48 @@ def node_sdk_client() -> CommandClient:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node not found: the openai npm SDK's client needs it")
-    if not (NODE_SDK / "openai" / "package.json").exists():
-        pytest.skip(f"the openai npm package is not installed: npm install --prefix {NODE_SDK.parent} openai@6.49.0")
+    if not all((NODE_SDK / package / "package.json").exists() for package in ("openai", "ws")):
+        pytest.skip(
+            f"the openai and ws npm packages are not installed: npm install --prefix {NODE_SDK.parent} openai@6.49.0 "
+            "ws@8.23.0"
+        )
     return CommandClient([node, str(Path(__file__).with_name("sdk_client.cjs"))], env={"NODE_PATH": str(NODE_SDK)})
 
 
+NPM_PERMANENT = ("context-length", "cyber-policy", "insufficient-quota", "invalid-prompt", "usage-not-included")
+NPM_TRANSIENT = ("rate-limit", "server-overloaded", "slow-down", "unknown-code")
+NPM_BROKEN = {
+    "http": {
+        ("ends-before-terminal", "answered"),
+        ("ends-before-terminal", "outcome is failed"),  # the openai-sdk profile's rule, broken the same way
+        ("incomplete", "answered"),
+        ("stall", "ends on its own"),
+        *((f"failed-{name}", "outcome is failed") for name in NPM_PERMANENT),
+        *((f"failed-{name}", "answered") for name in NPM_TRANSIENT),
+    },
+    "ws": {("stall", "ends on its own")},  # the client reads the socket's events itself: it sees each terminal event
+}
+
+
 @pytest.mark.matrix
-def test_the_official_npm_sdk_breaks_only_the_musts_its_final_response_lets_a_caller_break(
-    scenarios: list[Scenario],
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_the_official_npm_sdk_breaks_only_the_musts_its_final_response_and_its_timeout_let_a_caller_break(
+    scenarios: list[Scenario], transport: Transport
 ) -> None:
     """`responses.stream(...).finalResponse()` (openai 6.49.0) resolves with the last snapshot however the stream
     ended: a stream that ended cleanly without response.completed (status `in_progress`), a `response.failed`
     (status `failed`) and a `response.incomplete` come back as responses, and a client that does not check their
-    `status` takes them as answers. docs/conformance.md explains each verdict."""
+    `status` takes them as answers. Its request timeout ends when the response's headers arrive, and its WebSocket
+    has no read timeout: a silent stream hangs the caller over both transports. docs/conformance.md explains each
+    verdict."""
     client = node_sdk_client()
-    report = run(client, scenarios=scenarios, transports=("http",), profile="openai-sdk")
-    assert broken_musts(report) == {
-        ("ends-before-terminal", "answered"),
-        ("ends-before-terminal", "outcome is failed"),  # the openai-sdk profile's rule, broken the same way
-        ("failed-context-length", "outcome is failed"),
-        ("failed-unknown-code", "answered"),
-        ("incomplete", "answered"),
-    }
+    report = run(client, scenarios=scenarios, transports=(transport,), profile="openai-sdk", timeout=SDK_TIMEOUT)
+    assert {(v.scenario, v.expectation) for v in report.failures} == NPM_BROKEN[transport]
     seen = {result.run.scenario: result.run for result in report.results}
-    assert "OpenAIError: terminated" in seen["drop-mid-stream"].detail  # a cut body does raise
+    if transport == "http":
+        assert "OpenAIError: terminated" in seen["drop-mid-stream"].detail  # a cut body does raise
+    else:
+        assert [str(attempt) for attempt in seen["tool-loop"].attempts][1].endswith("ws incremental -> completed")
 
 
 def test_the_conformance_page_has_a_row_for_every_scenario_and_transport_of_the_catalogue(
@@ -396,5 +524,16 @@ def test_the_conformance_page_has_a_row_for_every_scenario_and_transport_of_the_
     for scenario in scenarios:
         for transport in scenario.transports:
             assert f"| {scenario.name} | {transport} |" in page, (scenario.name, transport)
-    for failure in ("ends-before-terminal, answered", "failed-context-length, outcome is failed"):
+    for failure in (
+        "ends-before-terminal over http, answered",
+        "failed-context-length over http, outcome is failed",
+        "stall over ws, ends on its own",
+    ):
         assert failure in page.split("## What the failures mean", 1)[1]
+
+
+def test_the_readme_callable_example_judges_an_sdk_client_in_process(tmp_path: Path) -> None:
+    script = tmp_path / "conform_callable.py"
+    script.write_text(code_after("returning `False`) that it failed:"), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

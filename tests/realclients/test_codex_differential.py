@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from rrkit.differential import Observation
-from rrkit.differential.observe import WaitRanges, named_delays
+from rrkit.differential.observation import WaitRanges, named_delays
 from rrkit.differential.run import observe_codex, observe_codex_turns, observe_reference, observe_reference_turns
 
 from .codex import require_codex

@@ -7,7 +7,7 @@ import pytest
 
 from rrkit.differential import observe
 from rrkit.differential.codex import config_toml
-from rrkit.differential.observe import WaitRanges, named_delays
+from rrkit.differential.observation import WaitRanges, named_delays
 from rrkit.differential.settings import Budgets
 from rrkit.script import Script, failed, refuse_upgrade, reject, reply
 

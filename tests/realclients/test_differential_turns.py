@@ -6,7 +6,7 @@ import pytest
 
 from rrkit.demo import quiet_server_logs
 from rrkit.differential.appserver import run_codex_turns
-from rrkit.differential.observe import Attempt, WaitRanges
+from rrkit.differential.observation import Attempt, WaitRanges
 from rrkit.differential.run import next_turns_marked, observe_reference_turns
 from rrkit.script import Script, reject, reply
 from rrkit.server import FakeServer

@@ -4,8 +4,9 @@ The names below load on first use (PEP 562), so that `import rrkit.protocol` loa
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .protocol.errors import RRKitError
@@ -14,15 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FakeServer", "RRKitError", "Script", "load_script"]
 
-_HOMES = {"FakeServer": ".server", "RRKitError": ".protocol.errors", "Script": ".script", "load_script": ".script"}
+_HOMES = {".server": ("FakeServer",), ".protocol.errors": ("RRKitError",), ".script": ("Script", "load_script")}
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rrkit' has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -748,13 +748,13 @@ def _client_command(ctx: click.Context) -> list[str] | None:
     return command
 
 
-def _timeout_option(default: float, per: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def _timeout_option(default: float, per: str, then: str = "") -> Callable[[Callable[..., None]], Callable[..., None]]:
     return click.option(
         "--timeout",
         type=SECONDS,
         default=default,
         show_default=True,
-        help=f"Seconds (more than 0) the client may run, per {per}.",
+        help=f"Seconds (more than 0) the client may run, per {per}{then}.",
     )
 
 
@@ -865,7 +865,7 @@ def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
     show_default=True,
     help="Play each scenario over HTTP SSE, over WebSocket, or both (a scenario runs only where it applies).",
 )
-@_timeout_option(60.0, "scenario and transport")
+@_timeout_option(60.0, "scenario and transport", "; one still running then is stopped (and breaks `ends`)")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
     "--junit",
@@ -897,6 +897,13 @@ def conform(
     of the protocol does. The client is rrkit's reference client, or the command after `--`, run once per
     scenario and transport with OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL, RRKIT_SCENARIO and RRKIT_TRANSPORT
     (`http` or `ws`: which one to use) in its environment; its exit status 0 says the turn completed.
+
+    The catalogue (--list): text and tool loops, warmups and incremental requests, every fault rrkit scripts
+    (cuts, early ends, stalls, close frames, 426 and 503 on the upgrade, the connection limit), every failure
+    code, 4xx and 5xx with and without retry-after, previous_response_not_found, turn state. The musts: a stream
+    without its terminal event is no answer; a 400, or a failure a retry cannot mend, is never retried; a named
+    delay is never cut short; a silent stream is given up on; a tool call is answered with its call_id; an
+    incremental request continues a response the server holds; after a failure the request is a full one.
 
     With --profile, a kind of client's finer rules are judged too (`codex`: the Codex CLI's observed retries,
     waits and fallbacks; `openai-sdk`: the official SDKs' documented retries).

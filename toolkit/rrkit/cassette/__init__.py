@@ -5,8 +5,9 @@ start-up without loading the replay server or the proxy."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange
@@ -34,7 +35,6 @@ _HOMES = {
     ".store": ("CassetteError", "dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
     ".upstream": ("UpstreamSource",),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "PRESETS",
@@ -59,12 +59,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rrkit.cassette' has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -1,12 +1,29 @@
 """`rrkit conform`: judge any Responses client by what the fake server sees it do in each scenario of a catalogue
-(the situations a client must survive: faults, failures, refusals, tool loops), against the musts of the protocol."""
+(the situations a client must survive: faults, failures, refusals, tool loops), against the musts of the protocol.
 
-from .checks import ConformRun, ScenarioResult, Verdict, judge
-from .drive import ClientEnd, CommandClient, ConformClient, ReferenceClient, play
-from .profile import Profile, load_profile
-from .report import DEFAULT_TIMEOUT, ConformReport, run
-from .scenario import ConformError, Expectation, Scenario, catalogue, load_scenario, select
+The names below load on first use (PEP 562), so that a client run under `rrkit conform`
+(`python -m rrkit.conform.codex_client`) starts without the server and the judge."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .checks import ConformRun, ScenarioResult, Verdict, judge
+    from .drive import ClientEnd, CommandClient, ConformClient, FunctionClient, ReferenceClient, play
+    from .profile import Profile, load_profile
+    from .report import DEFAULT_TIMEOUT, ConformReport, run
+    from .scenario import ConformError, Expectation, Scenario, catalogue, load_scenario, select
+
+_HOMES = {
+    ".checks": ("ConformRun", "ScenarioResult", "Verdict", "judge"),
+    ".drive": ("ClientEnd", "CommandClient", "ConformClient", "FunctionClient", "ReferenceClient", "play"),
+    ".profile": ("Profile", "load_profile"),
+    ".report": ("DEFAULT_TIMEOUT", "ConformReport", "run"),
+    ".scenario": ("ConformError", "Expectation", "Scenario", "catalogue", "load_scenario", "select"),
+}
 __all__ = [
     "DEFAULT_TIMEOUT",
     "ClientEnd",
@@ -16,6 +33,7 @@ __all__ = [
     "ConformReport",
     "ConformRun",
     "Expectation",
+    "FunctionClient",
     "Profile",
     "ReferenceClient",
     "Scenario",
@@ -29,3 +47,6 @@ __all__ = [
     "run",
     "select",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

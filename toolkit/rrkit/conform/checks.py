@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..differential.observe import Attempt
+from ..differential.observation import Attempt
 from .profile import Profile
 from .scenario import CHECKS, Expectation, Scenario
 
@@ -125,8 +125,8 @@ def _transport_after(expectation: Expectation, run: ConformRun) -> tuple[bool, s
 
 
 def _full_after_failure(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
-    requests = run.requests
-    after = [now for before, now in itertools.pairwise(requests) if before.outcome != "completed"]
+    # a failed warmup counts: it leaves no response to continue from either
+    after = [now for before, now in itertools.pairwise(run.attempts) if before.outcome != "completed"]
     wrong = [attempt for attempt in after if attempt.kind == "incremental"]
     if wrong:
         return False, f"an incremental request after a failed one: {run.flow}"
@@ -139,6 +139,18 @@ def _incremental_accepted(expectation: Expectation, run: ConformRun) -> tuple[bo
     if refused:
         return False, f"{len(refused)} of {len(incremental)} incremental request(s) refused: {run.flow}"
     return True, f"{len(incremental)} incremental request(s), each answered"
+
+
+def _ends(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    if run.outcome == "timed out":
+        return False, f"the client was stopped: {run.detail or 'it did not end'}; {run.flow}"
+    return True, f"the client's run {run.outcome} on its own"
+
+
+def _turn_states(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    seen = [attempt.turn_state for attempt in run.attempts]
+    shown = ", ".join(f"{attempt.transport} {attempt.kind}: {attempt.turn_state or '-'}" for attempt in run.attempts)
+    return seen == expectation.turn_states, shown or "no request"
 
 
 def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
@@ -155,7 +167,9 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "transport_after": _transport_after,
     "full_after_failure": _full_after_failure,
     "incremental_accepted": _incremental_accepted,
+    "ends": _ends,
     "flow": _flow,
+    "turn_states": _turn_states,
 }
 assert tuple(_JUDGES) == CHECKS, "every check kind a scenario may name has its judge"
 

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from ..differential.codex import codex_version, config_toml, exec_codex
-from .drive import REFERENCE_BUDGETS
+from ..differential.settings import DEFAULT_BUDGETS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
         home, workdir = Path(temp) / "home", Path(temp) / "work"
         home.mkdir()
         workdir.mkdir()
-        config = config_toml(url, websockets=transport == "ws", budgets=REFERENCE_BUDGETS)
+        config = config_toml(url, websockets=transport == "ws", budgets=DEFAULT_BUDGETS)
         (home / "config.toml").write_text(config, encoding="utf-8")
         run = exec_codex(binary, home, workdir, "What is the weather in Paris?", args.timeout)
     for line in run.errors or ([f"codex exec timed out after {args.timeout:g} s"] if run.timed_out else []):

@@ -7,15 +7,17 @@ import asyncio
 import contextlib
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from ..demo import quiet_server_logs
-from ..differential.observe import WaitRanges, named_delays, observe
+from ..differential.observation import WaitRanges, named_delays, observe
 from ..differential.run import reference_turn
-from ..differential.settings import Budgets
+from ..differential.settings import DEFAULT_BUDGETS, Budgets
 from ..protocol.events import ITEM_DONE, done_items
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
@@ -26,8 +28,9 @@ from ..tools.replay import ServerURLs
 from .checks import ConformRun
 from .scenario import Scenario
 
-REFERENCE_BUDGETS = Budgets(request_max_retries=4, stream_max_retries=5, idle_timeout=1.0)
-"""The reference client's settings here: Codex's default budgets, and a stream idle timeout of one second."""
+REFERENCE_BUDGETS = DEFAULT_BUDGETS
+"""The reference client's settings here (and Codex's, under `rrkit.conform.codex_client`): Codex's default
+budgets, and a stream idle timeout of one second."""
 SETTLE = 5.0
 """Seconds the server gets, after the client is done, to record the outcome of what is still running."""
 
@@ -85,8 +88,7 @@ class CommandClient:
         return " ".join(self.argv)
 
     def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
-        env = {**os.environ, **self.env, **urls.environment()}
-        env.update(RRKIT_SCENARIO=scenario.name, RRKIT_TRANSPORT=transport)
+        env = {**os.environ, **self.env, **client_environment(urls, scenario, transport)}
         try:
             done = subprocess.run(
                 list(self.argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=timeout
@@ -98,6 +100,52 @@ class CommandClient:
         tail = " / ".join((done.stderr or done.stdout).strip().splitlines()[-2:])
         outcome = "completed" if done.returncode == 0 else "failed"
         return ClientEnd(outcome, f"exit status {done.returncode}" + (f": {tail}" if tail and done.returncode else ""))
+
+
+def client_environment(urls: ServerURLs, scenario: Scenario, transport: str) -> dict[str, str]:
+    """What a client is told of its run: the server's URLs, the scenario's name, the transport to use."""
+    return {**urls.environment(), "RRKIT_SCENARIO": scenario.name, "RRKIT_TRANSPORT": transport}
+
+
+@dataclass(frozen=True)
+class FunctionClient:
+    """A Python callable as the client: called with the environment a command would get (a dict: OPENAI_BASE_URL,
+    RRKIT_WS_URL, RRKIT_TRANSPORT, ...); returning (anything but False) says the turn completed, raising or
+    returning False that it failed. It runs in a thread of its own, which is left behind when it outlasts the
+    timeout (Python cannot stop a thread)."""
+
+    function: Callable[[dict[str, str]], object]
+
+    def describe(self) -> str:
+        return getattr(self.function, "__qualname__", repr(self.function))
+
+    def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
+        pool = ThreadPoolExecutor(1, thread_name_prefix=f"rrkit-conform-{scenario.name}")
+        future = pool.submit(self.function, client_environment(urls, scenario, transport))
+        pool.shutdown(wait=False)
+        try:
+            returned = future.result(timeout)
+        except FutureTimeout:
+            return ClientEnd("timed out", f"the function did not return within {timeout:g} s")
+        except Exception as error:  # the client's own failure: its report of the turn
+            return ClientEnd("failed", f"{type(error).__name__}: {error}")
+        return ClientEnd("failed", "the function returned False") if returned is False else ClientEnd("completed")
+
+
+def as_client(client: ConformClient | Sequence[str] | Callable[[dict[str, str]], object] | None) -> ConformClient:
+    """The client `rrkit.conform.run` judges: None is the reference client, a list of strings a command, a plain
+    callable a FunctionClient, and an object with `describe()` and `run(...)` itself."""
+    if client is None:
+        return ReferenceClient()
+    if isinstance(client, (list, tuple)):
+        if not client or not all(isinstance(part, str) for part in client):
+            raise TypeError(f"a client command is a non-empty list of strings, not {client!r}")
+        return CommandClient(list(client))
+    if hasattr(client, "describe") and hasattr(client, "run"):
+        return cast(ConformClient, client)
+    if callable(client):
+        return FunctionClient(client)
+    raise TypeError(f"not a client: {client!r} (give a command list, a callable, or a ConformClient)")
 
 
 def play(scenario: Scenario, transport: str, client: ConformClient, timeout: float) -> ConformRun:

@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from .checks import ScenarioResult, Verdict, judge
-from .drive import ConformClient, ReferenceClient, play
+from .drive import ConformClient, as_client, play
 from .profile import Profile, load_profile
 from .scenario import Scenario, catalogue, select
 
@@ -83,7 +83,7 @@ class ConformReport:
 
 
 def run(
-    client: ConformClient | None = None,
+    client: ConformClient | Sequence[str] | Callable[[dict[str, str]], object] | None = None,
     *,
     only: Sequence[str] = (),
     transports: Sequence[Transport] = TRANSPORTS,
@@ -92,10 +92,11 @@ def run(
     profile: Profile | str | None = None,
     on_result: Callable[[ScenarioResult], None] | None = None,
 ) -> ConformReport:
-    """Judge `client` (rrkit's reference client by default) on the catalogue (or `scenarios`), `only` the named
+    """Judge `client` (rrkit's reference client by default; a command as a list of strings; a Python callable
+    given the command's environment as a dict, see FunctionClient) on the catalogue (or `scenarios`), `only` the named
     ones, over each transport of `transports` a scenario applies to, on the musts and the rules of `profile` (a
     shipped profile's name, a file, or a Profile); `on_result` is called as each one ends."""
-    client = client or ReferenceClient()
+    client = as_client(client)
     every = list(scenarios) if scenarios is not None else catalogue()
     chosen = select(every, tuple(only))
     if isinstance(profile, str):

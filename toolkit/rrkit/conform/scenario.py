@@ -26,7 +26,9 @@ CheckKind = Literal[
     "transport_after",
     "full_after_failure",
     "incremental_accepted",
+    "ends",
     "flow",
+    "turn_states",
 ]
 """The kinds of expectation a scenario can state (rrkit.conform.checks holds what each one means)."""
 CHECKS: tuple[str, ...] = get_args(CheckKind)
@@ -46,6 +48,7 @@ _PARAMETERS = {
     "retries": ("at_least", "at_most"),
     "named_delay": ("seconds",),
     "flow": ("flow",),
+    "turn_states": ("turn_states",),
 }
 """What each check kind needs (any one of): the loader refuses a check without it."""
 
@@ -63,6 +66,9 @@ class Expectation(BaseModel):
     at_most: Annotated[int, Field(ge=0)] | None = None
     seconds: Annotated[float, Field(gt=0)] | None = None
     flow: list[str] | None = Field(None, description="flow: every attempt as the server saw it, in order")
+    turn_states: list[str | None] | None = Field(
+        None, description="turn_states: the x-codex-turn-state each attempt sent (null: none), in order"
+    )
     transports: list[Transport] | None = Field(None, description="only over these (default: every one)")
 
     @model_validator(mode="after")
@@ -82,8 +88,10 @@ class Expectation(BaseModel):
             return "retries " + " and ".join(bounds or ["any"])
         if self.check == "named_delay":
             return f"waits the named {self.seconds:g} s before a retry"
-        if self.check == "flow":
-            return f"flow over {', '.join(self.transports)}" if self.transports else "flow"
+        if self.check in ("flow", "turn_states"):
+            return f"{self.check} over {', '.join(self.transports)}" if self.transports else self.check
+        if self.check == "ends":
+            return "ends on its own"
         if self.is_ is not None:
             return f"{self.check} is {self.is_}"
         return self.check

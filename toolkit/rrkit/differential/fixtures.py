@@ -9,7 +9,7 @@ from pathlib import Path
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.vocabulary import TRANSPORTS
 from ..script.loader import load_script
-from .observe import WATCHED_HEADERS, Observation
+from .observation import WATCHED_HEADERS, Observation
 from .run import observe_codex, observe_reference
 from .settings import DEFAULT_BUDGETS, Budgets
 

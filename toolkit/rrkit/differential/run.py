@@ -14,7 +14,7 @@ from ..script.models import Script
 from ..server.runner import FakeServer
 from .appserver import run_codex_turns
 from .codex import run_codex
-from .observe import Attempt, Observation, WaitRanges, named_delays, observe
+from .observation import Attempt, Observation, WaitRanges, named_delays, observe
 from .settings import DEFAULT_BUDGETS, Budgets
 
 PROMPT = Prompt(model="gpt-test", instructions="You are a differential test client.")

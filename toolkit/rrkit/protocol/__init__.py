@@ -5,8 +5,9 @@ The names below load with their module on first use (PEP 562): a server loads on
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .errors import (
@@ -52,7 +53,6 @@ _HOMES = {
     ".request": ("Item", "ResponseCreateFrame", "ResponsesRequest", "input_items", "is_warmup"),
     ".sse": ("SSEDecoder", "SSEMessage", "encode_event", "iter_events"),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "FAILURE_CODES",
@@ -105,12 +105,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME_OF.get(name)
-    if home is None:
-        raise AttributeError(f"module 'rrkit.protocol' has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)
