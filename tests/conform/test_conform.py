@@ -86,6 +86,7 @@ def test_the_catalogue_and_the_profiles_cover_both_transports_and_every_check_ki
     for profile in profiles:
         profile.check_scenarios(scenarios, profile.name)
     rules = [rule for profile in profiles for scenario_rules in profile.rules.values() for rule in scenario_rules]
+    rules += [rule for profile in profiles for rule in profile.every]
     used = {must.check for scenario in scenarios for must in scenario.musts} | {rule.check for rule in rules}
     assert used == set(CHECKS)
     for scenario in scenarios:
@@ -249,6 +250,18 @@ def test_a_client_is_a_command_list_a_callable_or_a_conform_client_and_nothing_e
             as_client(wrong)  # type: ignore[arg-type]
 
 
+def test_a_profile_rule_for_every_scenario_is_judged_in_each_and_names_the_header_missing(
+    scenarios: list[Scenario],
+) -> None:
+    """The codex profile's identity headers: a client that sends none breaks that rule in every scenario."""
+    report = run(minimal_in_process(""), only=("text", "http-500"), transports=("http",), profile="codex")
+    identity = "sends session-id, thread-id, x-client-request-id, x-codex-window-id, x-codex-turn-metadata"
+    assert broken_musts(report) == {("text", identity), ("http-500", identity)}
+    (refused,) = [v for v in report.failures if v.scenario == "http-500"]
+    assert refused.seen.startswith("2 of 2 attempt(s) without some; the first, http full -> refused 500: no session-id")
+    assert all(verdict.strength == "profile codex" for verdict in report.failures)
+
+
 def test_the_junit_report_has_one_case_per_scenario_run_and_a_failure_per_broken_must(
     scenarios: list[Scenario],
 ) -> None:
@@ -391,6 +404,11 @@ def test_a_scenario_file_with_an_error_names_the_file_the_place_and_the_problem(
             "line 5, rules.text[0]: check 'flow' needs flow",
         ),
         ("name: p\ndescription: d\nrule: {}\n", "unknown key 'rule' (did you mean 'rules'?)"),
+        ("name: p\ndescription: d\n", "a profile needs rules: `every` (for every scenario) or `rules`"),
+        (
+            "name: p\ndescription: d\nevery:\n  - {check: headers, headers: [authorization], why: w}\n",
+            "line 4, every[0].headers: authorization: rrkit watches only these request headers: session-id",
+        ),
     ],
 )
 def test_a_profile_file_with_an_error_names_the_file_the_place_and_the_problem(

@@ -153,6 +153,19 @@ def _turn_states(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     return seen == expectation.turn_states, shown or "no request"
 
 
+def _headers(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    wanted = set(expectation.headers or ())
+    judged = [attempt for attempt in run.attempts if expectation.applies(attempt.transport)]
+    short = [(attempt, sorted(wanted - attempt.headers)) for attempt in judged if not wanted <= attempt.headers]
+    if short:
+        attempt, missing = short[0]
+        return (
+            False,
+            f"{len(short)} of {len(judged)} attempt(s) without some; the first, {attempt}: no {', '.join(missing)}",
+        )
+    return True, f"all {len(judged)} attempt(s) carry them"
+
+
 def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     seen = [str(attempt) for attempt in run.attempts]
     return seen == expectation.flow, run.flow
@@ -170,15 +183,18 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "ends": _ends,
     "flow": _flow,
     "turn_states": _turn_states,
+    "headers": _headers,
 }
 assert tuple(_JUDGES) == CHECKS, "every check kind a scenario may name has its judge"
 
 
 def judge(scenario: Scenario, run: ConformRun, profile: Profile | None = None) -> ScenarioResult:
-    """The scenario's musts, then the profile's rules for it, held against the run (those for its transport)."""
+    """The scenario's musts, then the profile's rules for every scenario and for this one, held against the run
+    (those for its transport)."""
     chosen = [("must", expectation) for expectation in scenario.musts]
     if profile is not None:
-        chosen += [(f"profile {profile.name}", rule) for rule in profile.rules.get(scenario.name, [])]
+        rules = [*profile.every, *profile.rules.get(scenario.name, [])]
+        chosen += [(f"profile {profile.name}", rule) for rule in rules]
     verdicts = []
     for strength, expectation in chosen:
         if expectation.applies(run.transport):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..script.loader import read_document, validate_document
 from .scenario import ConformError, Expectation, Scenario
@@ -17,13 +17,21 @@ PROFILES = Path(__file__).parent / "profiles"
 
 
 class Profile(BaseModel):
-    """A kind of client's rules beyond the musts: for each scenario (by name), the expectations it keeps."""
+    """A kind of client's rules beyond the musts: those it keeps in every scenario (`every`), and for each scenario
+    (by name) the expectations it keeps there."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
-    rules: dict[str, list[Expectation]] = Field(min_length=1)
+    every: list[Expectation] = Field([], description="rules judged in every scenario")
+    rules: dict[str, list[Expectation]] = Field({})
+
+    @model_validator(mode="after")
+    def _some_rule(self) -> Self:
+        if not self.every and not self.rules:
+            raise ValueError("a profile needs rules: `every` (for every scenario) or `rules` (per scenario)")
+        return self
 
     def check_scenarios(self, scenarios: list[Scenario], where: str) -> None:
         """Every rule names a scenario that exists (a misspelt name would judge nothing, silently)."""

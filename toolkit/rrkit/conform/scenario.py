@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..differential.observation import WATCHED_HEADERS
 from ..protocol.errors import RRKitError
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from ..script.loader import ScriptError, load_script, read_document, validate_document
@@ -29,6 +30,7 @@ CheckKind = Literal[
     "ends",
     "flow",
     "turn_states",
+    "headers",
 ]
 """The kinds of expectation a scenario can state (rrkit.conform.checks holds what each one means)."""
 CHECKS: tuple[str, ...] = get_args(CheckKind)
@@ -49,6 +51,7 @@ _PARAMETERS = {
     "named_delay": ("seconds",),
     "flow": ("flow",),
     "turn_states": ("turn_states",),
+    "headers": ("headers",),
 }
 """What each check kind needs (any one of): the loader refuses a check without it."""
 
@@ -69,7 +72,20 @@ class Expectation(BaseModel):
     turn_states: list[str | None] | None = Field(
         None, description="turn_states: the x-codex-turn-state each attempt sent (null: none), in order"
     )
+    headers: list[str] | None = Field(
+        None, description="headers: request headers every attempt over the rule's transports carries"
+    )
     transports: list[Transport] | None = Field(None, description="only over these (default: every one)")
+
+    @field_validator("headers")
+    @classmethod
+    def _watched(cls, names: list[str] | None) -> list[str] | None:
+        unknown = [name for name in names or () if name not in WATCHED_HEADERS]
+        if unknown:
+            raise ValueError(
+                f"{', '.join(unknown)}: rrkit watches only these request headers: {', '.join(WATCHED_HEADERS)}"
+            )
+        return names
 
     @model_validator(mode="after")
     def _parameters(self) -> Self:
@@ -92,6 +108,10 @@ class Expectation(BaseModel):
             return f"{self.check} over {', '.join(self.transports)}" if self.transports else self.check
         if self.check == "ends":
             return "ends on its own"
+        if self.check == "headers" and self.headers is not None:
+            return (
+                "sends " + ", ".join(self.headers) + (f" over {', '.join(self.transports)}" if self.transports else "")
+            )
         if self.is_ is not None:
             return f"{self.check} is {self.is_}"
         return self.check
