@@ -1,6 +1,7 @@
 """Soak and load, loopback only: `rrkit serve` as a subprocess answering 10,000 SSE requests, its RSS
 (/proc/<pid>/status VmRSS) at 1k and 10k requests, without recording (a bounded window of exchanges, `--keep`
-default) and with `--cassette C --record-mode all` (every exchange kept and recorded: RSS grows with the
+default), with Codex-sized requests of 1 MB under `--limit memory=64MiB` (RSS flat once the budget is full),
+and with `--cassette C --record-mode all` (every exchange kept and recorded: RSS grows with the
 recording); 200 SSE and 200 WebSocket streams at once, all events in order; 2,000 connects/disconnects of every
 kind (clean, abort mid-stream, client gone with a reset, bare TCP, WebSocket left mid-stream) against a server
 process whose open file descriptors (/proc/<pid>/fd) and asyncio tasks must come back to their baseline.
@@ -84,20 +85,44 @@ def stop(process: subprocess.Popen[str]) -> tuple[float, str, str]:
 # -- 1. RSS over 10,000 requests --------------------------------------------------------------------------
 
 
-def soak(requests: int, *args: str) -> dict[str, Any]:
+def soak(
+    requests: int, *args: str, body: dict[str, Any] = BODY, marks_at: tuple[int, ...] = (1_000,)
+) -> dict[str, Any]:
     process, url = serve(*args)
     marks: dict[str, float] = {"start": rss_mb(process.pid)}
+    content = json.dumps(body).encode()
     begun = time.monotonic()
     with httpx.Client(trust_env=False, timeout=30) as client:
         for count in range(1, requests + 1):
-            with client.stream("POST", url + "/responses", json=BODY) as response:
+            headers = {"content-type": "application/json"}
+            with client.stream("POST", url + "/responses", content=content, headers=headers) as response:
                 for _ in response.iter_bytes():
                     pass
-            if count in (1_000, requests):
+            if count in (*marks_at, requests):
                 marks[f"{count}"] = rss_mb(process.pid)
+        health = client.get(url.removesuffix("/v1") + "/__rrkit/health").json()
     elapsed = time.monotonic() - begun
     stopped, out, err = stop(process)
-    return {"rss": marks, "rate": requests / elapsed, "stop": stopped, "rc": process.returncode, "out": out, "err": err}
+    return {
+        "rss": marks,
+        "rate": requests / elapsed,
+        "stop": stopped,
+        "rc": process.returncode,
+        "out": out,
+        "err": err,
+        "health": health,
+    }
+
+
+CODEX_SIZED: dict[str, Any] = {
+    "model": "gpt-soak",
+    "input": [{"role": "user", "content": "x" * 1000} for _ in range(1000)],
+    "stream": True,
+}
+"""A request of about 1 MB, as Codex's are late in a session (the whole history in each)."""
+MEMORY_BUDGET_MB = 64
+BIG_BOUND_MB = 16.0
+"""How much `rrkit serve --limit memory=64MiB` may grow once its budget is full, however many 1 MB requests."""
 
 
 # -- 2. concurrent streams ---------------------------------------------------------------------------------
@@ -260,6 +285,23 @@ def rows(profile: Profile) -> list[Row]:
             note=f"{plain['rate']:.0f} req/s; stopped {plain['stop']:.2f} s after SIGINT, exit {plain['rc']}",
         )
     ]
+    big_requests, full_at = (150, 75) if profile.quick else (400, 150)
+    big = soak(big_requests, "--limit", f"memory={MEMORY_BUDGET_MB}MiB", body=CODEX_SIZED, marks_at=(full_at,))
+    memory = big["health"]["memory"]
+    kept = big["health"]["exchanges"]
+    found.append(
+        Row(
+            f"`rrkit serve --limit memory={MEMORY_BUDGET_MB}MiB` RSS after {big_requests} requests of 1 MB",
+            big["rss"][str(big_requests)],
+            big["rss"][str(full_at)],
+            "MB",
+            target=at_most(BIG_BOUND_MB, of="added"),
+            baseline_name=f"its RSS after {full_at} (budget full)",
+            note=f"start {big['rss']['start']:.0f} MB; {kept} exchanges kept in "
+            f"{memory['kept']['exchanges'] / 2**20:.1f} MiB ({memory['kept']['exchanges'] / max(kept, 1) / 1e6:.2f} MB "
+            f"each), {memory['evicted']['exchanges']} evicted; responses {memory['kept']['responses'] / 2**20:.1f} MiB",
+        )
+    )
     with tempfile.TemporaryDirectory() as folder:
         cassette, fast = Path(folder) / "soak.json", Path(folder) / "fast.yaml"
         fast.write_text(FAST)

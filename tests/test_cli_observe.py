@@ -143,6 +143,7 @@ def test_ready_file_gives_port_urls_and_pid_once_listening_and_is_removed_at_exi
             "port": int(url.rsplit(":", 1)[1].split("/")[0]),
             "http_url": url,
             "ws_url": url.replace("http://", "ws://"),
+            "admin_url": url.removesuffix("/v1") + "/__rrkit",
             "pid": process.pid,
         }
         assert httpx.post(info["http_url"] + "/responses", json=BODY, trust_env=False).status_code == 200

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
+from .protocol.limits import LimitError, Limits
 from .protocol.vocabulary import TRANSPORTS
 from .script.loader import ScriptError, default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
@@ -90,13 +91,73 @@ def _observe_options(command: Callable[..., None]) -> Callable[..., None]:
             "--ready-file",
             "ready_path",
             type=click.Path(path_type=Path, dir_okay=False),
-            help='Once listening, write {"port", "http_url", "ws_url", "pid"} as JSON to this file (atomically); '
-            "removed at exit. For --port 0 in harnesses.",
+            help='Once listening, write {"port", "http_url", "ws_url", "admin_url", "pid"} as JSON to this file '
+            '(atomically; with "admin_token" and mode 0600 when admin calls need one); removed at exit. For --port 0 '
+            "in harnesses.",
         ),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def _admin_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Who may call the admin API of a server the command runs (README: Admin API)."""
+    options = [
+        click.option(
+            "--admin-token",
+            envvar="RRKIT_ADMIN_TOKEN",
+            help="Require `Authorization: Bearer TOKEN` on every admin call (env RRKIT_ADMIN_TOKEN); without it only "
+            "loopback callers may, and a server bound to another address makes one up and prints it.",
+        ),
+        click.option(
+            "--admin-host",
+            "admin_hosts",
+            multiple=True,
+            help="A host name the admin API answers for, besides IP addresses and localhost (repeatable).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _limit_option(command: Callable[..., None]) -> Callable[..., None]:
+    """The sizes a server the command runs accepts (rrkit.protocol.limits)."""
+    return click.option(
+        "--limit",
+        "limits",
+        multiple=True,
+        metavar="NAME=SIZE",
+        help="A size limit on what the server reads (repeatable): body (a request body as sent, default 32MiB), "
+        "decoded-body (once decoded, 64MiB), ws-message (one WebSocket message, 32MiB): over it, a 413 or a 1009 "
+        "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted.",
+    )(command)
+
+
+def _server_settings(
+    host: str,
+    port: int,
+    log_level: str,
+    lenient: bool,
+    admin_token: str | None,
+    admin_hosts: tuple[str, ...],
+    limits: tuple[str, ...],
+) -> dict[str, Any]:
+    """The FakeServer settings `serve` and `record` share, from their options."""
+    try:
+        parsed = Limits().with_settings(limits)
+    except LimitError as error:
+        raise click.BadParameter(str(error), param_hint="--limit") from None
+    return {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "lenient": lenient,
+        "admin_token": admin_token,
+        "admin_hosts": admin_hosts,
+        "limits": parsed,
+    }
 
 
 class _StopSignals:
@@ -139,10 +200,17 @@ def _write_ready_file(path: Path, running: LoopbackServer) -> None:
     from urllib.parse import urlsplit
 
     port = urlsplit(running.http_url).port
-    content = json.dumps({"port": port, "http_url": running.http_url, "ws_url": running.ws_url, "pid": os.getpid()})
+    ready = {"port": port, "http_url": running.http_url, "ws_url": running.ws_url, "pid": os.getpid()}
+    ready["admin_url"] = running.admin_url
+    token = running.admin_token if isinstance(running, FakeServer) else None
+    if token is not None:
+        ready["admin_token"] = token
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        temporary.write_text(content + "\n", encoding="utf-8")
+        # a token in it: for this user's eyes only
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if token else 0o644)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(json.dumps(ready) + "\n")
         os.replace(temporary, path)
     except OSError as error:
         temporary.unlink(missing_ok=True)
@@ -211,6 +279,8 @@ def _running(
         click.echo(headline)
         click.echo(f"  HTTP base URL:      {running.http_url}")
         click.echo(f"  WebSocket base URL: {running.ws_url}   (endpoint {running.responses_ws_url})")
+        if server.admin_token_made:
+            click.echo(f"  Admin API:          {running.admin_url}   (Authorization: Bearer {server.admin_token})")
         click.echo(f"  {stop_hint}")
 
     try:
@@ -371,6 +441,8 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
 )
 @_match_options
 @_observe_options
+@_admin_options
+@_limit_option
 @_log_level_option
 def serve(
     host: str,
@@ -389,6 +461,9 @@ def serve(
     quiet: bool,
     journal_path: Path | None,
     ready_path: Path | None,
+    admin_token: str | None,
+    admin_hosts: tuple[str, ...],
+    limits: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Run the fake Responses server until Ctrl-C: play a script, or replay (and record) a cassette. Each
@@ -403,6 +478,7 @@ def serve(
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
     deck: CassetteDeck | None = None
+    settings = _server_settings(host, port, log_level, lenient, admin_token, admin_hosts, limits)
     if upstream is not None and (cassette_path is None or script_path is not None):
         raise click.UsageError("--upstream answers what is recorded into --cassette, in place of --script: give one")
     matching = (match_presets, match_ignore, match_normalize, allow_repeats)
@@ -441,19 +517,12 @@ def serve(
                 )
             except CassetteError as error:
                 raise _file_error(error, not_a_cassette(cassette_path, f"use --script {cassette_path}")) from None
-            server = FakeServer(
-                source=deck.source(),
-                host=host,
-                port=port,
-                log_level=log_level,
-                lenient=lenient,
-                keep=None if deck.records else keep,
-            )
+            server = FakeServer(source=deck.source(), keep=None if deck.records else keep, **settings)
             what = f"cassette {str(cassette_path)!r} (record mode {deck.mode.value})"
             deck.journal_to(server.state.capture)  # each exchange on disk as it ends: a crash loses none
         else:
             script = script or default_script()
-            server = FakeServer(script, host=host, port=port, log_level=log_level, lenient=lenient, keep=keep)
+            server = FakeServer(script, keep=keep, **settings)
             what = f"script {script.name!r} ({len(script.responses)} steps)"
     except (ScriptError, ValueError) as error:  # a CassetteError is a ValueError
         raise click.ClickException(str(error)) from None
@@ -502,6 +571,8 @@ def serve(
 )
 @_match_options
 @_observe_options
+@_admin_options
+@_limit_option
 @_log_level_option
 def record(
     upstream: str,
@@ -519,6 +590,9 @@ def record(
     quiet: bool,
     journal_path: Path | None,
     ready_path: Path | None,
+    admin_token: str | None,
+    admin_hosts: tuple[str, ...],
+    limits: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Forward SSE and WebSocket traffic to an upstream until Ctrl-C (or SIGTERM), then write it as a cassette.
@@ -535,6 +609,7 @@ def record(
     from .tools.file_kind import not_a_cassette
 
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    settings = _server_settings(host, port, log_level, lenient, admin_token, admin_hosts, limits)
     mode = parse_record_mode(record_mode)
     hint = "give a new cassette file to record into, e.g. --cassette session.json"
     if mode is RecordMode.REWRITE and (wrong := not_a_cassette(cassette_path, hint + " (it is not overwritten)")):
@@ -548,7 +623,7 @@ def record(
             )
         except CassetteError as error:
             raise _file_error(error, not_a_cassette(cassette_path, hint)) from None
-        proxy = FakeServer(source=deck.source(), host=host, port=port, log_level=log_level, lenient=lenient)
+        proxy = FakeServer(source=deck.source(), **settings)
         deck.journal_to(proxy.state.capture)  # each exchange on disk as it ends: a crash loses none
     except (CassetteError, ValueError) as error:
         raise click.ClickException(str(error)) from None

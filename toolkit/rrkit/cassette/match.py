@@ -17,6 +17,7 @@ import orjson
 
 from ..protocol.lite import from_lite
 from ..protocol.request import INPUT_FIELD, input_items
+from ..protocol.secrets import mask_request
 from .format import RecordedExchange
 from .presets import PRESETS, Preset
 
@@ -297,7 +298,8 @@ class MatchConfig:
         return header_named(name, self._headers)
 
     def view(self, request: Mapping[str, Any] | None) -> dict[str, Any]:
-        """What counts of a request: chosen fields, ignored paths left out, strings normalized."""
+        """What counts of a request: chosen fields, ignored paths left out, strings normalized, credentials
+        masked (rrkit.protocol.secrets)."""
         if not request:
             return {}
         top, fields = self._top, self.fields
@@ -308,7 +310,12 @@ class MatchConfig:
             chosen = path.drop(chosen)
         for path, patterns in self._rules:
             chosen = path.rewrite(chosen, functools.partial(_normalized, patterns=patterns))
-        return chosen
+        masked: dict[str, Any] = mask_request(chosen, SECRET_MARK)  # a recording's credentials are redacted
+        return masked
+
+
+SECRET_MARK = "\x00secret"
+"""What a credential is in a request's match view, recorded (already redacted) and incoming alike."""
 
 
 def header_named(name: str, patterns: Sequence[str]) -> bool:

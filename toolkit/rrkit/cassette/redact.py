@@ -1,4 +1,5 @@
-"""Redaction of secrets on both sides of an exchange: headers, handshakes and JSON paths, replaced by a marker."""
+"""Redaction of secrets on both sides of an exchange: headers, handshakes, credentials in request bodies
+(rrkit.protocol.secrets) and JSON paths, replaced by a marker."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
+from ..protocol.secrets import SECRET_HEADERS, mask_request
 from .format import Cassette, RecordedEvent, Redaction
 
 MARKER = "[REDACTED]"
-DEFAULT_HEADERS = ("authorization", "api-key", "openai-organization", "openai-project", "cookie", "set-cookie")
+DEFAULT_HEADERS = SECRET_HEADERS
 SECRET_QUERY_NAMES = frozenset(
     {"api-key", "api_key", "apikey", "key", "token", "access_token", "auth", "sig", "signature", "password"}
     | {"secret", "client_secret", "code", "session"}
@@ -73,13 +75,16 @@ class Redactor:
     `apply` is a pass of its own, so a policy can serve any number of cassettes.
 
     Paths are dotted with `*` for any key or list item, rooted at a request or event:
-    `metadata.user`, `input.*.content`, `response.instructions`.
+    `metadata.user`, `input.*.content`, `response.instructions`. With `bodies` (the default) the credentials a
+    request body carries are redacted too: fields named like one or like a redacted header, an MCP tool's
+    `authorization` and `headers`, values that look like keys (rrkit.protocol.secrets.mask_request).
     """
 
     headers: tuple[str, ...] = DEFAULT_HEADERS
     paths: tuple[str, ...] = ()
     marker: str = MARKER
     known_secrets: tuple[str, ...] = ()
+    bodies: bool = True
 
     @classmethod
     def with_extra(cls, headers: Iterable[str] = (), paths: Iterable[str] = ()) -> Redactor:
@@ -99,6 +104,7 @@ class _Pass:
 
     def __init__(self, policy: Redactor) -> None:
         self.headers, self.paths, self.marker = policy.headers, policy.paths, policy.marker
+        self.bodies = policy.bodies
         self.secrets: set[str] = set()
         for secret in policy.known_secrets:
             self._remember(secret)
@@ -128,6 +134,12 @@ class _Pass:
     def redact_json(self, value: Any) -> Any:
         for path in self.paths:
             value = self._redact_path(value, path.split("."))
+        return value
+
+    def redact_request(self, value: Any) -> Any:
+        value = self.redact_json(value)
+        if self.bodies and value is not None:
+            value = mask_request(value, self.marker, self.headers, found=self._remember)
         return value
 
     def _redact_path(self, value: Any, parts: list[str]) -> Any:
@@ -164,7 +176,7 @@ class _Pass:
     def apply(self, cassette: Cassette) -> Cassette:
         """Redact a whole cassette in place (and return it); idempotent."""
         redact_event = self._redact_event if self.paths else None
-        _rewrite(cassette, self.redact_headers, self.redact_json, redact_event, query=self.redact_query)
+        _rewrite(cassette, self.redact_headers, self.redact_request, redact_event, query=self.redact_query)
         if self.secrets:
             _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))

@@ -21,16 +21,21 @@ class BodyEncodingError(RRKitError, ValueError):
     """A body that cannot be decoded as its `Content-Encoding` says; the message says what to do."""
 
 
-def decode_body(raw: bytes, content_encoding: str | None) -> bytes:
-    """The body's bytes with every listed encoding undone (last applied first), as RFC 9110 lists them."""
+class BodyTooLarge(BodyEncodingError):
+    """A body that decodes to more bytes than the limit."""
+
+
+def decode_body(raw: bytes, content_encoding: str | None, limit: int = MAX_DECODED) -> bytes:
+    """The body's bytes with every listed encoding undone (last applied first), as RFC 9110 lists them; a body
+    that decodes to more than `limit` bytes is a BodyTooLarge."""
     codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
     body = raw
     for coding in reversed(codings):
-        body = _decode_one(body, coding)
+        body = _decode_one(body, coding, limit)
     return body
 
 
-def _decode_one(body: bytes, coding: str) -> bytes:
+def _decode_one(body: bytes, coding: str, limit: int) -> bytes:
     try:
         if coding == "identity":
             return body
@@ -38,15 +43,15 @@ def _decode_one(body: bytes, coding: str) -> bytes:
             # wbits: 47 reads gzip or zlib framing; raw deflate (what some clients send as "deflate") is -15.
             wbits = 47 if coding != "deflate" or body[:1] in (b"\x78", b"\x1f") else -15
             decoder = zlib.decompressobj(wbits)
-            decoded = decoder.decompress(body, MAX_DECODED)
+            decoded = decoder.decompress(body, limit)
             if decoder.unconsumed_tail:
-                raise BodyEncodingError(f"the {coding} body decodes to more than {MAX_DECODED} bytes")
+                raise BodyTooLarge(f"the {coding} body decodes to more than {limit} bytes")
             return decoded
         if coding == "zstd":
             with zstandard.ZstdDecompressor().stream_reader(body) as reader:
-                decoded = reader.read(MAX_DECODED + 1)
-            if len(decoded) > MAX_DECODED:
-                raise BodyEncodingError(f"the zstd body decodes to more than {MAX_DECODED} bytes")
+                decoded = reader.read(limit + 1)
+            if len(decoded) > limit:
+                raise BodyTooLarge(f"the zstd body decodes to more than {limit} bytes")
             return decoded
     except (zlib.error, zstandard.ZstdError) as error:
         raise BodyEncodingError(f"the body is not valid {coding} ({error}); send it as Content-Encoding says") from None

@@ -84,6 +84,8 @@ WEBSOCKET_CONNECTION_LIMIT = "websocket_connection_limit_reached"
 RECONNECT_CODES = frozenset({WEBSOCKET_CONNECTION_LIMIT, PREVIOUS_RESPONSE_NOT_FOUND})
 """The codes that make a client open a new socket and resend in full, even on an `error` frame without status."""
 UPGRADE_REQUIRED = 426
+REQUEST_TOO_LARGE = "request_too_large"
+"""The code of a 413: a request body over the server's limit."""
 RETRIED_CLIENT_STATUSES = frozenset({401, 403, 404})
 """4xx statuses Codex 0.169 retries with backoff (every other 4xx but 429 fails the turn)."""
 

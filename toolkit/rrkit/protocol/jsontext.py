@@ -204,3 +204,11 @@ def _surrogate(what: str, path: str | None, text: str, kind: str) -> UnsafeJSON:
         "as UTF-8. Pair it, or remove it.",
         param=path,
     )
+
+
+def json_size(value: Any) -> int:
+    """About how many bytes a JSON value takes (its compact encoding's length): what a memory budget counts."""
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits, a key that is not a string
+        return len(json.dumps(value, separators=(",", ":"), default=str))

@@ -20,8 +20,10 @@ from ..protocol import errors
 from ..protocol.encoding import body_form
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
+from ..protocol.secrets import REDACTED, mask_headers, mask_request
 from ..script.loader import ScriptError, parse_script
 from ..script.select import ScriptState
+from .admin_guard import admin_refusal
 from .capture import Exchange
 from .respond import ServerState, Unmatched, state_of
 
@@ -104,16 +106,17 @@ def exchange_summary(exchange: Exchange) -> dict[str, Any]:
 def exchange_full(exchange: Exchange) -> dict[str, Any]:
     content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
     body = exchange.response_body
+    events = list(exchange.events)  # a response echoes the request's tools: their credentials too
     return {
         **exchange_summary(exchange),
         "query": exchange.query or None,
-        "request_headers": dict(exchange.request_headers),
-        "wire_request": exchange.wire_request,
-        "logical_request": exchange.logical_request,
+        "request_headers": mask_headers(exchange.request_headers, REDACTED),
+        "wire_request": mask_request(exchange.wire_request, REDACTED),
+        "logical_request": mask_request(exchange.logical_request, REDACTED),
         "raw_body": exchange.raw_body,
         "response_headers": dict(exchange.response_headers),
         "response_body": body_form(body, content_type, json_of_body) if body is not None else None,
-        "events": [{"at": round(sent.at, 6), "event": sent.event} for sent in list(exchange.events)],
+        "events": [{"at": round(sent.at, 6), "event": mask_request(sent.event, REDACTED)} for sent in events],
     }
 
 
@@ -129,7 +132,7 @@ def unmatched_json(unmatched: Unmatched) -> dict[str, Any]:
         "closest": list(report.closest),
         "hint": report.hint,
         "message": report.message(),
-        "wire_request": unmatched.wire_request,
+        "wire_request": mask_request(unmatched.wire_request, REDACTED),
     }
 
 
@@ -157,6 +160,20 @@ def source_summary(state: ServerState) -> dict[str, Any]:
             "unused": source.unused(),
         }
     return {"kind": type(source).__name__}
+
+
+def memory_summary(state: ServerState) -> dict[str, Any]:
+    """The memory budget and the bytes each store keeps of it (README: Limits), with what each evicted."""
+    capture, responses, unmatched = state.capture, state.http_store, state.unmatched
+    return {
+        "budget": state.limits.memory,
+        "kept": {
+            "exchanges": capture.kept_bytes if capture.max_bytes is not None else None,
+            "responses": responses.kept_bytes,
+            "unmatched": unmatched.kept_bytes,
+        },
+        "evicted": {"exchanges": capture.evicted, "responses": responses.evicted},
+    }
 
 
 def reset_state(state: ServerState) -> dict[str, int]:
@@ -235,6 +252,7 @@ class Admin:
                 "connections": len(self.state.capture.connections),
                 "unmatched": self.state.unmatched.total,
                 "keep": self.state.capture.keep,
+                "memory": memory_summary(self.state),
                 "urls": {
                     "http": f"{base}/v1",
                     "ws": f"{base.replace('http', 'ws', 1)}/v1",
@@ -329,7 +347,10 @@ class Admin:
     def routes() -> list[Route]:
         def route(path: str, name: str, method: str) -> Route:
             async def answer(request: Request) -> Response:
-                handler: _Handler = getattr(Admin(state_of(request.scope)), name)
+                state = state_of(request.scope)
+                if (refused := _refusal(request, state)) is not None:
+                    return refused
+                handler: _Handler = getattr(Admin(state), name)
                 try:
                     return await handler(request)
                 except _BadQuery as error:
@@ -369,4 +390,16 @@ def admin_app() -> Starlette:
 
 async def admin_health(request: Request) -> Response:
     """`GET /__rrkit`, answered as `/__rrkit/health` (no redirect)."""
-    return await Admin(state_of(request.scope)).health(request)
+    state = state_of(request.scope)
+    return _refusal(request, state) or await Admin(state).health(request)
+
+
+def _refusal(request: Request, state: ServerState) -> Response | None:
+    """The answer to an admin request its server's policy refuses (README: Admin API, who may call it)."""
+    peer = request.client.host if request.client is not None else None
+    refused = admin_refusal(state.admin, request.method, request.headers, peer)
+    if refused is None:
+        return None
+    response = _error(refused.status, refused.message, code=refused.code)
+    response.headers.update(refused.headers)
+    return response

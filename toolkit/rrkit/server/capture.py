@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, overload
 
 from ..protocol.events import ENDING_TYPES
+from ..protocol.jsontext import json_size
 from ..protocol.outcome import Outcome
 from ..protocol.plan import PlannedEvent, event_of_wire, type_of_wire
 from ..protocol.vocabulary import ClosedBy, Transport
@@ -74,6 +75,10 @@ class SentEvents(Sequence[SentEvent]):
     def extend(self, events: Iterable[SentEvent]) -> None:
         for sent in events:
             self.append(sent)
+
+    def size(self) -> int:
+        """About how many bytes the events take (their wire forms)."""
+        return sum(len(item) if isinstance(item, (str, bytes)) else json_size(item) for _, item in self._items)
 
     def last_ending(self) -> SentEvent | None:
         """The last event after which nothing more belongs to the response (a terminal or `error` event), read
@@ -205,15 +210,29 @@ def begun_here() -> list[Exchange]:
     return list(_BEGUN.get() or ())
 
 
+def exchange_size(exchange: Exchange) -> int:
+    """About how many bytes an ended exchange keeps: its requests (the logical one when it is not the wire one),
+    its events, the bodies it kept."""
+    size = json_size(exchange.wire_request) + exchange.events.size() + len(exchange.raw_body or "")
+    if exchange.logical_request is not None and exchange.logical_request is not exchange.wire_request:
+        size += json_size(exchange.logical_request)
+    return size + len(exchange.response_body or b"")
+
+
 class Capture:
     """All connections and exchanges of a server, in arrival order: every one (`keep=None`, when recording or
-    when a test holds the server and reads them), or only the `keep` most recent ones (`rrkit serve` without
-    recording, whose memory then stays bounded however long it runs)."""
+    when a test holds the server and reads them), or only the `keep` most recent ones that fit in `max_bytes`
+    (`rrkit serve` without recording, whose memory then stays bounded however long it runs and however large its
+    requests)."""
 
-    def __init__(self, keep: int | None = None) -> None:
+    def __init__(self, keep: int | None = None, max_bytes: int | None = None) -> None:
         if keep is not None and keep < 0:
             raise ValueError(f"keep must be a number of exchanges (0 or more), got {keep}")
         self.keep = keep
+        self.max_bytes = max_bytes if keep is not None else None  # a capture that keeps every one has no budget
+        self.kept_bytes = 0  # of the ended exchanges still kept, when there is a budget
+        self.evicted = 0  # exchanges dropped for the budget (the oldest first)
+        self._sizes: dict[int, int] = {}
         self._lock = threading.Lock()
         self._ending = threading.Condition(self._lock)  # notified as each exchange gets its outcome
         self._exchanges: deque[Exchange] = deque(maxlen=keep)
@@ -241,6 +260,8 @@ class Capture:
                 on_outcome=self._ended,
             )
             self._next_exchange += 1
+            if self.keep is not None and len(self._exchanges) >= self.keep > 0:
+                self._forget(self._exchanges.popleft())
             self._exchanges.append(exchange)
             if connection is not None:
                 connection.requests += 1
@@ -253,10 +274,30 @@ class Capture:
         return exchange
 
     def _ended(self, exchange: Exchange) -> None:
+        if self.max_bytes is not None:
+            size = exchange_size(exchange)
+            with self._lock:
+                if any(kept is exchange for kept in reversed(self._exchanges)):
+                    self._sizes[exchange.id] = size
+                    self.kept_bytes += size
+                    self._fit()
         for listener in list(self.listeners):
             listener(exchange)
         with self._ending:
             self._ending.notify_all()
+
+    def _fit(self) -> None:
+        """Drop the oldest ended exchanges while the kept ones take more than the budget (the newest stays)."""
+        assert self.max_bytes is not None
+        while self.kept_bytes > self.max_bytes and len(self._exchanges) > 1 and self._exchanges[0].outcome:
+            self._forget(self._exchanges.popleft())
+            self.evicted += 1
+
+    def _forget(self, exchange: Exchange) -> None:
+        self.kept_bytes -= self._sizes.pop(exchange.id, 0)
+        connection = next((c for c in self._connections if c.id == exchange.connection_id), None)
+        if connection is not None and exchange in connection.exchanges:
+            connection.exchanges.remove(exchange)
 
     def new_connection(self, headers: dict[str, str], query: str = "") -> Connection:
         with self._lock:
@@ -295,4 +336,6 @@ class Capture:
         with self._lock:
             self._exchanges.clear()
             self._connections.clear()
+            self._sizes.clear()
+            self.kept_bytes = 0
             self._next_exchange = self._next_connection = 0

@@ -13,10 +13,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..protocol.outcome import OutcomeKind
+from ..protocol.secrets import REDACTED, mask_headers, mask_request
 from .capture import Exchange
-
-SECRET_HEADER_WORDS = ("authorization", "api-key", "apikey", "cookie", "token", "secret")
-"""Request headers whose value a journal line shows as `<redacted>`: a name containing one of these words."""
 
 
 def exchange_kind(exchange: Exchange) -> str:
@@ -63,13 +61,6 @@ def exchange_line(exchange: Exchange, now: float | None = None) -> str:
     return line + ("  (replayed)" if exchange.replayed else "")
 
 
-def _headers(headers: dict[str, str]) -> dict[str, str]:
-    return {
-        name: "<redacted>" if any(word in name.lower() for word in SECRET_HEADER_WORDS) else value
-        for name, value in headers.items()
-    }
-
-
 def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, Any]:
     """One JSON object for a machine (a `--journal` line); its fields are listed in the README (`rrkit serve`)."""
     wire = exchange.wire_request or {}
@@ -89,8 +80,8 @@ def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, A
         "outcome": exchange.outcome.to_dict() if exchange.outcome is not None else None,
         "replayed": exchange.replayed,
         "query": exchange.query,
-        "headers": _headers(exchange.request_headers),
-        "request": exchange.wire_request,
+        "headers": mask_headers(exchange.request_headers, REDACTED),
+        "request": mask_request(exchange.wire_request, REDACTED),
         "raw_body": exchange.raw_body,
     }
 

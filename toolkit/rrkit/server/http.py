@@ -12,9 +12,10 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from ..protocol import errors
-from ..protocol.encoding import BodyEncodingError, decode_body
+from ..protocol.encoding import BodyEncodingError, BodyTooLarge, decode_body
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.jsontext import UnsafeJSON, parse_json
+from ..protocol.limits import shown_size
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import is_header_value
@@ -47,29 +48,44 @@ class _Answer(Response):
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        too_large: Rejected | None = None
         try:
-            raw = await self.request.body()
+            raw = await _read_body(self.request, self.state.limits.body)
         except ClientDisconnect:  # gone (or the server stopping) before its request was whole: nothing to answer
             return
+        except Rejected as refused:  # more than the limit: not read further
+            raw, too_large = b"", refused
         exchange = self.state.capture.new_exchange(
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
         gone = asyncio.Event()
-        watcher = asyncio.create_task(_watch_disconnect(receive, gone))
+        watcher = asyncio.create_task(_watch_disconnect(receive, gone)) if too_large is None else None
         try:
-            await until_client_leaves(self._answer(scope, receive, send, exchange, raw, gone), gone)
+            answer = self._answer(scope, receive, send, exchange, raw, gone, too_large)
+            await until_client_leaves(answer, gone)
         finally:
-            watcher.cancel()
+            if watcher is not None:
+                watcher.cancel()
             if exchange.outcome is None:
                 exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
 
     async def _answer(
-        self, scope: Scope, receive: Receive, send: Send, exchange: Exchange, raw: bytes, gone: asyncio.Event
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exchange: Exchange,
+        raw: bytes,
+        gone: asyncio.Event,
+        too_large: Rejected | None = None,
     ) -> None:
         responder = Responder(self.state)
         headers = exchange.request_headers
         try:
-            wire = responder.parse(_json_body(raw, headers, exchange), transport="http")
+            if too_large is not None:
+                raise too_large
+            body = _json_body(raw, headers, exchange, self.state.limits.decoded_body)
+            wire = responder.parse(body, transport="http")
             exchange.wire_request = wire
             logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
             plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
@@ -107,10 +123,34 @@ class _Answer(Response):
         store_if_completed(self.state.http_store, exchange)
 
 
-def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange) -> object:
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The request body as sent; one longer than `limit` (by its Content-Length, or as it arrives) is a 413."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise _too_large(f"is {int(length)} bytes", limit, "body")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _too_large(f"is more than {limit} bytes", limit, "body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(what: str, limit: int, setting: str) -> Rejected:
+    message = (
+        f"The request body {what}; this server takes at most {shown_size(limit)} ({setting}; raise it with "
+        f"`--limit {setting}=SIZE`)."
+    )
+    return Rejected(413, errors.error_body(message, code=errors.REQUEST_TOO_LARGE))
+
+
+def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange, limit: int) -> object:
     """The request body as JSON, its `Content-Encoding` undone (the bytes as sent are what a relay forwards)."""
     try:
-        decoded = decode_body(raw, headers.get("content-encoding"))
+        decoded = decode_body(raw, headers.get("content-encoding"), limit)
+    except BodyTooLarge as error:
+        raise _too_large(f"decodes to more than {limit} bytes ({error})", limit, "decoded-body") from None
     except BodyEncodingError as error:
         raise Rejected(400, errors.error_body(f"The request body could not be decoded: {error}.")) from None
     try:

@@ -18,12 +18,14 @@ from ..protocol import errors
 from ..protocol.events import ITEM_DONE, done_items, response_id_of
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
-from ..protocol.jsontext import UnsafeJSON
+from ..protocol.jsontext import UnsafeJSON, json_size
+from ..protocol.limits import Limits
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import InvalidRequest, Item, check_request, input_items
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
+from .admin_guard import AdminPolicy
 from .capture import Capture, Exchange
 from .stream import SERVER_ERROR_CODE
 
@@ -52,11 +54,15 @@ class ResponseStore(MutableMapping[str, Stored]):
     """The responses a later request may continue, by id: bounded, least recently used evicted first. An evicted
     id is answered `previous_response_not_found`, as the real service answers an id it no longer has."""
 
-    def __init__(self, size: int = HTTP_STORE_SIZE) -> None:
+    def __init__(self, size: int = HTTP_STORE_SIZE, max_bytes: int | None = None) -> None:
         if size < 1:
             raise ValueError(f"a response store keeps at least one response, got size {size}")
         self.size = size
+        self.max_bytes = max_bytes  # None: bounded by `size` alone
+        self.kept_bytes = 0
+        self.evicted = 0
         self._kept: OrderedDict[str, Stored] = OrderedDict()
+        self._sizes: dict[str, int] = {}
 
     def __getitem__(self, response_id: str) -> Stored:
         stored = self._kept[response_id]
@@ -64,13 +70,21 @@ class ResponseStore(MutableMapping[str, Stored]):
         return stored
 
     def __setitem__(self, response_id: str, stored: Stored) -> None:
+        if response_id in self._kept:
+            del self[response_id]
         self._kept[response_id] = stored
-        self._kept.move_to_end(response_id)
-        while len(self._kept) > self.size:
-            self._kept.popitem(last=False)
+        if self.max_bytes is not None:
+            self._sizes[response_id] = json_size(stored.logical_input) + json_size(stored.output)
+            self.kept_bytes += self._sizes[response_id]
+        while len(self._kept) > self.size or (
+            self.max_bytes is not None and self.kept_bytes > self.max_bytes and len(self._kept) > 1
+        ):
+            del self[next(iter(self._kept))]
+            self.evicted += 1
 
     def __delitem__(self, response_id: str) -> None:
         del self._kept[response_id]
+        self.kept_bytes -= self._sizes.pop(response_id, 0)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._kept)
@@ -80,6 +94,8 @@ class ResponseStore(MutableMapping[str, Stored]):
 
     def clear(self) -> None:
         self._kept.clear()
+        self._sizes.clear()
+        self.kept_bytes = 0
 
 
 UNMATCHED_KEPT = 100
@@ -101,25 +117,33 @@ class Unmatched:
 class UnmatchedLog:
     """The most recent `Unmatched` requests, readable from any thread while the server answers."""
 
-    def __init__(self, size: int = UNMATCHED_KEPT) -> None:
+    def __init__(self, size: int = UNMATCHED_KEPT, max_bytes: int | None = None) -> None:
         self.size = size
-        self._recent: deque[Unmatched] = deque(maxlen=size)
+        self.max_bytes = max_bytes  # None: bounded by `size` alone
+        self.kept_bytes = 0
+        self._recent: deque[tuple[Unmatched, int]] = deque()
         self._lock = threading.Lock()
         self.total = 0  # requests nothing answered since the start (or the last reset), evicted ones included
 
     def add(self, unmatched: Unmatched) -> None:
+        size = json_size(unmatched.wire_request) if self.max_bytes is not None else 0
         with self._lock:
-            self._recent.append(unmatched)
+            self._recent.append((unmatched, size))
+            self.kept_bytes += size
             self.total += 1
+            while len(self._recent) > self.size or (
+                self.max_bytes is not None and self.kept_bytes > self.max_bytes and len(self._recent) > 1
+            ):
+                self.kept_bytes -= self._recent.popleft()[1]
 
     def recent(self) -> list[Unmatched]:
         with self._lock:
-            return list(self._recent)
+            return [unmatched for unmatched, _ in self._recent]
 
     def clear(self) -> None:
         with self._lock:
             self._recent.clear()
-            self.total = 0
+            self.kept_bytes = self.total = 0
 
 
 @dataclass
@@ -132,6 +156,8 @@ class ServerState:
     stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
     lenient: bool = False  # accept coercible field types (`stream: "yes"`), as `check_request` says
     unmatched: UnmatchedLog = field(default_factory=UnmatchedLog)  # recent near-miss reports
+    admin: AdminPolicy = field(default_factory=AdminPolicy)  # who may call the admin API
+    limits: Limits = field(default_factory=Limits)  # the sizes of what it reads
 
 
 STATE_KEY = "rrkit.state"

@@ -6,7 +6,7 @@ import asyncio
 import os
 import socket
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -14,14 +14,16 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ..protocol.ids import IdGenerator
+from ..protocol.limits import Limits
 from ..script.loader import default_script
 from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
 from . import uvicorn_adapter
 from .admin import ADMIN_PREFIX, reset_state
+from .admin_guard import AdminPolicy, is_loopback, new_token
 from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
-from .respond import Unmatched
+from .respond import ResponseStore, Unmatched, UnmatchedLog
 from .uvicorn_adapter import ForegroundServer
 
 _GRACE = 0.5  # seconds open connections get to finish when the server stops
@@ -89,6 +91,7 @@ class LoopbackServer:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
         self.host, self.port = host, port
         self.log_level = log_level
+        self.ws_max_size = Limits().ws_message
         self.stopping: asyncio.Event | None = None  # set on stop; long waits (stalls) end with it
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
@@ -131,7 +134,7 @@ class LoopbackServer:
     async def start(self) -> Self:
         self._new_stopping_event()
         self._socket = _bind(self.host, self.port)
-        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level))
+        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size))
         await uvicorn_adapter.start(server, self._socket)
         return self
 
@@ -183,7 +186,9 @@ class LoopbackServer:
         stopping is absorbed: the stop is already under way."""
         self._socket = _bind(self.host, self.port)
         started = (lambda: on_ready(self)) if on_ready else None
-        server = ForegroundServer(uvicorn_adapter.config(self.app(), self.log_level), on_started=started, grace=_GRACE)
+        server = ForegroundServer(
+            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size), on_started=started, grace=_GRACE
+        )
         self._server = server
 
         async def main() -> None:
@@ -203,7 +208,10 @@ class LoopbackServer:
 class FakeServer(LoopbackServer):
     """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
     `async with FakeServer(script) as server:` runs it on the current event loop. Request fields must have the
-    types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`)."""
+    types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`).
+    `limits` bounds what it reads (rrkit.protocol.limits). The admin API answers callers on loopback only,
+    unless `admin_token` is given (then every call needs it); a server bound to another address makes up a token
+    when none is given (`admin_token` holds it)."""
 
     def __init__(
         self,
@@ -216,6 +224,9 @@ class FakeServer(LoopbackServer):
         log_level: str = "warning",
         lenient: bool = False,
         keep: int | None = None,
+        admin_token: str | None = None,
+        admin_hosts: Iterable[str] = (),
+        limits: Limits | None = None,
     ) -> None:
         if script is not None and source is not None:
             raise ValueError("give a script or a reply source (such as a cassette replay), not both")
@@ -223,8 +234,21 @@ class FakeServer(LoopbackServer):
         self.state = ServerState(
             source or ScriptState(script or default_script()), ids=ids or IdGenerator(), lenient=lenient
         )
-        # Every exchange is kept for `exchanges` (keep=None, the default), or only the `keep` most recent ones.
-        self.state.capture = Capture(keep)
+        self.admin_token_made = not admin_token and not is_loopback(host)
+        token = new_token() if self.admin_token_made else admin_token
+        self.state.admin = AdminPolicy.of(token, [*admin_hosts, host])
+        limits = self.state.limits = limits or Limits()
+        self.ws_max_size = limits.ws_message
+        # Every exchange is kept for `exchanges` (keep=None, the default), or only the `keep` most recent ones that
+        # fit in the memory budget's share, as are the stored responses and the near misses.
+        self.state.capture = Capture(keep, max_bytes=limits.share("exchanges"))
+        self.state.http_store = ResponseStore(max_bytes=limits.share("responses"))
+        self.state.unmatched = UnmatchedLog(max_bytes=limits.share("unmatched"))
+
+    @property
+    def admin_token(self) -> str | None:
+        """The token admin calls need (`Authorization: Bearer ...`), None when loopback callers need none."""
+        return self.state.admin.token
 
     def app(self) -> ASGIApp:
         return create_app(self.state)

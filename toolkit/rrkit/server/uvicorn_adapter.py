@@ -96,11 +96,12 @@ def mark_denial_sent(scope: Scope) -> None:
         owner.handshake_complete = True
 
 
-def config(app: ASGIApp, log_level: str) -> uvicorn.Config:
+def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) -> uvicorn.Config:
     """The one configuration rrkit runs uvicorn with (loaded, ready to serve). uvicorn's logging configuration is
     installed once, again only when its stderr handler is gone or writes to a stderr since swapped (pytest's
     `capsys`), and a logger's level is set only when it changes: dictConfig, and setLevel (which clears every
-    logger's cache), cost more than the rest of a server's start."""
+    logger's cache), cost more than the rest of a server's start. A WebSocket message over `ws_max_size` bytes
+    closes its socket with 1009."""
     handlers = logging.getLogger("uvicorn").handlers  # pytest's log capture adds its own (StreamHandler subclasses)
     in_place = any(type(handler) is logging.StreamHandler and handler.stream is sys.stderr for handler in handlers)
     loaded = uvicorn.Config(
@@ -111,6 +112,7 @@ def config(app: ASGIApp, log_level: str) -> uvicorn.Config:
         http="h11",
         ws="websockets-sansio",
         ws_per_message_deflate=True,
+        ws_max_size=ws_max_size,
         access_log=False,
     )
     if in_place:

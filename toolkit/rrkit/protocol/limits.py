@@ -1,0 +1,78 @@
+"""The sizes a server accepts of what it reads (request bodies as sent and decoded, WebSocket messages), each a
+setting with a default, and the parsing of `NAME=SIZE` settings (`body=32MiB`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import RRKitError
+
+MiB = 1024 * 1024
+MEMORY_SHARES = {"exchanges": 0.5, "responses": 0.375, "unmatched": 0.125}
+"""How a server's memory budget is shared: the window of recent exchanges (when it is not recording), the
+completed HTTP responses kept for `previous_response_id`, the near-miss reports."""
+_UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
+_SIZE = re.compile(r"\s*(\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+
+
+class LimitError(RRKitError, ValueError):
+    """A limit setting that cannot be used; the message names it and says what to give."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """`body`: a request body's bytes as sent (HTTP 413 above it, refused before it is read when its
+    Content-Length says so); `decoded_body`: the same once its Content-Encoding is undone (413); `ws_message`: one
+    WebSocket message (the socket is closed with 1009, message too big); `memory`: the bytes a server keeps of
+    past exchanges (`MEMORY_SHARES`: the exchange window, the stored responses, the near misses), the oldest
+    evicted first."""
+
+    body: int = 32 * MiB
+    decoded_body: int = 64 * MiB
+    ws_message: int = 32 * MiB
+    memory: int = 512 * MiB
+
+    def share(self, store: str) -> int:
+        """The bytes of `memory` one store may keep."""
+        return int(self.memory * MEMORY_SHARES[store])
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The settings by their command-line names: `body`, `decoded-body`, `ws-message`."""
+        return [field.name.replace("_", "-") for field in dataclasses.fields(cls)]
+
+    def with_settings(self, settings: Iterable[str]) -> Limits:
+        """These limits with `NAME=SIZE` settings applied (`body=8MiB`, `ws-message=1000000`)."""
+        changes: dict[str, int] = {}
+        for setting in settings:
+            name, sep, size = setting.partition("=")
+            name = name.strip().lower()
+            if not sep or name not in self.names():
+                close = difflib.get_close_matches(name, self.names(), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise LimitError(
+                    f"limit {setting!r}: give NAME=SIZE, NAME one of {', '.join(self.names())}{hint}, e.g. body=32MiB"
+                )
+            changes[name.replace("-", "_")] = parse_size(size, f"limit {name}")
+        return dataclasses.replace(self, **changes)
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """Bytes from `123`, `64KiB`, `32MiB`, `1GB` (a positive whole number, a unit of B, KB/KiB, MB/MiB, GB/GiB)."""
+    match = _SIZE.fullmatch(text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS or int(match.group(1)) == 0:
+        raise LimitError(f"{what}: {text!r} is not a size: give bytes, or a number with KiB, MiB or GiB (e.g. 32MiB)")
+    return int(match.group(1)) * _UNITS[unit]
+
+
+def shown_size(size: int) -> str:
+    """`33554432` as `32 MiB`, `1500` as `1500 bytes`."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", MiB), ("KiB", 1024)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} bytes"
