@@ -9,6 +9,7 @@ import contextlib
 import gzip
 import json
 import socket
+from pathlib import Path
 
 import httpx
 import pytest
@@ -18,7 +19,7 @@ from websockets.sync.client import connect
 from rrkit.protocol import OutcomeKind
 from rrkit.protocol.errors import REQUEST_TOO_LARGE
 from rrkit.protocol.limits import LimitError, Limits, MiB, parse_size, shown_size
-from rrkit.script import Script, reply
+from rrkit.script import Script, ScriptError, load_script, reply
 from rrkit.server import FakeServer
 
 from ..errortrap import Serve
@@ -128,3 +129,31 @@ def test_a_websocket_message_over_the_limit_closes_the_socket_with_1009(serve: S
 def test_the_defaults_take_a_codex_sized_request() -> None:
     limits = FakeServer().state.limits
     assert limits == Limits() and limits.body >= 16 * MiB and limits.ws_message >= 16 * MiB
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + n)}: &{chr(98 + n)} [*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, "
+    f"*{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}, *{chr(97 + n)}]\n"
+    for n in range(8)
+)
+"""Nine lines of YAML that stand for 10^9 values once the aliases are expanded."""
+
+
+def test_a_yaml_alias_bomb_is_refused_as_a_script_file_and_as_a_posted_script(serve: Serve, tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(BOMB, encoding="utf-8")
+    with pytest.raises(ScriptError, match=r"bomb.yaml: its aliases expand to [\d,]+ values, more than 1,000,000"):
+        load_script(path)
+    server = serve(Script(default=reply("kept")))
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        posted = client.post(server.admin_url + "/script", content=BOMB, headers={"content-type": "application/yaml"})
+    assert posted.status_code == 400 and "alias bomb" in posted.json()["error"]["message"]
+    assert server.script.default is not None and server.script.default.output[0].text == "kept"
+
+
+def test_a_posted_script_over_the_body_limit_is_a_413(serve: Serve) -> None:
+    server = serve(Script(default=reply("kept")), limits=SMALL)
+    script = json.dumps({"description": "x" * (2 * SMALL.body), "default": {"output": [{"text": "big"}]}})
+    with httpx.Client(timeout=30, trust_env=False) as client:
+        refused_413(client.post(server.admin_url + "/script", content=script), "body")
+    assert server.script.default is not None and server.script.default.output[0].text == "kept"

@@ -317,7 +317,8 @@ def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
         return deck.save(server.exchanges, server.connections)
     except (OSError, CassetteError) as error:
         kept = (
-            "its journal next to it keeps the exchanges, recovered the next time the cassette is opened"
+            f"its journal {deck.journal.path} keeps every exchange: free the space or fix the path, then run "
+            f"`rrkit recover {deck.path}`"
             if deck.journal is not None
             else "nothing was recorded"
         )
@@ -1045,6 +1046,37 @@ def conform(
         render_report(report, Console(highlight=False))
     if not report.ok:
         raise SystemExit(1)
+
+
+@main.command()
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+def recover(cassettes: tuple[Path, ...]) -> None:
+    """Merge into each cassette the journals a recording left next to it (a crash, or a final write that failed:
+    free the space or fix the path first); the cassette is made from them when it does not exist. Journals of a
+    recording still running are left alone. Opening a cassette to record into it does the same.
+
+    \b
+    Example:
+      rrkit recover session.json
+    """
+    import warnings
+
+    from .cassette.journal import journal_paths, recover_journals
+    from .cassette.store import CassetteError
+
+    for path in cassettes:
+        if not journal_paths(path):
+            click.echo(f"rrkit: {path}: no journal next to it, nothing to recover")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                count = recover_journals(path)
+        except (OSError, CassetteError) as error:
+            raise click.ClickException(f"cannot recover {path}: {getattr(error, 'strerror', None) or error}") from None
+        left = journal_paths(path)
+        held = f"; {len(left)} journal(s) of a recording still running left alone" if left else ""
+        click.echo(f"rrkit: {path}: recovered {count} exchange(s){held}")
 
 
 @main.command()

@@ -144,6 +144,38 @@ def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
         ) from None
 
 
+MAX_YAML_VALUES = 1_000_000
+"""The values a YAML document may hold once its aliases are expanded (a few aliases can stand for billions)."""
+
+
+class AliasBomb(ValueError):
+    """A YAML document whose aliases expand past MAX_YAML_VALUES."""
+
+
+def yaml_document(text: str) -> tuple[Any, yaml.Node | None]:
+    """A YAML text's data and node tree, refused (AliasBomb) when its aliases expand past MAX_YAML_VALUES."""
+    import yaml
+
+    tree = yaml.compose(text, Loader=yaml.SafeLoader)
+    sizes: dict[int, int] = {}
+
+    def expanded(node: yaml.Node) -> int:
+        if id(node) not in sizes:
+            sizes[id(node)] = 1  # a node reached again while counting it (a recursive alias) counts once
+            if isinstance(node, yaml.SequenceNode):
+                sizes[id(node)] += sum(expanded(child) for child in node.value)
+            elif isinstance(node, yaml.MappingNode):
+                sizes[id(node)] += sum(expanded(key) + expanded(value) for key, value in node.value)
+        return sizes[id(node)]
+
+    if tree is not None and (count := expanded(tree)) > MAX_YAML_VALUES:
+        raise AliasBomb(
+            f"its aliases expand to {count:,} values, more than {MAX_YAML_VALUES:,} (an alias bomb?): "
+            "write the values out, or use fewer aliases"
+        )
+    return yaml.safe_load(text), tree
+
+
 def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[Any, yaml.Node | None]:
     """A YAML (or `.json`) file's data and, for YAML, its node tree (for line numbers); `error_type` naming the
     file and the place for text that is not UTF-8, not YAML or JSON, or nested too deeply to read."""
@@ -153,7 +185,9 @@ def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[A
     try:
         if path.suffix == ".json":
             return json.loads(text), None
-        return yaml.safe_load(text), yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml_document(text)
+    except AliasBomb as error:
+        raise error_type(f"{path}: {error}") from None
     except json.JSONDecodeError as error:
         raise error_type(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
     except yaml.YAMLError as error:

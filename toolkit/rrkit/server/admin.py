@@ -21,11 +21,12 @@ from ..protocol.encoding import body_form
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request
-from ..script.loader import ScriptError, parse_script
+from ..script.loader import AliasBomb, ScriptError, parse_script, yaml_document
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
 from .capture import Exchange
-from .respond import ServerState, Unmatched, state_of
+from .http import read_body
+from .respond import Rejected, ServerState, Unmatched, state_of
 
 ADMIN_PREFIX = "/__rrkit"
 SCRIPT_PLACE = "POST /__rrkit/script"  # how a posted script's errors name it, where a file's would name the file
@@ -188,6 +189,7 @@ def reset_state(state: ServerState) -> dict[str, int]:
     state.capture.clear()
     state.http_store.clear()
     state.unmatched.clear()
+    state.counts.clear()
     return forgot
 
 
@@ -207,8 +209,7 @@ def script_of_body(content: bytes, content_type: str) -> Any:
     tree = None
     try:
         if yaml_body:
-            tree = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
+            data, tree = yaml_document(text)
         else:
             data = json.loads(text)
     except json.JSONDecodeError as error:
@@ -220,6 +221,10 @@ def script_of_body(content: bytes, content_type: str) -> Any:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         raise ScriptError(f"{SCRIPT_PLACE}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+    except AliasBomb as error:
+        raise ScriptError(f"{SCRIPT_PLACE}: {error}") from None
+    except RecursionError:
+        raise ScriptError(f"{SCRIPT_PLACE}: nested too deeply to read (thousands of levels)") from None
     script = parse_script(data, SCRIPT_PLACE, tree)
     script.name = script.name or "posted"
     return script
@@ -311,6 +316,11 @@ class Admin:
             }
         )
 
+    async def metrics(self, request: Request) -> Response:
+        from .metrics import CONTENT_TYPE, metrics_text  # the Prometheus client, loaded by the first scrape
+
+        return Response(metrics_text(self.state), media_type=CONTENT_TYPE)
+
     async def reset(self, request: Request) -> Response:
         forgot = reset_state(self.state)
         return AdminJSON({"reset": True, "forgot": forgot, "source": source_summary(self.state)})
@@ -325,7 +335,11 @@ class Admin:
                 code="not_a_script_server",
             )
         try:
-            script = script_of_body(await request.body(), request.headers.get("content-type", ""))
+            content = await read_body(request, self.state.limits.body)
+        except Rejected as too_large:
+            return AdminJSON(too_large.body, status_code=too_large.status)
+        try:
+            script = script_of_body(content, request.headers.get("content-type", ""))
         except ScriptError as error:
             return _error(400, str(error), code="invalid_script")
         source.reset(script)  # every step of the new script available, from the next request on
@@ -364,6 +378,7 @@ class Admin:
             route("/exchanges", "exchanges", "GET"),
             route("/exchanges/{n}", "exchange", "GET"),
             route("/unmatched", "unmatched", "GET"),
+            route("/metrics", "metrics", "GET"),
             route("/reset", "reset", "POST"),
             route("/script", "script", "POST"),
         ]
@@ -376,6 +391,7 @@ ENDPOINTS = ", ".join(
         ("GET", "/exchanges"),
         ("GET", "/exchanges/{n}"),
         ("GET", "/unmatched"),
+        ("GET", "/metrics"),
         ("POST", "/reset"),
         ("POST", "/script"),
     )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from ..protocol.errors import REQUEST_TOO_LARGE
 from ..protocol.events import ENDING_TYPES
 from ..protocol.jsontext import json_size
 from ..protocol.outcome import Outcome
@@ -208,6 +209,27 @@ def track_begun() -> list[Exchange]:
 def begun_here() -> list[Exchange]:
     """The exchanges begun by the current ASGI call (empty when nothing tracks them)."""
     return list(_BEGUN.get() or ())
+
+
+class ExchangeCounts:
+    """Exchanges ended since the start (or the last reset), by transport and outcome kind, and those refused for
+    a limit; a Capture listener keeps them (`/__rrkit/metrics`)."""
+
+    def __init__(self) -> None:
+        self.outcomes: Counter[tuple[str, str]] = Counter()
+        self.refused_for_limit: Counter[str] = Counter()
+
+    def __call__(self, exchange: Exchange) -> None:
+        outcome = exchange.outcome
+        if outcome is None:
+            return
+        self.outcomes[exchange.transport, outcome.kind.value] += 1
+        if outcome.code == REQUEST_TOO_LARGE:
+            self.refused_for_limit["body"] += 1
+
+    def clear(self) -> None:
+        self.outcomes.clear()
+        self.refused_for_limit.clear()
 
 
 def exchange_size(exchange: Exchange) -> int:

@@ -50,7 +50,7 @@ class _Answer(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         too_large: Rejected | None = None
         try:
-            raw = await _read_body(self.request, self.state.limits.body)
+            raw = await read_body(self.request, self.state.limits.body)
         except ClientDisconnect:  # gone (or the server stopping) before its request was whole: nothing to answer
             return
         except Rejected as refused:  # more than the limit: not read further
@@ -123,7 +123,7 @@ class _Answer(Response):
         store_if_completed(self.state.http_store, exchange)
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int) -> bytes:
     """The request body as sent; one longer than `limit` (by its Content-Length, or as it arrives) is a 413."""
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:

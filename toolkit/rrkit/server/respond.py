@@ -26,7 +26,7 @@ from ..protocol.request import InvalidRequest, Item, check_request, input_items
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
 from .admin_guard import AdminPolicy
-from .capture import Capture, Exchange
+from .capture import Capture, Exchange, ExchangeCounts
 from .stream import SERVER_ERROR_CODE
 
 log = logging.getLogger("rrkit.server")
@@ -158,6 +158,7 @@ class ServerState:
     unmatched: UnmatchedLog = field(default_factory=UnmatchedLog)  # recent near-miss reports
     admin: AdminPolicy = field(default_factory=AdminPolicy)  # who may call the admin API
     limits: Limits = field(default_factory=Limits)  # the sizes of what it reads
+    counts: ExchangeCounts = field(default_factory=ExchangeCounts)  # exchanges ended, for /__rrkit/metrics
 
 
 STATE_KEY = "rrkit.state"

@@ -242,6 +242,7 @@ class FakeServer(LoopbackServer):
         # Every exchange is kept for `exchanges` (keep=None, the default), or only the `keep` most recent ones that
         # fit in the memory budget's share, as are the stored responses and the near misses.
         self.state.capture = Capture(keep, max_bytes=limits.share("exchanges"))
+        self.state.capture.listeners.append(self.state.counts)
         self.state.http_store = ResponseStore(max_bytes=limits.share("responses"))
         self.state.unmatched = UnmatchedLog(max_bytes=limits.share("unmatched"))
 

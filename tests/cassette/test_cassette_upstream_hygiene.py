@@ -1,0 +1,118 @@
+"""Upstreams that misbehave: a redirect is handed to the client as it came and never followed (the key never goes
+on to the host it names); an `https` upstream whose certificate does not verify is a clear 502, never a silent
+downgrade; an upstream that accepts the connection and never answers the WebSocket handshake is given up on after
+the connect timeout."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from rrkit.cassette.proxy import RecordingProxy
+
+from ..errortrap import Serve
+from .rawupstream import RawUpstream, whole
+
+KEY = "sk-proj-upstream-7c21d4e5b6a8c0d2"
+BODY = {"model": "m", "input": "hi", "stream": True}
+
+
+def test_a_redirect_reaches_the_client_as_sent_and_is_never_followed(serve: Serve) -> None:
+    elsewhere = RawUpstream(whole(200, b"{}", "application/json"))
+    with elsewhere:
+        serve.guard(elsewhere)
+        location = elsewhere.http_url + "/responses"
+        upstream = RawUpstream(whole(307, b"", "text/plain", location=location))
+        with upstream, RecordingProxy(upstream.http_url) as proxy:
+            serve.guard(upstream)
+            serve.guard(proxy)
+            with httpx.Client(timeout=30, trust_env=False, follow_redirects=False) as client:
+                answer = client.post(
+                    proxy.http_url + "/responses", json=BODY, headers={"authorization": f"Bearer {KEY}"}
+                )
+    assert answer.status_code == 307 and answer.headers["location"] == location
+    assert len(upstream.seen) == 1 and upstream.seen[0].headers["authorization"] == f"Bearer {KEY}"
+    assert elsewhere.seen == []  # the proxy never went there, with the key or without
+
+
+@contextmanager
+def tls_listener(folder: Path) -> Iterator[int]:
+    """A TLS server on loopback with a certificate nobody trusts (self-signed, made up here by openssl): the port."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl not found: it makes the untrusted certificate")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    made_up = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    subprocess.run(
+        [openssl, *made_up, "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                raw, _ = listener.accept()
+            except TimeoutError:
+                continue
+            try:
+                with context.wrap_socket(raw, server_side=True):
+                    pass
+            except (ssl.SSLError, OSError):
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield port
+    finally:
+        stop.set()
+        thread.join(10)
+        listener.close()
+
+
+def test_an_https_upstream_whose_certificate_does_not_verify_is_a_502_naming_it(serve: Serve, tmp_path: Path) -> None:
+    with tls_listener(tmp_path) as port, RecordingProxy(f"https://127.0.0.1:{port}/v1") as proxy:
+        serve.guard(proxy)
+        with httpx.Client(timeout=30, trust_env=False) as client:
+            answer = client.post(proxy.http_url + "/responses", json=BODY)
+    assert answer.status_code == 502
+    message = answer.json()["error"]["message"]
+    assert "CERTIFICATE_VERIFY_FAILED" in message or "certificate" in message.lower(), message
+
+
+def test_an_upstream_that_never_answers_the_handshake_is_given_up_on_after_the_connect_timeout(
+    serve: Serve,
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel does), never answers
+    port = listener.getsockname()[1]
+    try:
+        with RecordingProxy(f"http://127.0.0.1:{port}/v1", connect_timeout=1.0) as proxy:
+            serve.guard(proxy)
+            with (
+                pytest.raises(InvalidStatus) as refused,
+                connect(proxy.responses_ws_url, proxy=None, open_timeout=60) as ws,
+            ):
+                ws.send(json.dumps({"type": "response.create", **BODY}))
+                ws.recv(timeout=60)
+        assert refused.value.response.status_code == 502
+    finally:
+        listener.close()

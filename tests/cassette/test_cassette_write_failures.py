@@ -1,0 +1,120 @@
+"""A final cassette write that fails loses nothing: the path turned into a directory, a full disk (a small tmpfs),
+a file system gone read-only. `rrkit serve` exits 1 naming the path, the reason and the journal that keeps every
+exchange, and `rrkit recover PATH` (once the cause is fixed) makes the cassette with all of them."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from rrkit.cassette.journal import journal_paths
+from rrkit.cassette.store import load_cassette
+
+from .test_cassette_journal import journaled_exchanges
+
+
+def recover(cassette: Path) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "rrkit", "recover", str(cassette)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_cassette_path_that_became_a_directory_keeps_the_journal_and_recover_makes_the_cassette(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "session.json"
+    err, code = serve_until_stopped(cassette, 5, breaking=Path.mkdir)
+    assert code == 1 and f"cannot write the cassette {cassette}" in err and "Is a directory" in err, err
+    assert f"rrkit recover {cassette}" in err and journaled_exchanges(cassette) == 5
+    cassette.rmdir()
+    assert "recovered 5 exchange(s)" in recover(cassette)
+    assert len(load_cassette(cassette).exchanges) == 5 and journal_paths(cassette) == []
+
+
+def serve_until_stopped(
+    cassette: Path, questions: int, *, breaking: Callable[[Path], object], size: int = 100
+) -> tuple[str, int]:
+    """Record `questions` exchanges, then break something (`breaking(cassette)`), then stop with SIGTERM: (stderr,
+    exit status)."""
+    argv = ["serve", "--cassette", str(cassette), "--record-mode", "all", "--script", "fixture:text", "--port", "0"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rrkit", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = next(line.split()[-1] for line in process.stdout if "HTTP base URL:" in line)
+        with httpx.Client(trust_env=False, timeout=30) as client:
+            for number in range(questions):
+                body = {"model": "m", "input": f"question {number} " + "x" * size, "stream": True}
+                assert client.post(url + "/responses", json=body).status_code == 200
+        deadline = time.monotonic() + 60
+        while journaled_exchanges(cassette) < questions and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert journaled_exchanges(cassette) == questions
+        breaking(cassette)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=30)
+    return err, process.returncode
+
+
+@contextlib.contextmanager
+def small_tmpfs(folder: Path, size: str) -> Iterator[Path]:
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({mounted.stderr.decode().strip() or 'not permitted'})")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_a_full_disk_at_the_final_write_keeps_the_journal_and_recover_makes_the_cassette(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "small", "1m") as folder:
+        cassette = folder / "session.json"
+
+        def fill(path: Path) -> None:  # what the 20 exchanges' journal left free, taken
+            with contextlib.suppress(OSError), (folder / "filler").open("wb") as filler:
+                while True:
+                    filler.write(b"\0" * 4096)
+                    filler.flush()
+
+        err, code = serve_until_stopped(cassette, 20, breaking=fill, size=2000)
+        assert code == 1 and f"cannot write the cassette {cassette}" in err and "No space left on device" in err, err
+        assert f"rrkit recover {cassette}" in err and journaled_exchanges(cassette) == 20
+        assert [path.name for path in folder.iterdir() if path.name.endswith(".tmp")] == []  # no half-written file
+        (folder / "filler").unlink()
+        assert "recovered 20 exchange(s)" in recover(cassette)
+        assert len(load_cassette(cassette).exchanges) == 20 and journal_paths(cassette) == []
+
+
+def test_recording_into_a_read_only_folder_is_refused_at_the_start_naming_it(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "small", "1m") as folder:
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        argv = ["serve", "--cassette", str(folder / "s.json"), "--record-mode", "all", "--script", "fixture:text"]
+        done = subprocess.run([sys.executable, "-m", "rrkit", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "HTTP base URL" not in done.stdout
+    assert f"{folder / 's.json'}: cannot write the recording's journal next to it: Read-only file system" in done.stderr
+
+
+def test_recover_says_so_when_there_is_no_journal_and_leaves_the_cassette_alone(tmp_path: Path) -> None:
+    cassette = tmp_path / "none.json"
+    assert "no journal next to it, nothing to recover" in recover(cassette)
+    assert not cassette.exists()
