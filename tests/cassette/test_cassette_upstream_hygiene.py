@@ -5,6 +5,7 @@ the connect timeout."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import socket
@@ -17,10 +18,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from starlette.types import Receive, Scope, Send
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from rrkit.cassette.proxy import RecordingProxy
+from rrkit.protocol import OutcomeKind
 
 from ..errortrap import Serve
 from .rawupstream import RawUpstream, whole
@@ -116,3 +119,30 @@ def test_an_upstream_that_never_answers_the_handshake_is_given_up_on_after_the_c
         assert refused.value.response.status_code == 502
     finally:
         listener.close()
+
+
+def test_an_upstream_line_that_never_ends_is_cut_at_the_limit_and_recorded_dropped(serve: Serve) -> None:
+    async def endless(scope: Scope, receive: Receive, send: Send) -> None:
+        start = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": start})
+        await send({"type": "http.response.body", "body": b"event: response.created\ndata: {", "more_body": True})
+        while True:  # one line, 4 KiB at a time, for ever
+            await send({"type": "http.response.body", "body": b"x" * 4096, "more_body": True})
+            await asyncio.sleep(0)
+
+    upstream = RawUpstream(endless)
+    with upstream, RecordingProxy(upstream.http_url, max_message=256 * 1024) as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with (
+            httpx.Client(timeout=60, trust_env=False) as client,
+            client.stream("POST", proxy.http_url + "/responses", json=BODY) as answer,
+        ):
+            assert answer.status_code == 200
+            with pytest.raises(httpx.RemoteProtocolError):  # the body ends without its final chunk: a cut
+                for _ in answer.iter_bytes():
+                    pass
+        proxy.settle()
+        assert upstream.wait_disconnects(1, timeout=60)  # the proxy stopped reading the endless line
+        (exchange,) = proxy.exchanges
+    assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.DROPPED

@@ -131,7 +131,8 @@ def _limit_option(command: Callable[..., None]) -> Callable[..., None]:
         metavar="NAME=SIZE",
         help="A size limit on what the server reads (repeatable): body (a request body as sent, default 32MiB), "
         "decoded-body (once decoded, 64MiB), ws-message (one WebSocket message, 32MiB): over it, a 413 or a 1009 "
-        "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted.",
+        "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted; upstream-message (an SSE line "
+        "or message from an upstream, 16MiB): the stream cut.",
     )(command)
 
 
@@ -303,10 +304,10 @@ def _running(
             ready_path.unlink(missing_ok=True)
 
 
-def _upstream(url: str) -> UpstreamSource:
+def _upstream(url: str, limits: Limits) -> UpstreamSource:
     from .cassette.upstream import UpstreamSource  # the proxy (and httpx), loaded only when a command relays
 
-    return UpstreamSource(url)
+    return UpstreamSource(url, max_message=limits.upstream_message)
 
 
 def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
@@ -506,7 +507,7 @@ def serve(
             from .cassette.store import CassetteError
             from .tools.file_kind import not_a_cassette
 
-            answers = _upstream(upstream) if upstream is not None else script
+            answers = _upstream(upstream, settings["limits"]) if upstream is not None else script
             try:
                 deck = CassetteDeck.open(
                     cassette_path,
@@ -616,7 +617,7 @@ def record(
     if mode is RecordMode.REWRITE and (wrong := not_a_cassette(cassette_path, hint + " (it is not overwritten)")):
         raise _FileError(wrong)
     try:
-        source = _upstream(upstream)
+        source = _upstream(upstream, settings["limits"])
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
         try:
             deck = CassetteDeck.open(

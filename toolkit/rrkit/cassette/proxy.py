@@ -11,6 +11,7 @@ import contextlib
 from pathlib import Path
 
 from ..protocol.ids import IdGenerator
+from ..protocol.limits import Limits
 from ..server.runner import FakeServer
 from .format import Cassette
 from .record import cassette_from_capture
@@ -37,8 +38,11 @@ class RecordingProxy(FakeServer):
         timeout: float | None = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         redactor: Redactor | None = None,
+        max_message: int = Limits().upstream_message,
     ) -> None:
-        self.upstream = UpstreamSource(upstream_url, timeout=timeout, connect_timeout=connect_timeout)
+        self.upstream = UpstreamSource(
+            upstream_url, timeout=timeout, connect_timeout=connect_timeout, max_message=max_message
+        )
         super().__init__(source=self.upstream, host=host, port=port, ids=ids, log_level=log_level)
         self.redactor = redactor
 

@@ -33,6 +33,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from ..protocol import errors
 from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.limits import Limits
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import (
     RUN_EVENTS,
@@ -46,7 +47,7 @@ from ..protocol.plan import (
     verbatim,
 )
 from ..protocol.request import RESPONSE_CREATE
-from ..protocol.sse import SSEDecoder, SSEMessage, encode_json
+from ..protocol.sse import SSEDecoder, SSEMessage, SSEMessageTooLong, encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
 from ..script.select import NoMatch, RequestView
@@ -328,6 +329,7 @@ class UpstreamSource:
         timeout: float | None = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         frame_reply_window: float = FRAME_REPLY_WINDOW,
+        max_message: int = Limits().upstream_message,
     ) -> None:
         self.base_url = base_url.strip()
         self.http_url, self.ws_url = _endpoints(self.base_url)
@@ -336,6 +338,7 @@ class UpstreamSource:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.frame_reply_window = frame_reply_window
+        self.max_message = max_message  # an SSE line or message still unfinished at this size is cut
         self._http: httpx.AsyncHTTPTransport | None = None
         self._sockets: dict[int | None, _UpstreamSocket] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -459,7 +462,7 @@ class UpstreamSource:
     async def _relay_sse(self, response: httpx.Response, transport: Transport) -> EventRuns:
         """The events (and keep-alive comments) of each read of the body as one run, as soon as its bytes
         arrive; a stream that ends (or breaks) before a terminal event is cut."""
-        decoder = SSEDecoder(keep_comments=True)
+        decoder = SSEDecoder(keep_comments=True, max_message=self.max_message)
         try:
             # The raw bytes when the body is not encoded (the proxy asks for identity).
             encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
@@ -477,6 +480,8 @@ class UpstreamSource:
                         return
         except httpx.HTTPError as error:
             raise StreamCut("tcp", reason=f"upstream stream broke: {type(error).__name__}") from None
+        except SSEMessageTooLong as error:
+            raise StreamCut("tcp", reason=f"upstream sent {error} (--limit upstream-message)") from None
         finally:
             await response.aclose()
         raise StreamCut("tcp", reason="upstream ended the stream before a terminal event")

@@ -29,12 +29,14 @@ class Limits:
     Content-Length says so); `decoded_body`: the same once its Content-Encoding is undone (413); `ws_message`: one
     WebSocket message (the socket is closed with 1009, message too big); `memory`: the bytes a server keeps of
     past exchanges (`MEMORY_SHARES`: the exchange window, the stored responses, the near misses), the oldest
-    evicted first."""
+    evicted first; `upstream_message`: an SSE line or message from an upstream (a proxy, a recording) that is
+    still unfinished at this size is cut, its exchange `dropped`."""
 
     body: int = 32 * MiB
     decoded_body: int = 64 * MiB
     ws_message: int = 32 * MiB
     memory: int = 512 * MiB
+    upstream_message: int = 16 * MiB
 
     def share(self, store: str) -> int:
         """The bytes of `memory` one store may keep."""

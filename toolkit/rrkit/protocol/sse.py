@@ -7,6 +7,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from .errors import RRKitError
+
 KEEPALIVE = b": ping\n\n"
 """Keep-alives are comment lines: an `event:` block without `data:` crashes the official SDK."""
 
@@ -57,14 +59,19 @@ class SSEMessage(NamedTuple):
         return json.loads(self.data)
 
 
+class SSEMessageTooLong(RRKitError, ValueError):
+    """A stream whose unfinished line or message outgrew the decoder's `max_message` (it may never end)."""
+
+
 class SSEDecoder:
     """Feed bytes as they arrive, in any chunking; get back the complete messages so far.
 
     With `keep_comments`, each comment line comes back too, as a message whose `comment` is its text (what a
     relay needs to pass keep-alives on); clients leave it off, as the spec says."""
 
-    def __init__(self, *, keep_comments: bool = False) -> None:
+    def __init__(self, *, keep_comments: bool = False, max_message: int | None = None) -> None:
         self.keep_comments = keep_comments
+        self.max_message = max_message  # bytes an unfinished line or message may reach (None: any)
         self._buffer = b""
         self._data: list[str] = []
         self._event = ""
@@ -82,6 +89,8 @@ class SSEDecoder:
         messages: list[SSEMessage] = []
         start = 0 if b"\r" in buffer else self._frames(buffer, messages)
         self._buffer = buffer[self._lines(buffer, start, len(buffer), messages) :]
+        if self.max_message is not None and len(self._buffer) + sum(map(len, self._data)) > self.max_message:
+            raise SSEMessageTooLong(f"an SSE line or message longer than {self.max_message} bytes, still unfinished")
         return messages
 
     def _frames(self, buffer: bytes, messages: list[SSEMessage]) -> int:
