@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from rrkit.cassette.proxy import RecordingProxy
@@ -145,4 +145,34 @@ def test_an_upstream_line_that_never_ends_is_cut_at_the_limit_and_recorded_dropp
         proxy.settle()
         assert upstream.wait_disconnects(1, timeout=60)  # the proxy stopped reading the endless line
         (exchange,) = proxy.exchanges
+    assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.DROPPED
+
+
+def test_a_whole_answer_over_the_limit_is_a_502_naming_it(serve: Serve) -> None:
+    upstream = RawUpstream(whole(200, b'{"pad": "' + b"x" * 600_000 + b'"}', "application/json"))
+    with upstream, RecordingProxy(upstream.http_url, max_message=256 * 1024) as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with httpx.Client(timeout=60, trust_env=False) as client:
+            answer = client.post(proxy.http_url + "/responses", json={**BODY, "stream": False})
+    assert answer.status_code == 502
+    assert "more than 262144 bytes (--limit upstream-message)" in answer.json()["error"]["message"]
+
+
+def test_an_upstream_websocket_frame_over_the_limit_cuts_the_stream(serve: Serve) -> None:
+    created = json.dumps({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}})
+    huge = json.dumps({"type": "response.output_text.delta", "delta": "x" * 600_000})
+    upstream = RawUpstream(on_frame=lambda text: [created, huge])
+    with upstream, RecordingProxy(upstream.http_url, max_message=256 * 1024) as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with connect(proxy.responses_ws_url, proxy=None, open_timeout=30) as ws:
+            ws.send(json.dumps({"type": "response.create", **BODY}))
+            seen = []
+            with pytest.raises(ConnectionClosed):
+                while True:
+                    seen.append(json.loads(ws.recv(timeout=60))["type"])
+        proxy.settle()
+    assert "response.output_text.delta" not in seen  # the frame over the limit never reached the client
+    (exchange,) = proxy.exchanges
     assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.DROPPED

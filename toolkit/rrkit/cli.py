@@ -131,8 +131,8 @@ def _limit_option(command: Callable[..., None]) -> Callable[..., None]:
         metavar="NAME=SIZE",
         help="A size limit on what the server reads (repeatable): body (a request body as sent, default 32MiB), "
         "decoded-body (once decoded, 64MiB), ws-message (one WebSocket message, 32MiB): over it, a 413 or a 1009 "
-        "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted; upstream-message (an SSE line "
-        "or message from an upstream, 16MiB): the stream cut.",
+        "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted; upstream-message (an SSE message, "
+        "a whole answer or a WebSocket frame from an upstream, 16MiB): the stream cut or a 502.",
     )(command)
 
 

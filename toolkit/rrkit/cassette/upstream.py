@@ -311,6 +311,21 @@ class _UpstreamSocket:
             await self.ws.close()
 
 
+class _TooLarge(Exception):
+    pass
+
+
+async def _read_whole(response: httpx.Response, limit: int) -> bytes:
+    """A whole (not streamed) answer, given up on once it outgrows `limit` bytes."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge(f"more than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 class UpstreamSource:
     """A `ReplySource` that forwards to an upstream Responses endpoint (`base_url`, e.g. `http://host/v1`).
 
@@ -447,7 +462,11 @@ class UpstreamSource:
                 release=response.aclose,
             )
         try:
-            content = await response.aread()
+            content = await _read_whole(response, self.max_message)
+        except _TooLarge as error:
+            message = self._shown(f"POST {url}: the answer is {error} (--limit upstream-message)")
+            log.warning("rrkit proxy: %s", message)
+            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message)))
         except httpx.HTTPError as error:
             message = self._shown(f"POST {url}: the answer broke off: {type(error).__name__}: {error}")
             log.warning("rrkit proxy: %s", message)
@@ -491,7 +510,8 @@ class UpstreamSource:
         forwarded = forwarded_request_headers(headers)
         user_agent = forwarded.pop("user-agent", None)
         deflate = _offers_deflate(headers)  # only the compression the client asked for
-        return await ws_connect(_with_query(self.ws_url, query), forwarded, user_agent, deflate, self.connect_timeout)
+        url = _with_query(self.ws_url, query)
+        return await ws_connect(url, forwarded, user_agent, deflate, self.connect_timeout, self.max_message)
 
     async def _socket(self, request: RequestView) -> _UpstreamSocket | Rejection:
         """This connection's upstream socket; opened now if its handshake was answered elsewhere (a cassette)."""

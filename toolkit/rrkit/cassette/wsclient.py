@@ -143,12 +143,18 @@ class UpstreamWS(asyncio.Protocol):
 
 
 async def ws_connect(
-    url: str, headers: Mapping[str, str], user_agent: str | None, deflate: bool, timeout: float
+    url: str,
+    headers: Mapping[str, str],
+    user_agent: str | None,
+    deflate: bool,
+    timeout: float,
+    max_size: int | None = None,
 ) -> UpstreamWS:
-    """Open an upstream WebSocket (no environment proxy, no redirect followed); InvalidStatus if refused."""
+    """Open an upstream WebSocket (no environment proxy, no redirect followed); InvalidStatus if refused. A frame
+    over `max_size` bytes fails the connection (1009)."""
     uri = parse_uri(url)
     protocol = ClientProtocol(
-        uri, extensions=enable_client_permessage_deflate(None) if deflate else None, max_size=None
+        uri, extensions=enable_client_permessage_deflate(None) if deflate else None, max_size=max_size
     )
     request = protocol.connect()
     request.headers.update(headers)

@@ -29,8 +29,9 @@ class Limits:
     Content-Length says so); `decoded_body`: the same once its Content-Encoding is undone (413); `ws_message`: one
     WebSocket message (the socket is closed with 1009, message too big); `memory`: the bytes a server keeps of
     past exchanges (`MEMORY_SHARES`: the exchange window, the stored responses, the near misses), the oldest
-    evicted first; `upstream_message`: an SSE line or message from an upstream (a proxy, a recording) that is
-    still unfinished at this size is cut, its exchange `dropped`."""
+    evicted first; `upstream_message`: what a relay (a proxy, a recording) reads of an upstream at once: an SSE
+    line or message still unfinished at this size is cut (the exchange `dropped`), a whole answer over it is a 502,
+    a WebSocket frame over it fails the upstream socket (the stream cut)."""
 
     body: int = 32 * MiB
     decoded_body: int = 64 * MiB
