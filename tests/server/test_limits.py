@@ -23,7 +23,7 @@ from rrkit.script import Script, ScriptError, load_script, reply
 from rrkit.server import FakeServer
 
 from ..errortrap import Serve
-from .faultclient import post_sse
+from .faultclient import post_sse, wait_until
 
 SMALL = Limits(body=64 * 1024, decoded_body=128 * 1024, ws_message=64 * 1024)
 
@@ -120,6 +120,10 @@ def test_a_websocket_message_over_the_limit_closes_the_socket_with_1009(serve: S
         socket_.send(json.dumps(frame))
         socket_.recv(timeout=30)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+    refused = server.connections[0]  # the server records the close once its handler sees it
+    wait_until(lambda: refused.closed_by, what="the refused socket's close recorded")
+    assert (refused.closed_by, refused.close_code) == ("server", 1009)
+    assert server.state.counts.refused_for_limit["ws-message"] == 1
     with connect(server.responses_ws_url, proxy=None, open_timeout=30) as socket_:
         socket_.send(json.dumps({"type": "response.create", "model": "m", "input": "x"}))
         assert json.loads(socket_.recv(timeout=30))["type"] == "response.created"

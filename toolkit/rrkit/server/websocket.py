@@ -38,6 +38,7 @@ from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames
 log = logging.getLogger("rrkit.server")
 
 SERVICE_RESTART = 1012  # the close code uvicorn's shutdown sends on an open socket
+MESSAGE_TOO_BIG = 1009  # uvicorn's close for a message over the ws-message limit (a client's own 1009 counts too)
 
 _KEEP_OPEN = frozenset({OutcomeKind.REFUSED, OutcomeKind.ANSWERED})
 """Outcomes after which the socket serves the next frame: an error frame, a relayed frame's answer."""
@@ -86,7 +87,8 @@ class _AcceptedSocket:
         while True:
             message = await self.inbox.get()
             if message["type"] == "websocket.disconnect":
-                if self.stopping.is_set():  # uvicorn's shutdown closed it (1012, service restart)
+                # uvicorn's shutdown closed it (1012, service restart), or its ws-message limit (1009)
+                if self.stopping.is_set() or message.get("code") == MESSAGE_TOO_BIG:
                     self._client_gone(message.get("code"))
                     return
                 self.connection.closed_by = self.connection.closed_by or "client"
@@ -215,6 +217,9 @@ class _AcceptedSocket:
         the server stops, it is the server that closed (uvicorn's shutdown sends 1012, service restart)."""
         if self.connection.closed_by is None and self.stopping.is_set():
             self.connection.closed_by, self.connection.close_code = "server", SERVICE_RESTART
+        elif self.connection.closed_by is None and code == MESSAGE_TOO_BIG:  # uvicorn closed it for the limit
+            self.connection.closed_by, self.connection.close_code = "server", code
+            self.state.counts.refused_for_limit["ws-message"] += 1
         elif self.connection.closed_by is None:
             self.connection.closed_by, self.connection.close_code = "client", code
 
