@@ -995,7 +995,7 @@ def conform(
     """
     from rich.console import Console
 
-    from .conform import CommandClient, ConformError, catalogue, run, select
+    from .conform import ConformError, catalogue, run, select
     from .conform.profile import load_profile, shipped_profiles
     from .conform.render import render_list, render_report
     from .conform.report_html import write_html
@@ -1018,10 +1018,9 @@ def conform(
         verdict = "ok" if result.ok else "FAILED"
         progress.print(f"{result.run.scenario} [{result.run.transport}] {verdict}", markup=False)
 
-    client = CommandClient(command) if command else None
     try:
         report = run(
-            client,
+            command or None,
             scenarios=every,
             only=only,
             transports=transports,

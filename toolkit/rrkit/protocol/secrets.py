@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -21,19 +22,26 @@ TOOL_SECRET_FIELDS = ("authorization", "headers")
 """An MCP tool's (or a connector's) credential fields in `tools[*]`: every value under them is a secret."""
 
 
+_FOLDED_WORDS = tuple(word.replace("_", "-") for word in SECRET_WORDS)
+
+
 def secret_name(name: str, extra: Iterable[str] = ()) -> bool:
     """Whether a header or body field of this name holds a credential (`extra`: more names, exact, any case)."""
-    folded = name.lower().replace("_", "-")
-    if name.lower() in NOT_SECRET_FIELDS or folded.endswith("-tokens"):
+    return _secret(name, frozenset(name.lower() for name in extra))
+
+
+@functools.lru_cache(maxsize=4096)  # a request's keys repeat item after item
+def _secret(name: str, extra: frozenset[str]) -> bool:
+    lowered = name.lower()
+    folded = lowered.replace("_", "-")
+    if lowered in NOT_SECRET_FIELDS or folded.endswith("-tokens"):
         return False
-    if folded in SECRET_HEADERS or name.lower() in {e.lower() for e in extra}:
-        return True
-    return any(word.replace("_", "-") in folded for word in SECRET_WORDS)
+    return folded in SECRET_HEADERS or lowered in extra or any(word in folded for word in _FOLDED_WORDS)
 
 
 def mask_headers(headers: Mapping[str, str], marker: str, extra: Iterable[str] = ()) -> dict[str, str]:
-    extra = tuple(extra)
-    return {name: marker if secret_name(name, extra) else value for name, value in headers.items()}
+    names = frozenset(name.lower() for name in extra)
+    return {name: marker if _secret(name, names) else value for name, value in headers.items()}
 
 
 def mask_request(
@@ -42,7 +50,7 @@ def mask_request(
     """A copy of a request body with every credential replaced by `marker`: fields named like one (anywhere), every
     value under a tool's `authorization` / `headers`, and strings that look like keys; `found` is told each value
     masked (to scrub its copies elsewhere). A value already the marker stays; the input is not changed."""
-    extra = tuple(extra)
+    names = frozenset(name.lower() for name in extra)
 
     def masked(value: Any) -> Any:
         if found is not None and value != marker and value is not None:
@@ -62,7 +70,7 @@ def mask_request(
             if in_tool and key == "headers" and isinstance(item, dict):
                 out[key] = {name: masked(header) if header is not None else None for name, header in item.items()}
             elif (in_tool and key in TOOL_SECRET_FIELDS and item is not None) or (
-                isinstance(item, str) and secret_name(key, extra)
+                isinstance(item, str) and _secret(key, names)
             ):
                 out[key] = masked(item)
             elif key == "tools" and isinstance(item, list):
