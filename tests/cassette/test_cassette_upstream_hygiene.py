@@ -1,13 +1,15 @@
 """Upstreams that misbehave: a redirect is handed to the client as it came and never followed (the key never goes
-on to the host it names); an `https` upstream whose certificate does not verify is a clear 502, never a silent
-downgrade; an upstream that accepts the connection and never answers the WebSocket handshake is given up on after
-the connect timeout."""
+on to the host it names) unless same-origin 307/308s are asked for, and then never to another origin; an `https`
+upstream whose certificate does not verify is a clear 502, never a silent downgrade; an upstream that accepts the
+connection and never answers the WebSocket handshake is given up on after the connect timeout (`rrkit record` and
+`rrkit serve --upstream` take these settings as options)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -23,10 +25,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from rrkit.cassette.proxy import RecordingProxy
+from rrkit.cassette.upstream import MAX_REDIRECTS
 from rrkit.protocol import OutcomeKind
 
 from ..errortrap import Serve
-from .rawupstream import RawUpstream, whole
+from ..rrkit_process import start
+from .rawupstream import Handler, RawUpstream, whole
 
 KEY = "sk-proj-upstream-7c21d4e5b6a8c0d2"
 BODY = {"model": "m", "input": "hi", "stream": True}
@@ -48,6 +52,77 @@ def test_a_redirect_reaches_the_client_as_sent_and_is_never_followed(serve: Serv
     assert answer.status_code == 307 and answer.headers["location"] == location
     assert len(upstream.seen) == 1 and upstream.seen[0].headers["authorization"] == f"Bearer {KEY}"
     assert elsewhere.seen == []  # the proxy never went there, with the key or without
+
+
+def moved_once(final: bytes, status: int = 307) -> Handler:
+    """`status` to `?hop=2` on the same upstream the first time, `final` (a JSON answer) there."""
+    whole_answer = whole(200, final, "application/json")
+    moved = whole(status, b"", "text/plain", location="/v1/responses?hop=2")
+
+    async def handler(scope: Scope, receive: Receive, send: Send) -> None:
+        await (whole_answer if scope["query_string"] == b"hop=2" else moved)(scope, receive, send)
+
+    return handler
+
+
+RESPONSE = json.dumps({"id": "resp_moved", "object": "response", "status": "completed", "output": []}).encode()
+
+
+def test_a_same_origin_307_is_followed_with_the_same_body_when_asked(serve: Serve) -> None:
+    upstream = RawUpstream(moved_once(RESPONSE))
+    with upstream, RecordingProxy(upstream.http_url, redirects="same-origin") as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with httpx.Client(timeout=30, trust_env=False, follow_redirects=False) as client:
+            body = {**BODY, "stream": False}
+            answer = client.post(proxy.http_url + "/responses", json=body, headers={"authorization": f"Bearer {KEY}"})
+        proxy.settle()
+        (exchange,) = proxy.exchanges
+    assert answer.status_code == 200 and answer.json()["id"] == "resp_moved"
+    assert [seen.query for seen in upstream.seen] == ["", "hop=2"]
+    assert [json.loads(seen.body) for seen in upstream.seen] == [body, body]
+    assert exchange.response_id == "resp_moved"
+
+
+@pytest.mark.parametrize("status", [302, 303])
+def test_a_redirect_that_would_turn_the_post_into_a_get_is_handed_to_the_client_even_when_asked(
+    serve: Serve, status: int
+) -> None:
+    upstream = RawUpstream(moved_once(RESPONSE, status))
+    with upstream, RecordingProxy(upstream.http_url, redirects="same-origin") as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with httpx.Client(timeout=30, trust_env=False, follow_redirects=False) as client:
+            answer = client.post(proxy.http_url + "/responses", json=BODY)
+    assert answer.status_code == status and answer.headers["location"] == "/v1/responses?hop=2"
+    assert len(upstream.seen) == 1
+
+
+def test_a_redirect_to_another_host_is_never_followed_even_when_same_origin_ones_are(serve: Serve) -> None:
+    elsewhere = RawUpstream(whole(200, RESPONSE, "application/json"))
+    with elsewhere:
+        serve.guard(elsewhere)
+        location = elsewhere.http_url.replace("127.0.0.1", "localhost") + "/responses"  # another origin, same port
+        upstream = RawUpstream(whole(308, b"", "text/plain", location=location))
+        with upstream, RecordingProxy(upstream.http_url, redirects="same-origin") as proxy:
+            serve.guard(upstream)
+            serve.guard(proxy)
+            with httpx.Client(timeout=30, trust_env=False, follow_redirects=False) as client:
+                answer = client.post(
+                    proxy.http_url + "/responses", json=BODY, headers={"authorization": f"Bearer {KEY}"}
+                )
+    assert answer.status_code == 308 and answer.headers["location"] == location
+    assert elsewhere.seen == []
+
+
+def test_a_redirect_loop_on_the_same_origin_is_handed_to_the_client_after_five_hops(serve: Serve) -> None:
+    upstream = RawUpstream(whole(307, b"", "text/plain", location="/v1/responses"))
+    with upstream, RecordingProxy(upstream.http_url, redirects="same-origin") as proxy:
+        serve.guard(upstream)
+        serve.guard(proxy)
+        with httpx.Client(timeout=30, trust_env=False, follow_redirects=False) as client:
+            answer = client.post(proxy.http_url + "/responses", json=BODY)
+    assert answer.status_code == 307 and len(upstream.seen) == MAX_REDIRECTS + 1
 
 
 @contextmanager
@@ -176,3 +251,46 @@ def test_an_upstream_websocket_frame_over_the_limit_cuts_the_stream(serve: Serve
     assert "response.output_text.delta" not in seen  # the frame over the limit never reached the client
     (exchange,) = proxy.exchanges
     assert exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.DROPPED
+
+
+def test_rrkit_record_follows_same_origin_redirects_only_when_told(serve: Serve, tmp_path: Path) -> None:
+    upstream = RawUpstream(moved_once(RESPONSE))
+    with upstream:
+        serve.guard(upstream)
+        answers = []
+        for told in ([], ["--upstream-redirects", "same-origin"]):
+            cassette = tmp_path / f"moved{len(told)}.json"
+            args = ["--upstream", upstream.http_url, "--cassette", str(cassette), "--quiet", *told]
+            process, base_url = start(*args, command="record")
+            try:
+                answer = httpx.post(base_url + "/responses", json={**BODY, "stream": False}, timeout=30)
+                answers.append(answer.status_code)
+            finally:
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=60)
+    assert answers == [307, 200]
+
+
+def test_rrkit_serve_relaying_gives_up_on_a_silent_handshake_after_its_upstream_connect_timeout(
+    tmp_path: Path,
+) -> None:
+    listener = socket.create_server(("127.0.0.1", 0))  # accepts (the kernel does), never answers
+    upstream_url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    args = ["--cassette", str(tmp_path / "c.json"), "--record-mode", "all", "--upstream", upstream_url]
+    try:
+        process, base_url = start(*args, "--upstream-connect-timeout", "0.5", "--quiet")
+        try:
+            with (
+                pytest.raises(InvalidStatus) as refused,
+                connect(base_url.replace("http", "ws", 1) + "/responses", proxy=None, open_timeout=60) as ws,
+            ):
+                ws.send(json.dumps({"type": "response.create", **BODY}))
+                ws.recv(timeout=60)
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=60)
+    finally:
+        listener.close()
+    assert refused.value.response.status_code == 502
+    message = json.loads(refused.value.response.body)["error"]["message"]
+    assert "no answer within 0.5 s" in message and "--upstream-connect-timeout" in message, message

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.limits import LimitError, Limits
+from .protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits
 from .protocol.vocabulary import TRANSPORTS
 from .script.loader import ScriptError, default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
@@ -134,6 +134,38 @@ def _limit_option(command: Callable[..., None]) -> Callable[..., None]:
         "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted; upstream-message (an SSE message, "
         "a whole answer or a WebSocket frame from an upstream, 16MiB): the stream cut or a 502.",
     )(command)
+
+
+def _upstream_options(command: Callable[..., None]) -> Callable[..., None]:
+    """How a relay treats its upstream (README: Recording proxy)."""
+    options = [
+        click.option(
+            "--upstream-connect-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=UPSTREAM_CONNECT_TIMEOUT,
+            show_default=True,
+            help="Seconds reaching the upstream may take (TCP connect, TLS, the WebSocket handshake); then a 502.",
+        ),
+        click.option(
+            "--upstream-timeout",
+            type=click.FloatRange(min=0),
+            default=UPSTREAM_TIMEOUT,
+            show_default=True,
+            help="Seconds the upstream may stay silent (before answering, or mid-stream) before the stream counts as "
+            "cut; 0 waits for ever.",
+        ),
+        click.option(
+            "--upstream-redirects",
+            type=click.Choice(["none", "same-origin"]),
+            default="none",
+            show_default=True,
+            help="none: an upstream redirect goes to the client as it came; same-origin: a 307 or 308 to the "
+            "upstream's own scheme, host and port is followed (the key never goes to another host).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def _server_settings(
@@ -304,10 +336,16 @@ def _running(
             ready_path.unlink(missing_ok=True)
 
 
-def _upstream(url: str, limits: Limits) -> UpstreamSource:
+def _upstream(url: str, limits: Limits, connect_timeout: float, timeout: float, redirects: str) -> UpstreamSource:
     from .cassette.upstream import UpstreamSource  # the proxy (and httpx), loaded only when a command relays
 
-    return UpstreamSource(url, max_message=limits.upstream_message)
+    return UpstreamSource(
+        url,
+        max_message=limits.upstream_message,
+        connect_timeout=connect_timeout,
+        timeout=timeout or None,
+        redirects=redirects,
+    )
 
 
 def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
@@ -441,6 +479,7 @@ def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
     is_flag=True,
     help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
 )
+@_upstream_options
 @_match_options
 @_observe_options
 @_admin_options
@@ -456,6 +495,9 @@ def serve(
     time_scale: float,
     keep: int,
     lenient: bool,
+    upstream_connect_timeout: float,
+    upstream_timeout: float,
+    upstream_redirects: str,
     match_presets: tuple[str, ...],
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
@@ -507,7 +549,8 @@ def serve(
             from .cassette.store import CassetteError
             from .tools.file_kind import not_a_cassette
 
-            answers = _upstream(upstream, settings["limits"]) if upstream is not None else script
+            relay = (upstream_connect_timeout, upstream_timeout, upstream_redirects)
+            answers = _upstream(upstream, settings["limits"], *relay) if upstream is not None else script
             try:
                 deck = CassetteDeck.open(
                     cassette_path,
@@ -571,6 +614,7 @@ def serve(
     is_flag=True,
     help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
 )
+@_upstream_options
 @_match_options
 @_observe_options
 @_admin_options
@@ -585,6 +629,9 @@ def record(
     headers: tuple[str, ...],
     paths: tuple[str, ...],
     lenient: bool,
+    upstream_connect_timeout: float,
+    upstream_timeout: float,
+    upstream_redirects: str,
     match_presets: tuple[str, ...],
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
@@ -617,7 +664,7 @@ def record(
     if mode is RecordMode.REWRITE and (wrong := not_a_cassette(cassette_path, hint + " (it is not overwritten)")):
         raise _FileError(wrong)
     try:
-        source = _upstream(upstream, settings["limits"])
+        source = _upstream(upstream, settings["limits"], upstream_connect_timeout, upstream_timeout, upstream_redirects)
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
         try:
             deck = CassetteDeck.open(

@@ -39,9 +39,14 @@ class RecordingProxy(FakeServer):
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         redactor: Redactor | None = None,
         max_message: int = Limits().upstream_message,
+        redirects: str = "none",
     ) -> None:
         self.upstream = UpstreamSource(
-            upstream_url, timeout=timeout, connect_timeout=connect_timeout, max_message=max_message
+            upstream_url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            max_message=max_message,
+            redirects=redirects,
         )
         super().__init__(source=self.upstream, host=host, port=port, ids=ids, log_level=log_level)
         self.redactor = redactor

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
@@ -33,7 +34,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 from ..protocol import errors
 from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.limits import Limits
+from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import (
     RUN_EVENTS,
@@ -56,10 +57,13 @@ from .wsclient import UpstreamWS, ws_connect
 
 log = logging.getLogger("rrkit.proxy")
 
-DEFAULT_TIMEOUT = 300.0
-"""Seconds the upstream may stay silent (mid-stream or before answering) before the stream counts as cut."""
-DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = UPSTREAM_TIMEOUT
+DEFAULT_CONNECT_TIMEOUT = UPSTREAM_CONNECT_TIMEOUT
 UPSTREAM_ERROR_STATUS = 502
+REDIRECTS = ("none", "same-origin")
+"""What a relay does with an upstream's redirect: hand it to the client as it came (`none`), or follow a 307 or
+308 (which keep the POST and its body) when it names the upstream's own scheme, host and port (`same-origin`)."""
+MAX_REDIRECTS = 5
 FRAME_REPLY_WINDOW = 0.5
 """Seconds the proxy waits for the upstream's answer to a client frame other than a request (it may send none)."""
 _DRAIN_SECONDS = 1.0
@@ -345,7 +349,10 @@ class UpstreamSource:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         frame_reply_window: float = FRAME_REPLY_WINDOW,
         max_message: int = Limits().upstream_message,
+        redirects: str = "none",
     ) -> None:
+        if redirects not in REDIRECTS:
+            raise ValueError(f"redirects={redirects!r}: give one of {', '.join(REDIRECTS)}")
         self.base_url = base_url.strip()
         self.http_url, self.ws_url = _endpoints(self.base_url)
         self.shown_url = redact_url(self.base_url)
@@ -354,9 +361,18 @@ class UpstreamSource:
         self.connect_timeout = connect_timeout
         self.frame_reply_window = frame_reply_window
         self.max_message = max_message  # an SSE line or message still unfinished at this size is cut
+        self.redirects = redirects
         self._http: httpx.AsyncHTTPTransport | None = None
         self._sockets: dict[int | None, _UpstreamSocket] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+    def _upgrade_failed(self, error: BaseException) -> str:
+        """Why the upstream WebSocket could not be opened, its URL's secrets redacted."""
+        if isinstance(error, TimeoutError):
+            why = f"no answer within {self.connect_timeout:g} s (the connect timeout, --upstream-connect-timeout)"
+        else:
+            why = f"{type(error).__name__}: {error}"
+        return self._shown(f"WebSocket upgrade to {self.ws_url} failed: {why}")
 
     def _shown(self, text: str) -> str:
         """`text` (an error message that may quote the URL) with the URL's secrets redacted."""
@@ -386,7 +402,7 @@ class UpstreamSource:
                 refuse_body=_json_body(response.body, status) if response.body else None,
             )
         except (OSError, TimeoutError, WebSocketException) as error:
-            message = self._shown(f"WebSocket upgrade to {self.ws_url} failed: {error}")
+            message = self._upgrade_failed(error)
             log.warning("rrkit proxy: %s", message)
             return Handshake(refuse=UPSTREAM_ERROR_STATUS, refuse_body=_upstream_error(message))
         self._sockets[connection_id] = _UpstreamSocket(socket, query)
@@ -443,13 +459,20 @@ class UpstreamSource:
             headers.pop("content-encoding", None)
         url = _with_query(self.http_url, request.query)
         timeouts = {"connect": self.connect_timeout, "read": self.timeout}
-        upstream = httpx.Request("POST", url, content=body, headers=headers, extensions={"timeout": timeouts})
-        try:
-            response = await self._transport().handle_async_request(upstream)
-        except httpx.HTTPError as error:
-            message = self._shown(f"POST {url} failed: {type(error).__name__}: {error}")
-            log.warning("rrkit proxy: %s", message)
-            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message)))
+        for hop in itertools.count():
+            upstream = httpx.Request("POST", url, content=body, headers=headers, extensions={"timeout": timeouts})
+            try:
+                response = await self._transport().handle_async_request(upstream)
+            except httpx.HTTPError as error:
+                message = self._shown(f"POST {url} failed: {type(error).__name__}: {error}")
+                log.warning("rrkit proxy: %s", message)
+                return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message)))
+            target = self._redirect_target(url, response) if hop < MAX_REDIRECTS else None
+            if target is None:
+                break
+            await response.aclose()
+            log.info("rrkit proxy: %s", self._shown(f"POST {url}: {response.status_code}, followed to {target}"))
+            url = target
         forwarded = response_headers(response.headers.multi_items())
         turn_state = response.headers.get(TURN_STATE_HEADER)
         content_type = response.headers.get("content-type", "")
@@ -477,6 +500,20 @@ class UpstreamSource:
         return ResponsePlan(
             response_id=response_id_of_body(content) or "", body=body_of, turn_state=turn_state, headers=forwarded
         )
+
+    def _redirect_target(self, url: str, response: httpx.Response) -> str | None:
+        """Where a redirect the proxy follows points (`redirects="same-origin"`: a 307 or 308 to the same scheme,
+        host and port); None for every other answer, handed to the client as it came."""
+        location = response.headers.get("location")
+        if self.redirects != "same-origin" or response.status_code not in (307, 308) or not location:
+            return None
+        here = httpx.URL(url)
+        try:
+            there = here.join(location)
+        except httpx.InvalidURL:
+            return None
+        same = (there.scheme, there.host, there.port) == (here.scheme, here.host, here.port)
+        return str(there) if same else None
 
     async def _relay_sse(self, response: httpx.Response, transport: Transport) -> EventRuns:
         """The events (and keep-alive comments) of each read of the body as one run, as soon as its bytes
@@ -527,8 +564,7 @@ class UpstreamSource:
             headers = response_headers(refused.response.headers.raw_items())
             return Rejection(status, body, headers)
         except (OSError, TimeoutError, WebSocketException) as error:
-            message = self._shown(f"WebSocket upgrade to {self.ws_url} failed: {error}")
-            return Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(message))
+            return Rejection(UPSTREAM_ERROR_STATUS, _upstream_error(self._upgrade_failed(error)))
         socket = self._sockets[request.connection_id] = _UpstreamSocket(ws, request.query)
         return socket
 

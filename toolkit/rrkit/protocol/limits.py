@@ -15,6 +15,10 @@ MiB = 1024 * 1024
 MEMORY_SHARES = {"exchanges": 0.5, "responses": 0.375, "unmatched": 0.125}
 """How a server's memory budget is shared: the window of recent exchanges (when it is not recording), the
 completed HTTP responses kept for `previous_response_id`, the near-miss reports."""
+UPSTREAM_TIMEOUT = 300.0
+"""Seconds a relay's upstream may stay silent (mid-stream or before answering) before the stream counts as cut."""
+UPSTREAM_CONNECT_TIMEOUT = 10.0
+"""Seconds reaching a relay's upstream may take: the TCP connect, TLS and the WebSocket handshake."""
 _UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
 _SIZE = re.compile(r"\s*(\d+)\s*([a-z]*)\s*", re.IGNORECASE)
 

@@ -225,7 +225,7 @@ class ExchangeCounts:
             return
         self.outcomes[exchange.transport, outcome.kind.value] += 1
         if outcome.code == REQUEST_TOO_LARGE:
-            self.refused_for_limit["body"] += 1
+            self.refused_for_limit[outcome.reason or "body"] += 1
 
     def clear(self) -> None:
         self.outcomes.clear()

@@ -142,7 +142,7 @@ def _too_large(what: str, limit: int, setting: str) -> Rejected:
         f"The request body {what}; this server takes at most {shown_size(limit)} ({setting}; raise it with "
         f"`--limit {setting}=SIZE`)."
     )
-    return Rejected(413, errors.error_body(message, code=errors.REQUEST_TOO_LARGE))
+    return Rejected(413, errors.error_body(message, code=errors.REQUEST_TOO_LARGE), limit=setting)
 
 
 def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange, limit: int) -> object:

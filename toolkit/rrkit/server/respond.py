@@ -173,11 +173,14 @@ def state_of(scope: Scope) -> ServerState:
 class Rejected(Exception):
     """A request answered with an error before any stream event."""
 
-    def __init__(self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None, *, limit: str | None = None
+    ) -> None:
         super().__init__(body.get("error", {}).get("message", ""))
         self.status = status
         self.body = body
         self.headers = dict(headers or {})
+        self.limit = limit  # the `--limit` setting the request went over, if that is why it is refused
 
     @classmethod
     def of(cls, rejection: Rejection) -> Rejected:
@@ -191,7 +194,13 @@ class Rejected(Exception):
 
     def outcome(self) -> Outcome:
         fields = self.fields
-        return Outcome(OutcomeKind.REFUSED, status=self.status, code=fields.get("code"), message=fields.get("message"))
+        return Outcome(
+            OutcomeKind.REFUSED,
+            status=self.status,
+            code=fields.get("code"),
+            message=fields.get("message"),
+            reason=self.limit,
+        )
 
 
 def scope_headers(scope: Scope) -> dict[str, str]:
