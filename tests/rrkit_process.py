@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 
 STARTED: list[subprocess.Popen[str]] = []
 """Every process `start` made in this test; the `no_process_left` fixture (tests/conftest.py) kills those still
@@ -19,13 +20,16 @@ def kill_left() -> None:
             process.communicate()
 
 
-def start(*args: str, command: str = "serve") -> tuple[subprocess.Popen[str], str]:
+def start(
+    *args: str, command: str = "serve", env: Mapping[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """The process and the HTTP base URL it printed once it listens."""
     process = subprocess.Popen(
         [sys.executable, "-m", "rrkit", command, "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     STARTED.append(process)
     assert process.stdout is not None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits
+from .protocol.limits import LIMITS_ENV, UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits, configured
 from .protocol.vocabulary import TRANSPORTS
 from .script.loader import ScriptError, default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
@@ -132,7 +132,8 @@ def _limit_option(command: Callable[..., None]) -> Callable[..., None]:
         help="A size limit on what the server reads (repeatable): body (a request body as sent, default 32MiB), "
         "decoded-body (once decoded, 64MiB), ws-message (one WebSocket message, 32MiB): over it, a 413 or a 1009 "
         "close; memory (what is kept of past exchanges, 512MiB): the oldest evicted; upstream-message (an SSE message, "
-        "a whole answer or a WebSocket frame from an upstream, 16MiB): the stream cut or a 502.",
+        "a whole answer or a WebSocket frame from an upstream, 16MiB): the stream cut or a 502; script-file (64MiB) "
+        "and cassette-file (1GiB). RRKIT_LIMITS gives the same settings (blank-separated) to every command.",
     )(command)
 
 
@@ -179,9 +180,10 @@ def _server_settings(
 ) -> dict[str, Any]:
     """The FakeServer settings `serve` and `record` share, from their options."""
     try:
-        parsed = Limits().with_settings(limits)
+        parsed = configured(os.environ).with_settings(limits)
     except LimitError as error:
         raise click.BadParameter(str(error), param_hint="--limit") from None
+    os.environ[LIMITS_ENV] = parsed.settings()  # what reads files (scripts, cassettes) takes its limits from there
     return {
         "host": host,
         "port": port,

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from ..protocol.errors import RRKitError
 from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
-from ..script.loader import json_place, read_utf8
+from ..script.loader import file_limit, json_place, read_utf8
 from .format import (
     COMMENT_MARK,
     FORMAT_VERSION,
@@ -139,9 +139,10 @@ def load_cassette(path: Path | str) -> Cassette:
 
 
 def _load(path: Path) -> Cassette:
-    data = _by_lines(path)  # the layout `dump_cassette` writes, read line by line, its events kept as their text
+    limit = file_limit(path, "cassette", CassetteError, "cassette-file")
+    data = _by_lines(path, limit)  # the layout `dump_cassette` writes, read by lines, its events kept as their text
     if data is None:  # any other layout, or anything wrong: the whole file read and parsed, its problems named
-        text = read_utf8(path, "cassette", CassetteError)
+        text = read_utf8(path, "cassette", CassetteError, "cassette-file")
         try:
             data = loads_exact(text)
         except json.JSONDecodeError as error:  # orjson's JSONDecodeError is one too
@@ -164,11 +165,11 @@ _BLOCK = "\x00rrkit: events read by lines"
 """What stands for an exchange's events in the rest of the file, parsed as a whole (a value no cassette holds)."""
 
 
-def _by_lines(path: Path) -> Any | None:
+def _by_lines(path: Path, limit: int) -> Any | None:
     """The file's JSON value, read line by line (never the whole text at once), each exchange's events made from
     their lines as one RecordedEvents (each event's text checked as JSON and kept, not rebuilt from a parse). None
     unless every events list is in `dump_cassette`'s layout and the file is valid UTF-8 and JSON: the caller
-    then reads and parses the whole file, and names what is wrong in it."""
+    then reads and parses the whole file, and names what is wrong in it (also when it is more than `limit` bytes)."""
     try:
         handle = path.open("rb")
     except OSError:
@@ -177,9 +178,13 @@ def _by_lines(path: Path) -> Any | None:
     blocks: list[RecordedEvents] = []
     block: list[bytes] | None = None  # the event lines of the events list being read
     marker = b'      "events": ' + orjson.dumps(_BLOCK) + b"\n"
+    size = 0
     try:
         with handle:
             for line in handle:
+                size += len(line)
+                if size > limit:
+                    return None
                 if block is None:
                     if line == _EVENTS_OPEN:
                         block = []

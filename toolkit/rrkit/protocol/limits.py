@@ -1,17 +1,21 @@
-"""The sizes a server accepts of what it reads (request bodies as sent and decoded, WebSocket messages), each a
-setting with a default, and the parsing of `NAME=SIZE` settings (`body=32MiB`)."""
+"""The sizes rrkit accepts of what it reads (request bodies as sent and decoded, WebSocket messages, what an
+upstream sends, script and cassette files), each a setting with a default, and the parsing of `NAME=SIZE`
+settings (`body=32MiB`), given as `--limit` options or in the `RRKIT_LIMITS` environment variable."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .errors import RRKitError
 
 MiB = 1024 * 1024
+LIMITS_ENV = "RRKIT_LIMITS"
+"""`NAME=SIZE` settings for every command, blank-separated (`RRKIT_LIMITS="cassette-file=4GiB body=64MiB"`);
+a command's `--limit` options apply over them."""
 MEMORY_SHARES = {"exchanges": 0.5, "responses": 0.375, "unmatched": 0.125}
 """How a server's memory budget is shared: the window of recent exchanges (when it is not recording), the
 completed HTTP responses kept for `previous_response_id`, the near-miss reports."""
@@ -35,13 +39,16 @@ class Limits:
     past exchanges (`MEMORY_SHARES`: the exchange window, the stored responses, the near misses), the oldest
     evicted first; `upstream_message`: what a relay (a proxy, a recording) reads of an upstream at once: an SSE
     line or message still unfinished at this size is cut (the exchange `dropped`), a whole answer over it is a 502,
-    a WebSocket frame over it fails the upstream socket (the stream cut)."""
+    a WebSocket frame over it fails the upstream socket (the stream cut); `script_file`, `cassette_file`: the bytes
+    of a script (scenario, profile) or cassette file rrkit reads (more is refused, naming the file)."""
 
     body: int = 32 * MiB
     decoded_body: int = 64 * MiB
     ws_message: int = 32 * MiB
     memory: int = 512 * MiB
     upstream_message: int = 16 * MiB
+    script_file: int = 64 * MiB
+    cassette_file: int = 1024 * MiB
 
     def share(self, store: str) -> int:
         """The bytes of `memory` one store may keep."""
@@ -49,8 +56,14 @@ class Limits:
 
     @classmethod
     def names(cls) -> list[str]:
-        """The settings by their command-line names: `body`, `decoded-body`, `ws-message`."""
+        """The settings by their command-line names: `body`, `decoded-body`, `ws-message`, ..."""
         return [field.name.replace("_", "-") for field in dataclasses.fields(cls)]
+
+    def settings(self) -> str:
+        """These limits as `RRKIT_LIMITS` gives them: `body=33554432 decoded-body=67108864 ...`."""
+        return " ".join(
+            f"{field.name.replace('_', '-')}={getattr(self, field.name)}" for field in dataclasses.fields(self)
+        )
 
     def with_settings(self, settings: Iterable[str]) -> Limits:
         """These limits with `NAME=SIZE` settings applied (`body=8MiB`, `ws-message=1000000`)."""
@@ -66,6 +79,15 @@ class Limits:
                 )
             changes[name.replace("-", "_")] = parse_size(size, f"limit {name}")
         return dataclasses.replace(self, **changes)
+
+
+def configured(environ: Mapping[str, str]) -> Limits:
+    """The default limits with the settings of `RRKIT_LIMITS` in `environ` applied (LimitError naming it)."""
+    settings = environ.get(LIMITS_ENV, "").split()
+    try:
+        return Limits().with_settings(settings)
+    except LimitError as error:
+        raise LimitError(f"{LIMITS_ENV}: {error}") from None
 
 
 def parse_size(text: str, what: str = "size") -> int:

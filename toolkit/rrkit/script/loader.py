@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..protocol.errors import RRKitError
+from ..protocol.limits import LIMITS_ENV, LimitError, configured, shown_size
 from . import models
 from .models import MessageOut, Reply, Script
 from .shipped import script_path
@@ -128,12 +130,40 @@ def validate_document(
         raise error_type(describe_invalid(error, path, tree, what, known)) from None
 
 
-def read_utf8(path: Path, what: str, error_type: type[Exception]) -> str:
-    """The text of a UTF-8 file; `error_type` naming the file (and the byte offset, when it is not UTF-8)."""
+def file_limit(path: Path, what: str, error_type: type[Exception], setting: str) -> int:
+    """The bytes rrkit reads of a `what` file (the `setting` limit, `RRKIT_LIMITS` applied); `error_type` naming
+    the file when the file is larger (by its size on disk) or the setting cannot be read."""
     try:
-        content = path.read_bytes()
+        limit: int = getattr(configured(os.environ), setting.replace("-", "_"))
+    except LimitError as error:
+        raise error_type(f"{path}: {error}") from None
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return limit  # the read names what is wrong
+    if size > limit:
+        raise error_type(too_large(path, what, setting, limit, f"is {size} bytes"))
+    return limit
+
+
+def too_large(path: Path, what: str, setting: str, limit: int, how: str) -> str:
+    return (
+        f"{path}: the {what} {how}, more than the {shown_size(limit)} rrkit reads ({setting}); if it is one, raise "
+        f"the limit: {LIMITS_ENV}={setting}=SIZE (or --limit {setting}=SIZE)"
+    )
+
+
+def read_utf8(path: Path, what: str, error_type: type[Exception], setting: str = "script-file") -> str:
+    """The text of a UTF-8 file of at most the `setting` limit; `error_type` naming the file (and the byte offset,
+    when it is not UTF-8)."""
+    limit = file_limit(path, what, error_type, setting)
+    try:
+        with path.open("rb") as handle:
+            content = handle.read(limit + 1)  # bounded, for what has no size on disk (a pipe)
     except OSError as error:
         raise error_type(f"{path}: cannot read {what}: {error.strerror or error}") from None
+    if len(content) > limit:
+        raise error_type(too_large(path, what, setting, limit, "is larger"))
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError as error:
