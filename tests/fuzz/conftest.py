@@ -9,6 +9,7 @@ example that caused it (and hypothesis shrinks it), not the module's teardown.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -30,9 +31,9 @@ def pytest_report_header() -> str:
 class GuardedServer:
     """A fake server under an error trap for a whole module; `check()` after each example."""
 
-    def __init__(self, lenient: bool = False) -> None:
+    def __init__(self, lenient: bool = False, **options: Any) -> None:
         self.serve = Serve()
-        self.server = self.serve(SCRIPT, keep=KEEP, lenient=lenient)
+        self.server = self.serve(SCRIPT, keep=KEEP, lenient=lenient, **options)
         self.lenient = lenient
         self._seen = 0
 

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from ..protocol.secrets import SECRET_HEADERS, mask_request
+from ..protocol.secrets import SECRET_HEADERS, mask_request, scrub_key_like
 from .format import Cassette, RecordedEvent, Redaction
 
 MARKER = "[REDACTED]"
@@ -179,6 +180,8 @@ class _Pass:
         _rewrite(cassette, self.redact_headers, self.redact_request, redact_event, query=self.redact_query)
         if self.secrets:
             _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
+        if self.bodies:  # what is kept as text (a body that is no JSON object, an answer's text): key-like runs
+            _rewrite(cassette, _same, _same, None, functools.partial(scrub_key_like, marker=self.marker))
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))
         return cassette
 
@@ -189,6 +192,13 @@ class _Pass:
         if not any(secret in recorded.raw for secret in self.secrets):
             return recorded
         return RecordedEvent.of(recorded.at, self.scrub_json(recorded.event))
+
+
+_T = TypeVar("_T")
+
+
+def _same(value: _T) -> _T:
+    return value
 
 
 def _rewrite(
@@ -215,6 +225,8 @@ def _rewrite(
         if text is not None and exchange.raw_body is not None:
             exchange.raw_body = text(exchange.raw_body)
         answer = exchange.response_body
+        if answer is not None and answer.json_value is not None:  # a response object echoes the request's tools
+            answer.json_value = body(answer.json_value)
         if text is not None and answer is not None and answer.text is not None:
             answer.text = text(answer.text)
         if event is not None:

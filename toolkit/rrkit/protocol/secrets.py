@@ -82,6 +82,12 @@ def mask_request(
     return walk(request)
 
 
+def scrub_key_like(text: str, marker: str) -> str:
+    """`text` with every run that looks like a key (`sk-...`, `Bearer ...`) replaced by `marker`: for what is not
+    read as JSON fields (a raw body, an answer's text)."""
+    return SECRET_VALUE.sub(marker, text)
+
+
 def _texts(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]

@@ -20,7 +20,7 @@ from ..protocol import errors
 from ..protocol.encoding import body_form
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
-from ..protocol.secrets import REDACTED, mask_headers, mask_request
+from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
 from ..script.loader import AliasBomb, ScriptError, parse_script, yaml_document
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
@@ -114,11 +114,20 @@ def exchange_full(exchange: Exchange) -> dict[str, Any]:
         "request_headers": mask_headers(exchange.request_headers, REDACTED),
         "wire_request": mask_request(exchange.wire_request, REDACTED),
         "logical_request": mask_request(exchange.logical_request, REDACTED),
-        "raw_body": exchange.raw_body,
+        "raw_body": scrub_key_like(exchange.raw_body, REDACTED) if exchange.raw_body is not None else None,
         "response_headers": dict(exchange.response_headers),
-        "response_body": body_form(body, content_type, json_of_body) if body is not None else None,
+        "response_body": _masked(body_form(body, content_type, json_of_body)) if body is not None else None,
         "events": [{"at": round(sent.at, 6), "event": mask_request(sent.event, REDACTED)} for sent in events],
     }
+
+
+def _masked(form: dict[str, Any]) -> dict[str, Any]:
+    """An answer's body form with its credentials masked (a response object echoes the request's tools)."""
+    if "json" in form:
+        return {**form, "json": mask_request(form["json"], REDACTED)}
+    if "text" in form:
+        return {**form, "text": scrub_key_like(form["text"], REDACTED)}
+    return form
 
 
 def unmatched_json(unmatched: Unmatched) -> dict[str, Any]:
