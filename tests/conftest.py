@@ -7,9 +7,16 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpcore  # noqa: F401  (see below)
+import httpcore2  # noqa: F401
 import pytest
 
 from .errortrap import Serve
+
+# httpx (and the openai SDK's httpx2) import their httpcore only when a transport is first made. Were that inside a
+# pytester run in this process, the run's end would drop the module from sys.modules (pytester restores them) while
+# the transports made since keep the old one: their errors would no longer be mapped to httpx's (a ConnectError
+# escaping `except httpx.HTTPError`) in every later test of the worker. Imported here, they are in every snapshot.
 from .rrkit_process import kill_left
 
 

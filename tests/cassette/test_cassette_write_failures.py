@@ -1,5 +1,6 @@
 """A final cassette write that fails loses nothing: the path turned into a directory, a full disk (a small tmpfs),
-a file system gone read-only. `rrkit serve` exits 1 naming the path, the reason and the journal that keeps every
+a file system gone read-only, another process holding the folder's lock for long; a symlink (even a dangling one)
+is written through. `rrkit serve` exits 1 naming the path, the reason and the journal that keeps every
 exchange, and `rrkit recover PATH` (once the cause is fixed) makes the cassette with all of them."""
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ import httpx
 import pytest
 
 from rrkit.cassette.journal import journal_paths
+from rrkit.cassette.lock import LockHeld
+from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.store import load_cassette
+from rrkit.protocol import Outcome, OutcomeKind
+from rrkit.script import Script
+from rrkit.server.capture import Capture
 
 from .test_cassette_journal import journaled_exchanges
 
@@ -118,3 +124,49 @@ def test_recover_says_so_when_there_is_no_journal_and_leaves_the_cassette_alone(
     cassette = tmp_path / "none.json"
     assert "no journal next to it, nothing to recover" in recover(cassette)
     assert not cassette.exists()
+
+
+def test_a_folder_lock_held_by_another_process_fails_the_write_after_the_timeout_and_keeps_the_journal(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "held.json"
+    deck = CassetteDeck.open(cassette, "all", upstream=Script())
+    deck.lock_timeout = 0.5
+    capture = Capture()
+    deck.journal_to(capture)
+    exchange = capture.new_exchange("http", {}, {"model": "m", "input": "hi"})
+    exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+    holder = subprocess.Popen(  # another process writing cassettes in the same folder, for long
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockHeld) as held:
+            deck.save(capture.exchanges, capture.connections)
+        assert str(tmp_path) in str(held.value) and "more than 0.5 s" in str(held.value)
+        assert not cassette.exists() and journaled_exchanges(cassette) == 1  # nothing lost
+    finally:
+        holder.kill()
+        holder.communicate(timeout=30)
+    deck.save(capture.exchanges, capture.connections)  # the lock free again: written, the journal gone
+    assert len(load_cassette(cassette).exchanges) == 1 and journal_paths(cassette) == []
+
+
+def test_a_cassette_path_that_is_a_dangling_symlink_is_written_through_to_its_target(tmp_path: Path) -> None:
+    cassette, target = tmp_path / "link.json", tmp_path / "gone" / "target.json"
+    cassette.symlink_to(target)
+    err, code = serve_until_stopped(cassette, 3, breaking=lambda path: None)
+    assert code == 0, err
+    assert cassette.is_symlink() and len(load_cassette(target).exchanges) == 3  # the link kept, its target made
+    assert journal_paths(cassette) == []
+
+
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from rrkit.cassette.lock import lock_of
+lock = lock_of(Path(sys.argv[1]))
+lock.acquire()
+print("held", flush=True)
+time.sleep(600)
+"""

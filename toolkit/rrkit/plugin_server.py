@@ -18,7 +18,6 @@ from typing import Any, Self
 import pytest
 
 from .cassette.format import Cassette
-from .cassette.lock import directory_lock
 from .cassette.match import MatchConfig, unknown_name
 from .cassette.modes import CassetteDeck
 from .cassette.record import cassette_from_capture
@@ -524,8 +523,7 @@ def _finish(handle: _Handle) -> None:
             pytest.fail(f"{handle.options.test}: an exchange was still streaming at teardown", pytrace=False)
         deck = handle.deck
         if deck is not None and deck.records:
-            with directory_lock(deck.path.parent):
-                deck.save(handle.exchanges, handle.connections)
+            deck.save(handle.exchanges, handle.connections)  # under the folder's lock
         problems = [problem for problem in handle.problems() if problem not in handle.reported]
         if problems:
             pytest.fail("\n\n".join(problems), pytrace=False)

@@ -9,20 +9,41 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
+
+from .store import CassetteError
+
+LOCK_TIMEOUT = 60.0
+"""Seconds a cassette write waits for another process writing cassettes in the same folder."""
 
 
-def lock_of(path: Path) -> FileLock:
-    """A cross-process lock named after `path`, kept in the temporary directory (not beside the cassettes)."""
+class LockHeld(CassetteError):
+    """Another process held a folder's cassette lock past the timeout; the message names the folder and the lock."""
+
+
+def lock_of(path: Path, *, reentrant: bool = False) -> FileLock:
+    """A cross-process lock named after `path`, kept in the temporary directory (not beside the cassettes);
+    `reentrant`: one lock object per path in this process, which its holder (a thread) may take again."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
     folder = Path(tempfile.gettempdir()) / "rrkit-locks"
     folder.mkdir(exist_ok=True)
-    return FileLock(folder / f"{digest}.lock")
+    return FileLock(folder / f"{digest}.lock", is_singleton=reentrant)
 
 
 @contextlib.contextmanager
-def directory_lock(folder: Path) -> Iterator[None]:
-    """Serialize cassette rewrites in one folder across processes (the lock the pytest plugin takes to save)."""
+def directory_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Serialize cassette rewrites in one folder across processes (every recording's final write, a recovery);
+    LockHeld when another process holds it longer than `timeout` seconds."""
     folder.mkdir(parents=True, exist_ok=True)
-    with lock_of(folder):
+    lock = lock_of(folder, reentrant=True)  # a caller holding it over a read and the write (the plugin's test)
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise LockHeld(
+            f"{folder}: another process has been writing cassettes in this folder for more than {timeout:g} s (it "
+            f"holds the lock {lock.lock_file}): let it finish, or stop it, then try again"
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()

@@ -16,6 +16,7 @@ from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Capture, Connection, Exchange
 from .format import Cassette, CassetteWarning, RecordedExchange
 from .journal import Journal, recover_journals
+from .lock import LOCK_TIMEOUT, directory_lock
 from .match import MatchConfig
 from .record import append, cassette_from_capture, recorded_connection, recorded_exchange
 from .recordmode import RecordMode, parse_record_mode
@@ -92,6 +93,7 @@ class CassetteDeck:
     time_scale: float = 0.0
     name: str = ""
     source_name: str = "fake-server"  # what records: the fake server, or a proxy ("proxy")
+    lock_timeout: float = LOCK_TIMEOUT  # how long `save` waits for another process writing in the folder
     replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
     journal: Journal | None = field(default=None, init=False)  # the recording's journal, once `journal_to()` ran
     _capture: Capture | None = field(default=None, init=False, repr=False)
@@ -215,7 +217,8 @@ class CassetteDeck:
         if cassette is None:
             return None
         journal = self.journal
-        written = save_cassette(cassette, self.path, before_replace=journal.mark_saved if journal else None)
+        with directory_lock(self.path.parent, self.lock_timeout):  # one writer per folder (a test run, a recording)
+            written = save_cassette(cassette, self.path, before_replace=journal.mark_saved if journal else None)
         if journal is not None:
             if self._capture is not None and self._exchange_ended in self._capture.listeners:
                 self._capture.listeners.remove(self._exchange_ended)

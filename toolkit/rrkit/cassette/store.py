@@ -275,8 +275,10 @@ def _file_mode(path: Path) -> int:
 
 def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Callable[[str], None] | None = None) -> Path:
     """Write atomically: a crash mid-write leaves the previous file (if any) untouched. `before_replace` is
-    given the new file's SHA-256 (hex) once it is on disk, just before it replaces `path`."""
-    path = Path(path)
+    given the new file's SHA-256 (hex) once it is on disk, just before it replaces `path`. A symlink is written
+    through, as a plain write would (its target replaced, its folder made if need be), and stays a symlink."""
+    given = Path(path)
+    path = Path(os.path.realpath(given))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     digest = hashlib.sha256()
@@ -295,4 +297,4 @@ def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Calla
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return path
+    return given
