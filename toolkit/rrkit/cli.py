@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.limits import LIMITS_ENV, UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits, configured
+from .protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits, configured, given_limits
 from .protocol.vocabulary import TRANSPORTS
 from .script.loader import ScriptError, default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
@@ -183,7 +183,7 @@ def _server_settings(
         parsed = configured(os.environ).with_settings(limits)
     except LimitError as error:
         raise click.BadParameter(str(error), param_hint="--limit") from None
-    os.environ[LIMITS_ENV] = parsed.settings()  # what reads files (scripts, cassettes) takes its limits from there
+    click.get_current_context().with_resource(given_limits(parsed))  # for what reads files: scripts, cassettes
     return {
         "host": host,
         "port": port,

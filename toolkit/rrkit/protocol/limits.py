@@ -4,10 +4,12 @@ settings (`body=32MiB`), given as `--limit` options or in the `RRKIT_LIMITS` env
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .errors import RRKitError
@@ -59,12 +61,6 @@ class Limits:
         """The settings by their command-line names: `body`, `decoded-body`, `ws-message`, ..."""
         return [field.name.replace("_", "-") for field in dataclasses.fields(cls)]
 
-    def settings(self) -> str:
-        """These limits as `RRKIT_LIMITS` gives them: `body=33554432 decoded-body=67108864 ...`."""
-        return " ".join(
-            f"{field.name.replace('_', '-')}={getattr(self, field.name)}" for field in dataclasses.fields(self)
-        )
-
     def with_settings(self, settings: Iterable[str]) -> Limits:
         """These limits with `NAME=SIZE` settings applied (`body=8MiB`, `ws-message=1000000`)."""
         changes: dict[str, int] = {}
@@ -81,8 +77,24 @@ class Limits:
         return dataclasses.replace(self, **changes)
 
 
+_GIVEN: contextvars.ContextVar[Limits | None] = contextvars.ContextVar("rrkit_limits", default=None)
+
+
+@contextlib.contextmanager
+def given_limits(limits: Limits) -> Iterator[Limits]:
+    """Within the block, `configured()` gives these limits (a command's own, its `--limit` options applied)."""
+    token = _GIVEN.set(limits)
+    try:
+        yield limits
+    finally:
+        _GIVEN.reset(token)
+
+
 def configured(environ: Mapping[str, str]) -> Limits:
-    """The default limits with the settings of `RRKIT_LIMITS` in `environ` applied (LimitError naming it)."""
+    """The limits a command gave (`given_limits`), else the defaults with the settings of `RRKIT_LIMITS` in
+    `environ` applied (LimitError naming it)."""
+    if (given := _GIVEN.get()) is not None:
+        return given
     settings = environ.get(LIMITS_ENV, "").split()
     try:
         return Limits().with_settings(settings)
