@@ -6,7 +6,7 @@ admin calls are never exchanges and never use a step."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,7 +15,7 @@ import pytest
 from rrkit.protocol import OutcomeKind
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.protocol.plan import ResponsePlan
-from rrkit.script import Handshake, Match, NoMatch, RequestView, Script, parse_script, reply
+from rrkit.script import Match, NoMatch, ReplySource, RequestView, Script, parse_script, reply
 from rrkit.server import NO_MATCH_CODE, FakeServer
 from rrkit.server.respond import Unmatched, UnmatchedLog
 
@@ -260,25 +260,11 @@ def test_an_invalid_script_is_a_400_with_the_loaders_message_and_the_old_script_
     assert answer(server) == "old"
 
 
-class _Answers404:
-    """A reply source that is not a script (as a cassette replay is not)."""
+class _Answers404(ReplySource):
+    """A reply source that is not a script (as a cassette replay is not): only `select`, the rest its defaults."""
 
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         return NoMatch(request.describe(), what="recorded exchange", hint="Record it.")
-
-    async def select_handshake(
-        self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
-    ) -> Handshake | None:
-        return None
-
-    async def connection_closed(self, connection_id: int) -> None:
-        pass
-
-    def unused(self) -> list[str]:
-        return []
-
-    def reset(self) -> None:
-        pass
 
 
 def test_a_script_cannot_replace_a_source_that_is_not_a_script(serve: Serve, client: httpx.Client) -> None:

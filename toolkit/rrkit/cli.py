@@ -424,10 +424,9 @@ def _match_config(
 
 def _report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
     """When the deck only replays, say which recorded exchanges no request played (they may be stale)."""
-    unplayed = getattr(source, "unplayed", None)
-    if deck.records or unplayed is None:
+    if deck.records:
         return
-    never = unplayed()
+    never = source.unplayed()
     if never:
         click.echo(f"rrkit: {len(never)} recorded exchange(s) were never requested:", err=True)
         for line in never:

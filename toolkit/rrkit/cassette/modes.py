@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from .store import CassetteError, load_cassette, save_cassette
 
 
 @dataclass
-class FallbackSource:
+class FallbackSource(ReplySource):
     """Answers from `first` (a cassette) and sends what it cannot answer to `then` (the upstream)."""
 
     first: ReplySource
@@ -55,23 +55,19 @@ class FallbackSource:
         self.first.reset()
         self.then.reset()
 
-    @property
-    def relays_unknown_ids(self) -> bool:
-        return bool(getattr(self.then, "relays_unknown_ids", False))
+    def __post_init__(self) -> None:  # what `then` (the upstream) relays, this relays
+        self.relays_unknown_ids = self.then.relays_unknown_ids
+        self.relays_frames = self.then.relays_frames
 
-    @property
-    def relays_frames(self) -> bool:
-        return bool(getattr(self.then, "relays_frames", False))
+    def relay_frame(self, connection_id: int | None, text: str) -> AsyncGenerator[str, None]:
+        return self.then.relay_frame(connection_id, text)
 
-    def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
-        relay: Callable[[int | None, str], AsyncIterator[str]] = getattr(self.then, "relay_frame")  # noqa: B009
-        return relay(connection_id, text)
+    def unplayed(self) -> list[str]:
+        return self.first.unplayed()
 
     async def aclose(self) -> None:
         for source in (self.first, self.then):
-            aclose = getattr(source, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await source.aclose()
 
 
 @dataclass

@@ -17,14 +17,14 @@ from ..protocol.plan import ResponsePlan
 from ..protocol.request import INPUT_FIELD, input_items, is_warmup
 from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
-from ..script.select import NoMatch, RequestView, _item_text
+from ..script.select import NoMatch, ReplySource, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
 from .match import MatchConfig, canonical, compare, digest, shown
 from .playback import render_recording
 
 
 @dataclass
-class CassetteSource:
+class CassetteSource(ReplySource):
     """A reply source over a cassette: each recorded exchange answers one matching request, the first one not
     played yet in cassette order. With `match.allow_repeats`, once every match has played, the last of them
     (the state the recording ended in) answers again.
@@ -182,9 +182,6 @@ class CassetteSource:
             return {"close_after": len(carried), "close": "tcp"}
         code = connection.close_code if connection.close_code and 1000 <= connection.close_code <= 4999 else 1000
         return {"close_after": len(carried), "close": "frame", "close_code": code}
-
-    async def connection_closed(self, connection_id: int) -> None:
-        """Nothing is held per connection."""
 
     def recorded_connection(self, connection_id: int) -> int | None:
         """The recorded connection whose handshake answered the live connection `connection_id`, if one did."""

@@ -51,7 +51,7 @@ from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import SSEDecoder, SSEMessage, SSEMessageTooLong, encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
-from ..script.select import NoMatch, RequestView
+from ..script.select import NoMatch, ReplySource, RequestView
 from .redact import redact_url, url_secrets
 from .wsclient import UpstreamWS, ws_connect
 
@@ -330,7 +330,7 @@ async def _read_whole(response: httpx.Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-class UpstreamSource:
+class UpstreamSource(ReplySource):
     """A `ReplySource` that forwards to an upstream Responses endpoint (`base_url`, e.g. `http://host/v1`).
 
     `timeout` is how long the upstream may stay silent before a stream counts as cut (None: no limit).
@@ -390,7 +390,7 @@ class UpstreamSource:
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         """Open the upstream socket for this client connection now, so that its answer is the client's."""
-        await self.connection_closed(connection_id)  # a reused id: the old socket is over
+        self._drop_socket(connection_id)  # a reused id: the old socket is over
         try:
             socket = await self._connect(headers, query)
         except InvalidStatus as refused:
@@ -411,9 +411,12 @@ class UpstreamSource:
         turn_state = upgrade.headers.get(TURN_STATE_HEADER) if upgrade is not None else None
         return Handshake(turn_state=turn_state, headers=response_headers(items))
 
-    async def connection_closed(self, connection_id: int | None) -> None:
+    async def connection_closed(self, connection_id: int) -> None:
         """The client's socket ended: close its upstream socket (in the background: the client is gone,
         and the server's task for that socket must end at once)."""
+        self._drop_socket(connection_id)
+
+    def _drop_socket(self, connection_id: int | None) -> None:
         socket = self._sockets.pop(connection_id, None)
         if socket is not None:
             self._close_later(socket)
@@ -626,7 +629,7 @@ class UpstreamSource:
         relay = self._relay_ws(request.connection_id, socket, (first, kind), request.transport, watchdog)
         return ResponsePlan(relay, release=watchdog.astop)  # stopped however the plan ends, even unplayed
 
-    async def relay_frame(self, connection_id: int | None, text: str) -> AsyncIterator[str]:
+    async def relay_frame(self, connection_id: int | None, text: str) -> AsyncGenerator[str, None]:
         """Forward a client frame that is not a request (`response.steer`, a frame type this proxy does not
         know) as it came, and yield what the upstream answers within `frame_reply_window` of each frame."""
         socket = self._sockets.get(connection_id)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import abc
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan
@@ -108,33 +109,57 @@ def _steps_report(index: int, step: Step | Handshake, used: int, failed: Sequenc
     return f"step {index} ({uses}): {reason}"
 
 
-class ReplySource(Protocol):
+class ReplySource(abc.ABC):
     """Where the server's answers come from: a script being played, a cassette being replayed, an upstream
-    being relayed. Each answers a request with its own plan, or says why it has none."""
+    being relayed. Each answers a request with its own plan, or says why it has none.
 
-    async def select(self, request: RequestView) -> ResponsePlan | NoMatch: ...
+    Subclass it and write `select`; every other capability is declared here with its default (a source that holds
+    nothing per connection, relays nothing, has nothing to close), as httpx's `AsyncBaseTransport` declares its
+    no-op `aclose`. The server calls each of them directly, never probing for one."""
+
+    relays_unknown_ids: bool = False
+    """Whether a `previous_response_id` this server never issued is the source's to answer (an upstream may know
+    it) rather than a `previous_response_not_found`."""
+    relays_frames: bool = False
+    """Whether client frames other than `response.create` go to `relay_frame` (an upstream), not an error frame."""
+
+    @abc.abstractmethod
+    async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
+        """The plan that answers `request`, or why none does."""
 
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         """The answer to a WebSocket upgrade (None: accept) of the client connection `connection_id`, whose
         upgrade request came with `query`."""
-        ...
+        return None
 
     async def connection_closed(self, connection_id: int) -> None:
         """The client connection `connection_id` ended (a source holding an upstream socket closes it)."""
-        ...
+        return None
+
+    def relay_frame(self, connection_id: int | None, text: str) -> AsyncGenerator[str, None]:
+        """What answers a client frame that is no request, as raw frames (only when `relays_frames`)."""
+        raise NotImplementedError(f"{type(self).__name__} relays no frames (its relays_frames is False)")
 
     def unused(self) -> list[str]:
         """Descriptions of answers never requested (for teardown checks)."""
-        ...
+        return []
+
+    def unplayed(self) -> list[str]:
+        """Descriptions of recorded answers no request played (a replay's stale recordings)."""
+        return []
 
     def reset(self) -> None:
         """Start over: every answer available again."""
-        ...
+        return None
+
+    async def aclose(self) -> None:
+        """Release what the source holds (upstream connections); called once the server has stopped."""
+        return None
 
 
-class ScriptState:
+class ScriptState(ReplySource):
     """A script being played: counts the uses of each step. Thread-safe, so tests can add steps live."""
 
     def __init__(self, script: Script) -> None:
@@ -195,9 +220,6 @@ class ScriptState:
                 self._handshake_uses[index] = used + 1
                 return handshake
         return None
-
-    async def connection_closed(self, connection_id: int) -> None:
-        """Nothing is held per connection."""
 
     def unused(self) -> list[str]:
         with self._lock:

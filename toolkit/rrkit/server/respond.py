@@ -236,7 +236,7 @@ class Responder:
         if not previous:
             return logical_from_wire(wire)
         stored = store.get(previous)
-        if stored is None and getattr(self.state.source, "relays_unknown_ids", False):
+        if stored is None and self.state.source.relays_unknown_ids:
             return {**logical_from_wire(wire), "previous_response_id": previous}
         if stored is None:
             message = f"Previous response with id '{previous}' not found."

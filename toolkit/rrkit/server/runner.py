@@ -230,6 +230,7 @@ class FakeServer(LoopbackServer):
     ) -> None:
         if script is not None and source is not None:
             raise ValueError("give a script or a reply source (such as a cassette replay), not both")
+        _check_source(source)
         super().__init__(host=host, port=port, log_level=log_level)
         self.state = ServerState(
             source or ScriptState(script or default_script()), ids=ids or IdGenerator(), lenient=lenient
@@ -260,9 +261,7 @@ class FakeServer(LoopbackServer):
 
     async def _release(self) -> None:
         """A source that holds connections (an upstream's, also behind a cassette) closes them."""
-        aclose = getattr(self.state.source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await self.state.source.aclose()
 
     # -- what tests read ----------------------------------------------------------------------
     @property
@@ -304,6 +303,7 @@ class FakeServer(LoopbackServer):
 
     def use(self, script: Script | ReplySource) -> None:
         """Answer from another script (or source) from now on; exchanges captured so far are kept."""
+        _check_source(None if isinstance(script, Script) else script)
         self.state.source = ScriptState(script) if isinstance(script, Script) else script
 
     def reset(self, script: Script | ReplySource | None = None) -> None:
@@ -312,3 +312,11 @@ class FakeServer(LoopbackServer):
         if script is not None:
             self.use(script)
         reset_state(self.state)
+
+
+def _check_source(source: object) -> None:
+    if source is not None and not isinstance(source, ReplySource):
+        raise TypeError(
+            f"source={type(source).__name__}: a reply source subclasses rrkit.script.ReplySource (write its `select`; "
+            "every other capability has a default there)"
+        )

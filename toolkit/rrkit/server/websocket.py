@@ -177,12 +177,12 @@ class _AcceptedSocket:
         store_if_completed(self.store, exchange)
 
     def _relays_frames(self) -> bool:
-        return bool(getattr(self.state.source, "relays_frames", False))
+        return self.state.source.relays_frames
 
     async def _relay_frame(self, exchange: Exchange, text: str) -> None:
         """A client frame that is not a request, sent on upstream as it came; what the upstream answers to it
         (often nothing) is passed back and recorded."""
-        relay = getattr(self.state.source, "relay_frame")  # noqa: B009 - a relaying source's own method
+        relay = self.state.source.relay_frame
         start = time.monotonic()
         try:
             async with contextlib.aclosing(relay(self.connection.id, text)) as replies:
