@@ -92,7 +92,7 @@ def record(size: str, cassette: str) -> None:
 
 
 def proxy(base_url: str) -> None:
-    from rrkit.cassette.upstream import UpstreamSource
+    from rrkit.relay import UpstreamSource
     from rrkit.server import FakeServer
 
     _serve_fake(FakeServer(source=UpstreamSource(base_url)))

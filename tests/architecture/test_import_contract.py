@@ -71,6 +71,14 @@ def test_script_imports_only_protocol() -> None:
             assert {_layer(target) for target in imported} <= {"script", "protocol", FOUNDATION}, (module, imported)
 
 
+def test_relay_imports_only_protocol_and_script() -> None:
+    """The relay forwards and relays; what answers from it (the server, the cassettes) imports it, never back."""
+    for module, imported in _graph().items():
+        if _layer(module) == "relay":
+            allowed = {"relay", "protocol", "script", FOUNDATION}
+            assert {_layer(target) for target in imported} <= allowed, (module, imported)
+
+
 def test_the_foundation_imports_only_the_standard_library() -> None:
     tree = ast.parse((PACKAGE / f"{FOUNDATION}.py").read_text(encoding="utf-8"))
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}

@@ -11,7 +11,7 @@ import pytest
 import rrkit
 from rrkit.cassette import CassetteSource
 from rrkit.cassette.modes import FallbackSource
-from rrkit.cassette.upstream import UpstreamSource
+from rrkit.relay import UpstreamSource
 from rrkit.script import ReplySource, Script
 from rrkit.script.select import ScriptState
 from rrkit.server import FakeServer

@@ -15,8 +15,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect as ws_connect
 
 from rrkit.cassette.proxy import RecordingProxy
-from rrkit.cassette.upstream import UpstreamSource
 from rrkit.protocol import OutcomeKind
+from rrkit.relay import UpstreamSource
 from rrkit.script import Script, reply, text
 
 from ..errortrap import Serve

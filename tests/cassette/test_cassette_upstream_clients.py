@@ -1,5 +1,5 @@
 """The proxy's upstream clients: the SSE relay sends the events the upstream sent together as one run; the
-WebSocket client (cassette/wsclient.py) reassembles fragmented messages, takes the messages that arrived together
+WebSocket client (relay/wsclient.py) reassembles fragmented messages, takes the messages that arrived together
 together, and closes a socket whose keep-alive pong does not come."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.utils import accept_key
 
-from rrkit.cassette import wsclient
-from rrkit.cassette.upstream import UpstreamSource
-from rrkit.cassette.wsclient import ws_connect
+from rrkit.relay import wsclient
 from rrkit.protocol.plan import ResponsePlan
 from rrkit.protocol.sse import encode_event
+from rrkit.relay import UpstreamSource
+from rrkit.relay.wsclient import ws_connect
 from rrkit.script.select import RequestView
 
 from .rawupstream import RawUpstream, sse

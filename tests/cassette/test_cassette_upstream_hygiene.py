@@ -25,8 +25,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from rrkit.cassette.proxy import RecordingProxy
-from rrkit.cassette.upstream import MAX_REDIRECTS
 from rrkit.protocol import OutcomeKind
+from rrkit.relay.http import MAX_REDIRECTS
 
 from ..errortrap import Serve
 from ..rrkit_process import start

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from rrkit.cassette.upstream import UpstreamSource
 from rrkit.cli import main
 from rrkit.protocol.jsontext import MAX_DEPTH
+from rrkit.relay import UpstreamSource
 from rrkit.script import Script, reply
 from rrkit.server import FakeServer
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .cassette.format import Cassette
     from .cassette.match import MatchConfig
     from .cassette.modes import CassetteDeck
-    from .cassette.upstream import UpstreamSource
+    from .relay import UpstreamSource
     from .script.select import ReplySource
 
 
@@ -339,7 +339,7 @@ def _running(
 
 
 def _upstream(url: str, limits: Limits, connect_timeout: float, timeout: float, redirects: str) -> UpstreamSource:
-    from .cassette.upstream import UpstreamSource  # the proxy (and httpx), loaded only when a command relays
+    from .relay import UpstreamSource  # the proxy (and httpx), loaded only when a command relays
 
     return UpstreamSource(
         url,

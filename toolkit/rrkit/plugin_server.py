@@ -476,7 +476,7 @@ class AsyncRRKitServer(_Handle):
 
 
 def _upstream_source(url: str) -> ReplySource:
-    from .cassette.upstream import UpstreamSource  # the proxy's relay, only needed when recording a URL
+    from .relay import UpstreamSource  # the proxy's relay, only needed when recording a URL
 
     source: ReplySource = UpstreamSource(url)
     return source

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..relay.source import UpstreamSource
     from .format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange
     from .match import MatchConfig
     from .modes import CassetteDeck
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from .redact import Redactor
     from .replay import CassetteSource
     from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
-    from .upstream import UpstreamSource
 
 _HOMES = {
     ".format": ("Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
@@ -33,7 +33,7 @@ _HOMES = {
     ".redact": ("Redactor",),
     ".replay": ("CassetteSource",),
     ".store": ("CassetteError", "dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
-    ".upstream": ("UpstreamSource",),
+    "..relay.source": ("UpstreamSource",),
 }
 
 __all__ = [

@@ -11,13 +11,13 @@ import contextlib
 from pathlib import Path
 
 from ..protocol.ids import IdGenerator
-from ..protocol.limits import Limits
+from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits
+from ..relay.source import UpstreamSource
 from ..server.runner import FakeServer
 from .format import Cassette
 from .record import cassette_from_capture
 from .redact import Redactor
 from .store import save_cassette
-from .upstream import DEFAULT_CONNECT_TIMEOUT, DEFAULT_TIMEOUT, UpstreamSource
 
 
 class RecordingProxy(FakeServer):
@@ -35,8 +35,8 @@ class RecordingProxy(FakeServer):
         port: int = 0,
         ids: IdGenerator | None = None,
         log_level: str = "warning",
-        timeout: float | None = DEFAULT_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        timeout: float | None = UPSTREAM_TIMEOUT,
+        connect_timeout: float = UPSTREAM_CONNECT_TIMEOUT,
         redactor: Redactor | None = None,
         max_message: int = Limits().upstream_message,
         redirects: str = "none",

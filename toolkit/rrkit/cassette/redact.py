@@ -9,66 +9,20 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
-from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-from ..protocol.secrets import SECRET_HEADERS, mask_request, scrub_key_like
+from ..protocol.secrets import (
+    MIN_SECRET,
+    SECRET_HEADERS,
+    URL_MARKER,
+    mask_request,
+    query_secrets,
+    redact_query,
+    scrub_key_like,
+)
 from .format import Cassette, RecordedEvent, Redaction
 
-MARKER = "[REDACTED]"
+MARKER = URL_MARKER
 DEFAULT_HEADERS = SECRET_HEADERS
-SECRET_QUERY_NAMES = frozenset(
-    {"api-key", "api_key", "apikey", "key", "token", "access_token", "auth", "sig", "signature", "password"}
-    | {"secret", "client_secret", "code", "session"}
-)
-"""Query parameters whose values are redacted whatever they look like (Azure's `api-key`, SAS `sig`, ...)."""
-_SECRET_LOOKING = re.compile(r"(?:sk|rk|sess|pk)-[\w-]{8,}|[A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*[A-Za-z][A-Za-z0-9_\-]{30,}")
-_MIN_SECRET = 8  # shorter values are too likely to occur by chance to be scrubbed everywhere
-
-
-def _secret_query_value(name: str, value: str, names: Iterable[str]) -> bool:
-    return name.lower() in SECRET_QUERY_NAMES or name.lower() in names or bool(_SECRET_LOOKING.fullmatch(value))
-
-
-def query_secrets(query: str, names: Iterable[str] = ()) -> list[str]:
-    """The values of a query string that are secrets (by name, by configured name, or by their look)."""
-    found = []
-    for part in query.split("&"):
-        name, sep, value = part.partition("=")
-        if sep and value and _secret_query_value(unquote_plus(name), unquote_plus(value), tuple(names)):
-            found += [value, unquote_plus(value)]
-    return found
-
-
-def redact_query(query: str, names: Iterable[str] = (), marker: str = MARKER) -> str:
-    """The query string with its secret values replaced by the marker, everything else as it was."""
-    names = tuple(n.lower() for n in names)
-    parts = []
-    for part in query.split("&"):
-        name, sep, value = part.partition("=")
-        secret = sep and value and _secret_query_value(unquote_plus(name), unquote_plus(value), names)
-        parts.append(f"{name}={marker}" if secret else part)
-    return "&".join(parts)
-
-
-def redact_url(url: str, names: Iterable[str] = (), marker: str = MARKER) -> str:
-    """A URL fit for messages and files: userinfo and secret query values replaced by the marker."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{marker}@{netloc.rpartition('@')[2]}"
-    return urlunsplit((parts.scheme, netloc, parts.path, redact_query(parts.query, names, marker), parts.fragment))
-
-
-def url_secrets(url: str, names: Iterable[str] = ()) -> list[str]:
-    """The secrets a URL carries: its userinfo (and password) and its secret query values."""
-    parts = urlsplit(url)
-    found = query_secrets(parts.query, names)
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rpartition("@")[0]
-        found += [userinfo, userinfo.partition(":")[2]]
-    return [secret for secret in found if secret]
-
-
 @dataclass(frozen=True)
 class Redactor:
     """The redaction policy: header names and JSON paths whose values are replaced by a marker, and secrets
@@ -129,7 +83,7 @@ class _Pass:
 
     def _remember(self, value: str) -> None:
         for part in [value, *re.split(r"[\s;,=]+", value)]:
-            if len(part) >= _MIN_SECRET and part.lower() not in ("bearer", "basic"):
+            if len(part) >= MIN_SECRET and part.lower() not in ("bearer", "basic"):
                 self.secrets.add(part)
 
     def redact_json(self, value: Any) -> Any:
