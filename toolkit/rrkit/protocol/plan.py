@@ -23,6 +23,12 @@ class PlannedEvent:
     wire: str | bytes  # the JSON text of a WebSocket frame, or the bytes of an SSE frame
     delay: float = 0.0
 
+    @property
+    def type(self) -> str | None:
+        """The event's `type` (None when it states none)."""
+        kind = self.event.get("type")
+        return kind if isinstance(kind, str) else None
+
 
 class StreamCut(Exception):
     """Raised by a plan's events when their source was cut (an upstream that broke off): the client's
@@ -120,16 +126,20 @@ class _LazyVerbatim(PlannedEvent):
     """A verbatim event whose `event` is parsed from its text only when read (the wire is made without it);
     its `type` is read off the text."""
 
-    __slots__ = ("_event", "_raw", "type")
+    __slots__ = ("_event", "_raw", "_type")
     _event: Event
     _raw: str
-    type: str
+    _type: str
 
     def __init__(self, raw: str, wire: str | bytes, delay: float, kind: str) -> None:
-        object.__setattr__(self, "type", kind)
+        object.__setattr__(self, "_type", kind)
         object.__setattr__(self, "_raw", raw)
         object.__setattr__(self, "wire", wire)
         object.__setattr__(self, "delay", delay)
+
+    @property
+    def type(self) -> str:
+        return self._type
 
     @property
     def event(self) -> Event:

@@ -40,7 +40,7 @@ def planned_event(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:
     if not isinstance(kind, str):
         raise StreamCut("tcp", reason="upstream sent an event without a `type`")
     planned = verbatim(text, transport, lazy=True)
-    if getattr(planned, "type", kind) != kind:  # `type` stated twice: the last is the event's (as parsed)
+    if planned.type != kind:  # `type` stated twice: the last is the event's (as parsed)
         planned = verbatim(text, transport)
     return planned, kind
 
