@@ -33,7 +33,8 @@ from rrkit.conform import (  # noqa: E402
     catalogue,
     run,
 )
-from rrkit.differential.codex import CODEX_VERSION, CodexNotFound, find_codex  # noqa: E402
+from rrkit.differential.codex import CODEX_VERSION, find_codex  # noqa: E402
+from rrkit.protocol.exceptions import CodexNotFound  # noqa: E402
 from rrkit.protocol.vocabulary import Transport  # noqa: E402
 
 TESTS = ROOT / "tests" / "conform"

@@ -12,7 +12,8 @@ import pytest
 
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange
 from rrkit.cassette.playback import render_recording
-from rrkit.cassette.store import CassetteError, dump_cassette, load_cassette, save_cassette
+from rrkit.cassette.store import dump_cassette, load_cassette, save_cassette
+from rrkit.protocol.exceptions import CassetteError
 from rrkit.protocol.plan import verbatim
 
 BIG = 2**70

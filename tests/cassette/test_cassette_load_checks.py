@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from rrkit.cassette.store import CassetteError, load_cassette, parse_cassette
-from rrkit.script.loader import ScriptError, load_script
+from rrkit.cassette.store import load_cassette, parse_cassette
+from rrkit.protocol.exceptions import CassetteError, ScriptError
+from rrkit.script.loader import load_script
 
 NOT_UTF8 = b'{"rrkit_cassette": 1, "name": "caf\xe9", "exchanges": []}\n'  # a latin-1 e-acute at byte 34
 

@@ -11,10 +11,9 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.utils import accept_key
 
-from rrkit.relay import wsclient
 from rrkit.protocol.plan import ResponsePlan
 from rrkit.protocol.sse import encode_event
-from rrkit.relay import UpstreamSource
+from rrkit.relay import UpstreamSource, wsclient
 from rrkit.relay.wsclient import ws_connect
 from rrkit.script.select import RequestView
 

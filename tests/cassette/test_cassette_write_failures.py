@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from rrkit.cassette.journal import journal_paths
-from rrkit.cassette.lock import LockHeld
 from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.store import load_cassette
 from rrkit.protocol import Outcome, OutcomeKind
+from rrkit.protocol.exceptions import LockHeld
 from rrkit.script import Script
 from rrkit.server.capture import Capture
 

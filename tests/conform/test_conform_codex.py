@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from rrkit.conform import CommandClient, catalogue, run
-from rrkit.differential.codex import CodexNotFound, find_codex
+from rrkit.differential.codex import find_codex
+from rrkit.protocol.exceptions import CodexNotFound
 from rrkit.protocol.vocabulary import Transport
 
 from ..realclients.codex import require_codex

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rrkit.protocol.sse import SSEDecoder, SSEMessageTooLong
+from rrkit.protocol.exceptions import SSEMessageTooLong
+from rrkit.protocol.sse import SSEDecoder
 
 
 def test_messages_under_the_limit_pass_and_an_endless_line_raises_past_it() -> None:

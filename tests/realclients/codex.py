@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rrkit.differential.codex import CODEX_VERSION, INSTALL_HINT, CodexNotFound, CodexRun, config_toml, exec_codex
+from rrkit.differential.codex import CODEX_VERSION, INSTALL_HINT, CodexRun, config_toml, exec_codex
 from rrkit.differential.codex import find_codex as _find
 from rrkit.differential.settings import Budgets
+from rrkit.protocol.exceptions import CodexNotFound
 
 __all__ = ["CODEX_VERSION", "CodexRun", "find_codex", "require_codex", "run_codex", "write_codex_home"]
 

@@ -18,7 +18,8 @@ from websockets.sync.client import connect
 
 from rrkit.protocol import OutcomeKind
 from rrkit.protocol.errors import REQUEST_TOO_LARGE
-from rrkit.protocol.limits import LimitError, Limits, MiB, parse_size, shown_size
+from rrkit.protocol.exceptions import LimitError
+from rrkit.protocol.limits import Limits, MiB, parse_size, shown_size
 from rrkit.script import Script, ScriptError, load_script, reply
 from rrkit.server import FakeServer
 

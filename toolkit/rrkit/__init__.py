@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .protocol.errors import RRKitError
+    from .protocol.exceptions import RRKitError
     from .script import Script, load_script
     from .server import FakeServer
 
 __all__ = ["FakeServer", "RRKitError", "Script", "load_script"]
 
-_HOMES = {".server": ("FakeServer",), ".protocol.errors": ("RRKitError",), ".script": ("Script", "load_script")}
+_HOMES = {".server": ("FakeServer",), ".protocol.exceptions": ("RRKitError",), ".script": ("Script", "load_script")}
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

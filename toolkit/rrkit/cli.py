@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, LimitError, Limits, configured, given_limits
+from .protocol.exceptions import LimitError, ScriptError
+from .protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits, configured, given_limits
 from .protocol.vocabulary import TRANSPORTS
-from .script.loader import ScriptError, default_script, load_script
+from .script.loader import default_script, load_script
 from .server.exchange_log import JournalFile, LinePrinter, when_settled
 from .server.runner import FakeServer, LoopbackServer
 
@@ -352,7 +353,7 @@ def _upstream(url: str, limits: Limits, connect_timeout: float, timeout: float, 
 
 def _save(deck: CassetteDeck, server: FakeServer) -> Path | None:
     """Write the cassette; an error is one line saying where the exchanges are kept."""
-    from .cassette.store import CassetteError
+    from .protocol.exceptions import CassetteError
 
     try:
         return deck.save(server.exchanges, server.connections)
@@ -373,7 +374,8 @@ def _file_error(error: Exception, kind_message: str | None) -> _FileError:
 
 def _load_cassette(path: Path) -> Cassette:
     """A cassette for show, diff and replay; a script given instead is named as one."""
-    from .cassette.store import CassetteError, load_cassette
+    from .cassette.store import load_cassette
+    from .protocol.exceptions import CassetteError
     from .tools.file_kind import not_a_cassette
 
     try:
@@ -547,7 +549,7 @@ def serve(
     try:
         if cassette_path is not None:
             from .cassette.modes import CassetteDeck
-            from .cassette.store import CassetteError
+            from .protocol.exceptions import CassetteError
             from .tools.file_kind import not_a_cassette
 
             relay = (upstream_connect_timeout, upstream_timeout, upstream_redirects)
@@ -655,7 +657,7 @@ def record(
     """
     from .cassette.modes import CassetteDeck
     from .cassette.redact import Redactor
-    from .cassette.store import CassetteError
+    from .protocol.exceptions import CassetteError
     from .tools.file_kind import not_a_cassette
 
     match = _match_config(match_presets, match_ignore, match_normalize, allow_repeats)
@@ -925,7 +927,7 @@ def replay(
     """
     import asyncio
 
-    from .cassette.store import CassetteError
+    from .protocol.exceptions import CassetteError
     from .tools.replay import run_replays
 
     command = _client_command(ctx)
@@ -959,7 +961,7 @@ def replay(
 
 def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
     """The cassettes named, a folder standing for every `*.json` under it."""
-    from .cassette.store import CassetteError
+    from .protocol.exceptions import CassetteError
 
     files: list[Path] = []
     for path in given:
@@ -1110,7 +1112,7 @@ def recover(cassettes: tuple[Path, ...]) -> None:
     import warnings
 
     from .cassette.journal import journal_paths, recover_journals
-    from .cassette.store import CassetteError
+    from .protocol.exceptions import CassetteError
 
     for path in cassettes:
         if not journal_paths(path):
@@ -1193,9 +1195,10 @@ def compare_codex(
       rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
     """
     from .demo import find_fixtures, fixture_paths
-    from .differential.codex import CodexNotFound, find_codex
+    from .differential.codex import find_codex
     from .differential.fixtures import compare_scripts, format_comparisons, summary
     from .differential.settings import Budgets
+    from .protocol.exceptions import CodexNotFound
 
     try:
         codex = find_codex(codex_path)

@@ -24,9 +24,9 @@ from .cassette.record import cassette_from_capture
 from .cassette.recordmode import RecordMode, parse_record_mode
 from .cassette.redact import Redactor
 from .cassette.replay import CassetteSource
-from .cassette.store import CassetteError
+from .protocol.exceptions import CassetteError, ScriptError
 from .protocol.outcome import OutcomeKind
-from .script.loader import ScriptError, load_script
+from .script.loader import load_script
 from .script.models import Handshake, Match, Reply, Script
 from .script.select import ReplySource
 from .script.shipped import FIXTURE_PREFIX

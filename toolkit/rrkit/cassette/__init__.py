@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..protocol.exceptions import CassetteError
     from ..relay.source import UpstreamSource
     from .format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange
     from .match import MatchConfig
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from .recordmode import RecordMode
     from .redact import Redactor
     from .replay import CassetteSource
-    from .store import CassetteError, dump_cassette, load_cassette, parse_cassette, save_cassette
+    from .store import dump_cassette, load_cassette, parse_cassette, save_cassette
 
 _HOMES = {
     ".format": ("Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
@@ -32,7 +33,8 @@ _HOMES = {
     ".recordmode": ("RecordMode",),
     ".redact": ("Redactor",),
     ".replay": ("CassetteSource",),
-    ".store": ("CassetteError", "dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
+    "..protocol.exceptions": ("CassetteError",),
+    ".store": ("dump_cassette", "load_cassette", "parse_cassette", "save_cassette"),
     "..relay.source": ("UpstreamSource",),
 }
 

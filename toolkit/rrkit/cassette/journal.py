@@ -27,10 +27,11 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from ..protocol.exceptions import CassetteError
 from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, loads_exact
 from .lock import directory_lock, lock_of
 from .record import append
-from .store import CassetteError, load_cassette, save_cassette
+from .store import load_cassette, save_cassette
 
 JOURNAL_VERSION = 1
 SUFFIX = ".journal.jsonl"

@@ -11,14 +11,10 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .store import CassetteError
+from ..protocol.exceptions import LockHeld
 
 LOCK_TIMEOUT = 60.0
 """Seconds a cassette write waits for another process writing cassettes in the same folder."""
-
-
-class LockHeld(CassetteError):
-    """Another process held a folder's cassette lock past the timeout; the message names the folder and the lock."""
 
 
 def lock_of(path: Path, *, reentrant: bool = False) -> FileLock:

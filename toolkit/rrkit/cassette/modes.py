@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocol.exceptions import CassetteError
 from ..protocol.plan import ResponsePlan
 from ..script.models import Handshake, Script
 from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
@@ -22,7 +23,7 @@ from .record import append, cassette_from_capture, recorded_connection, recorded
 from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
-from .store import CassetteError, load_cassette, save_cassette
+from .store import load_cassette, save_cassette
 
 
 @dataclass

@@ -23,6 +23,8 @@ from .format import Cassette, RecordedEvent, Redaction
 
 MARKER = URL_MARKER
 DEFAULT_HEADERS = SECRET_HEADERS
+
+
 @dataclass(frozen=True)
 class Redactor:
     """The redaction policy: header names and JSON paths whose values are replaced by a marker, and secrets

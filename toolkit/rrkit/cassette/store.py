@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..protocol.errors import RRKitError
+from ..protocol.exceptions import CassetteError
 from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
 from ..script.loader import file_limit, json_place, read_utf8
@@ -32,10 +32,6 @@ from .format import (
     dumps_compact,
     loads_exact,
 )
-
-
-class CassetteError(RRKitError, ValueError):
-    """A cassette that cannot be used; the message names the file, the place in it and the problem."""
 
 
 def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:

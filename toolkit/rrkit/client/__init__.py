@@ -1,7 +1,8 @@
 """The reference client: Codex's model-connection layer in Python (PROTOCOL.md sections 4-8)."""
 
+from ..protocol.exceptions import TooManySamples
 from .client import ModelClient
-from .conversation import Conversation, ToolHandler, TooManySamples, TurnResult, tool_output
+from .conversation import Conversation, ToolHandler, TurnResult, tool_output
 from .errors import (
     ConnectFailed,
     ConnectionLimitReached,

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..protocol.errors import RRKitError
+from ..protocol.exceptions import TooManySamples
 from ..protocol.request import TOOL_OUTPUT_TYPES, Item
 from .client import ModelClient
 from .prompt import Prompt, user_message
@@ -15,9 +15,6 @@ from .turn import DeltaCallback, SampleResult
 
 ToolHandler = Callable[[Item], Awaitable[str] | str]
 """Runs one tool call item and returns its output text."""
-
-class TooManySamples(RRKitError, RuntimeError):
-    """The model kept asking for tool calls (or `end_turn: false`) beyond the turn's sampling limit."""
 
 
 def tool_output(call: Item, output: str) -> Item:

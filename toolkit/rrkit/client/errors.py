@@ -12,13 +12,13 @@ from ..protocol.errors import (
     WEBSOCKET_CONNECTION_LIMIT,
     Classification,
     ErrorKind,
-    RRKitError,
     classify_failure,
     classify_http_error,
     classify_statusless_error,
     error_event_code,
     retry_after,
 )
+from ..protocol.exceptions import RRKitError
 from ..protocol.outcome import Outcome, OutcomeKind
 
 OVERLOADED_MESSAGE = "Selected model is at capacity. Please try a different model."

@@ -11,18 +11,20 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..protocol.exceptions import ConformError
     from .checks import ConformRun, ScenarioResult, Verdict, judge
     from .drive import ClientEnd, CommandClient, ConformClient, FunctionClient, ReferenceClient, play
     from .profile import Profile, load_profile
     from .report import DEFAULT_TIMEOUT, ConformReport, run
-    from .scenario import ConformError, Expectation, Scenario, catalogue, load_scenario, select
+    from .scenario import Expectation, Scenario, catalogue, load_scenario, select
 
 _HOMES = {
     ".checks": ("ConformRun", "ScenarioResult", "Verdict", "judge"),
     ".drive": ("ClientEnd", "CommandClient", "ConformClient", "FunctionClient", "ReferenceClient", "play"),
     ".profile": ("Profile", "load_profile"),
     ".report": ("DEFAULT_TIMEOUT", "ConformReport", "run"),
-    ".scenario": ("ConformError", "Expectation", "Scenario", "catalogue", "load_scenario", "select"),
+    "..protocol.exceptions": ("ConformError",),
+    ".scenario": ("Expectation", "Scenario", "catalogue", "load_scenario", "select"),
 }
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -9,8 +9,9 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..protocol.exceptions import ConformError
 from ..script.loader import read_document, validate_document
-from .scenario import ConformError, Expectation, Scenario
+from .scenario import Expectation, Scenario
 
 PROFILES = Path(__file__).parent / "profiles"
 """The profiles shipped with rrkit (`rrkit conform --list`)."""

@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..differential.observation import WATCHED_HEADERS
-from ..protocol.errors import RRKitError
+from ..protocol.exceptions import ConformError, ScriptError
 from ..protocol.vocabulary import TRANSPORTS, Transport
-from ..script.loader import ScriptError, load_script, read_document, validate_document
+from ..script.loader import load_script, read_document, validate_document
 from ..script.models import Script
 
 CATALOGUE = Path(__file__).parent / "scenarios"
@@ -38,10 +38,6 @@ CHECKS: tuple[str, ...] = get_args(CheckKind)
 
 def _both() -> list[Transport]:
     return list(TRANSPORTS)
-
-
-class ConformError(RRKitError, ValueError):
-    """A scenario file (or name) that cannot be used; the message names the file, the place and the problem."""
 
 
 _PARAMETERS = {

@@ -10,11 +10,13 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .codex import CODEX_VERSION, CodexNotFound, find_codex, run_codex
+    from ..protocol.exceptions import CodexNotFound
+    from .codex import CODEX_VERSION, find_codex, run_codex
     from .observation import Observation, observe
 
 _HOMES = {
-    ".codex": ("CODEX_VERSION", "CodexNotFound", "find_codex", "run_codex"),
+    "..protocol.exceptions": ("CodexNotFound",),
+    ".codex": ("CODEX_VERSION", "find_codex", "run_codex"),
     ".observation": ("Observation", "observe"),
 }
 __all__ = ["CODEX_VERSION", "CodexNotFound", "Observation", "find_codex", "observe", "run_codex"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..protocol.exceptions import AppServerError
 from .codex import _DROPPED_ENV_PREFIXES, API_KEY_ENV, _kill_group, config_toml
 from .settings import DEFAULT_BUDGETS, Budgets
 
@@ -33,10 +34,6 @@ class TurnsRun:
     @property
     def timed_out(self) -> bool:
         return "timed out" in self.outcomes
-
-
-class AppServerError(RuntimeError):
-    """The app server answered a request with an error, or stopped answering."""
 
 
 class _Session:

@@ -12,6 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..protocol.exceptions import CodexNotFound
 from .settings import DEFAULT_BUDGETS, Budgets
 
 CODEX_VERSION = "0.169.0"
@@ -22,10 +23,6 @@ API_KEY_ENV = "RRKIT_TEST_KEY"
 _REPO = Path(__file__).resolve().parents[3]
 _LOCAL_CODEX = _REPO / ".ci" / "node" / "node_modules" / ".bin" / "codex"
 _DROPPED_ENV_PREFIXES = ("CODEX_", "OPENAI_")  # would point Codex elsewhere than the CODEX_HOME written here
-
-
-class CodexNotFound(LookupError):
-    """No Codex CLI of the pinned version where it was looked for."""
 
 
 @dataclass(frozen=True, slots=True)

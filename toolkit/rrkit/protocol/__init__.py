@@ -10,17 +10,9 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .errors import (
-        FAILURE_CODES,
-        Classification,
-        ErrorKind,
-        FailureCode,
-        RRKitError,
-        classify_failure,
-        error_body,
-        error_frame,
-    )
+    from .errors import FAILURE_CODES, Classification, ErrorKind, FailureCode, classify_failure, error_body, error_frame
     from .events import Event, ResponseEvents, done_items, terminal_event, usage
+    from .exceptions import RRKitError
     from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
     from .ids import IdGenerator
     from .incremental import Decision, Incremental, LastResponse, decide, rebuild_logical, response_create
@@ -37,11 +29,11 @@ _HOMES = {
         "Classification",
         "ErrorKind",
         "FailureCode",
-        "RRKitError",
         "classify_failure",
         "error_body",
         "error_frame",
     ),
+    ".exceptions": ("RRKitError",),
     ".events": ("Event", "ResponseEvents", "done_items", "terminal_event", "usage"),
     ".headers": ("OPENAI_BETA_HEADER", "RESPONSES_WEBSOCKETS_BETA", "TURN_STATE_HEADER"),
     ".ids": ("IdGenerator",),

@@ -10,19 +10,11 @@ from typing import Any
 
 import zstandard
 
-from .errors import RRKitError
+from .exceptions import BodyEncodingError, BodyTooLarge
 
 ENCODINGS = ("gzip", "deflate", "zstd", "identity")
 MAX_DECODED = 256 * 1024 * 1024
 """A decoded body larger than this is refused: a small compressed body must not fill the memory."""
-
-
-class BodyEncodingError(RRKitError, ValueError):
-    """A body that cannot be decoded as its `Content-Encoding` says; the message says what to do."""
-
-
-class BodyTooLarge(BodyEncodingError):
-    """A body that decodes to more bytes than the limit."""
 
 
 def decode_body(raw: bytes, content_encoding: str | None, limit: int = MAX_DECODED) -> bytes:
@@ -55,9 +47,7 @@ def _decode_one(body: bytes, coding: str, limit: int) -> bytes:
             return decoded
     except (zlib.error, zstandard.ZstdError) as error:
         raise BodyEncodingError(f"the body is not valid {coding} ({error}); send it as Content-Encoding says") from None
-    raise BodyEncodingError(
-        f"unsupported Content-Encoding {coding!r}; send the body as one of: {', '.join(ENCODINGS)}"
-    )
+    raise BodyEncodingError(f"unsupported Content-Encoding {coding!r}; send the body as one of: {', '.join(ENCODINGS)}")
 
 
 def body_form(content: bytes, content_type: str, parse: Callable[[bytes], Any]) -> dict[str, Any]:

@@ -10,10 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 
-class RRKitError(Exception):
-    """The root of every error rrkit raises for its user to handle: a script, a cassette, a client run."""
-
-
 class ErrorKind(StrEnum):
     CONTEXT_WINDOW = "context_window_exceeded"
     QUOTA = "quota_exceeded"

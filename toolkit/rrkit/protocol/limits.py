@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from .errors import RRKitError
+from .exceptions import LimitError
 
 MiB = 1024 * 1024
 LIMITS_ENV = "RRKIT_LIMITS"
@@ -27,10 +27,6 @@ UPSTREAM_CONNECT_TIMEOUT = 10.0
 """Seconds reaching a relay's upstream may take: the TCP connect, TLS and the WebSocket handshake."""
 _UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
 _SIZE = re.compile(r"\s*(\d+)\s*([a-z]*)\s*", re.IGNORECASE)
-
-
-class LimitError(RRKitError, ValueError):
-    """A limit setting that cannot be used; the message names it and says what to give."""
 
 
 @dataclass(frozen=True, slots=True)

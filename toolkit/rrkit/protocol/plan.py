@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .events import SSE_COMMENT, Event
+from .exceptions import RRKitError
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import CloseKind, Transport
 
@@ -30,7 +31,7 @@ class PlannedEvent:
         return kind if isinstance(kind, str) else None
 
 
-class StreamCut(Exception):
+class StreamCut(RRKitError):
     """Raised by a plan's events when their source was cut (an upstream that broke off): the client's
     connection is cut the same way."""
 

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .exceptions import BadRequest
+
 Item = dict[str, Any]
 """An input or output item, kept exactly as sent (items carry fields the API adds at any time)."""
 
@@ -90,16 +92,8 @@ TYPED_FIELDS: tuple[str, ...] = (
 """What a lenient check may coerce (`"yes"` to true, `"0.5"` to 0.5): fields with a scalar type."""
 
 
-class InvalidRequest(ValueError):
-    """A body or frame the API would answer with 400: the message names the field, `param` is its path."""
-
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message, self.param, self.code = message, param, code
-
-
 def check_request(body: object, *, frame: bool = False, lenient: bool = False) -> dict[str, Any]:
-    """The body (or `response.create` frame) if its fields have the types the API requires, else InvalidRequest.
+    """The body (or `response.create` frame) if its fields have the types the API requires, else BadRequest.
 
     Strict (the default) takes JSON types as they are: `stream` and the other flags are booleans, `temperature`
     a number in 0..2, `top_p` in 0..1, `max_output_tokens` a positive integer, `model` a string. `lenient` takes
@@ -107,7 +101,7 @@ def check_request(body: object, *, frame: bool = False, lenient: bool = False) -
     those fields coerced, so that the answer follows what the client meant; ranges and finiteness hold in both."""
     what = "response.create frame" if frame else "request body"
     if not isinstance(body, dict):
-        raise InvalidRequest(f"The {what} must be a JSON object, got {_json_type(body)}.")
+        raise BadRequest(f"The {what} must be a JSON object, got {_json_type(body)}.")
     model = ResponseCreateFrame if frame else ResponsesRequest
     try:
         parsed = model.model_validate(body, strict=not lenient)
@@ -138,7 +132,7 @@ _BOUNDS = {
 }
 
 
-def _invalid(error: ValidationError, what: str) -> InvalidRequest:
+def _invalid(error: ValidationError, what: str) -> BadRequest:
     """An OpenAI-style message for the first problem pydantic found: `Invalid type for 'stream': expected a
     boolean, but got a string instead.`"""
     problem = error.errors()[0]
@@ -151,7 +145,7 @@ def _invalid(error: ValidationError, what: str) -> InvalidRequest:
         limit = next(iter((problem.get("ctx") or {}).values()), None)
         number = "integer" if isinstance(limit, int) else "decimal"  # the bound has its field's type
         code = f"{number}_{'below_min' if sign.startswith('>') else 'above_max'}_value"
-        return InvalidRequest(
+        return BadRequest(
             f"Invalid {shown}: {number} {side}. Expected a value {sign} {limit:g}, but got {got!r} instead."
             if isinstance(limit, int | float)
             else f"Invalid {shown}: {problem['msg']}.",
@@ -159,18 +153,18 @@ def _invalid(error: ValidationError, what: str) -> InvalidRequest:
             code=code,
         )
     if kind == "finite_number":
-        return InvalidRequest(f"Invalid {shown}: expected a finite number.", param=param, code="invalid_value")
+        return BadRequest(f"Invalid {shown}: expected a finite number.", param=param, code="invalid_value")
     if _expected(kind):
         # A union (`input`: an array or a string) fails once per member, each at the same param.
         members = [p for p in error.errors() if _param(p["loc"]) == param and _expected(str(p["type"]))]
         expected = " or ".join(dict.fromkeys(_expected(str(p["type"])) for p in members))
-        return InvalidRequest(
+        return BadRequest(
             f"Invalid type for {shown}: expected {expected}, but got {_json_type(got)} instead.",
             param=param,
             code="invalid_type",
         )
     message = f"Invalid {what}: field '{param}': {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
-    return InvalidRequest(message, param=param)
+    return BadRequest(message, param=param)
 
 
 def _expected(kind: str) -> str:

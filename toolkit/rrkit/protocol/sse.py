@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .errors import RRKitError
+from .exceptions import SSEMessageTooLong
 
 KEEPALIVE = b": ping\n\n"
 """Keep-alives are comment lines: an `event:` block without `data:` crashes the official SDK."""
@@ -57,10 +57,6 @@ class SSEMessage(NamedTuple):
 
     def json(self) -> Any:
         return json.loads(self.data)
-
-
-class SSEMessageTooLong(RRKitError, ValueError):
-    """A stream whose unfinished line or message outgrew the decoder's `max_message` (it may never end)."""
 
 
 class SSEDecoder:

@@ -12,10 +12,11 @@ from typing import cast
 
 import httpx
 
+from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import EventRuns, Rejection, ResponsePlan, StreamCut, VerbatimBody
-from ..protocol.sse import SSEDecoder, SSEMessageTooLong, encode_json
+from ..protocol.sse import SSEDecoder, encode_json
 from ..protocol.vocabulary import Transport
 from ..script.select import RequestView
 from .events import drain, sse_run

@@ -1,5 +1,6 @@
 """Scripts: what the fake server answers to each request and handshake, written in Python or in a file."""
 
+from ..protocol.exceptions import ScriptError
 from .builder import (
     accept_upgrade,
     custom_tool_call,
@@ -15,7 +16,7 @@ from .builder import (
     reply,
     text,
 )
-from .loader import ScriptError, default_script, load_script, parse_script
+from .loader import default_script, load_script, parse_script
 from .models import Fault, Handshake, Match, Reply, Script, Step
 from .select import NoMatch, ReplySource, RequestView
 

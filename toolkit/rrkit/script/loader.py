@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..protocol.errors import RRKitError
-from ..protocol.limits import LIMITS_ENV, LimitError, configured, shown_size
+from ..protocol.exceptions import LimitError, ScriptError
+from ..protocol.limits import LIMITS_ENV, configured, shown_size
 from . import models
 from .models import MessageOut, Reply, Script
 from .shipped import script_path
@@ -20,10 +20,6 @@ from .shipped import script_path
 if TYPE_CHECKING:  # yaml loads with the first script file read, not at start-up
     import yaml
     from pydantic_core import ErrorDetails
-
-
-class ScriptError(RRKitError, ValueError):
-    """A script file that cannot be used; the message says which file, where in it, and what is wrong."""
 
 
 def _yaml_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:

@@ -18,10 +18,11 @@ from starlette.routing import Route
 
 from ..protocol import errors
 from ..protocol.encoding import body_form
+from ..protocol.exceptions import ScriptError
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
-from ..script.loader import AliasBomb, ScriptError, parse_script, yaml_document
+from ..script.loader import AliasBomb, parse_script, yaml_document
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
 from .capture import Exchange

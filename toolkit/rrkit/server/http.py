@@ -12,7 +12,8 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from ..protocol import errors
-from ..protocol.encoding import BodyEncodingError, BodyTooLarge, decode_body
+from ..protocol.encoding import decode_body
+from ..protocol.exceptions import BodyEncodingError, BodyTooLarge
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size

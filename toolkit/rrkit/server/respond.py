@@ -16,13 +16,14 @@ from starlette.types import Scope
 
 from ..protocol import errors
 from ..protocol.events import ITEM_DONE, done_items, response_id_of
+from ..protocol.exceptions import BadRequest
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, json_size
 from ..protocol.limits import Limits
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.plan import Rejection, ResponsePlan
-from ..protocol.request import InvalidRequest, Item, check_request, input_items
+from ..protocol.request import Item, check_request, input_items
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
 from .admin_guard import AdminPolicy
@@ -211,7 +212,7 @@ def scope_headers(scope: Scope) -> dict[str, str]:
     return headers
 
 
-def invalid_request(error: InvalidRequest | UnsafeJSON) -> Rejected:
+def invalid_request(error: BadRequest | UnsafeJSON) -> Rejected:
     """The OpenAI-shaped 400 for a body or frame refused by the protocol's checks, naming the field."""
     return Rejected(400, errors.error_body(error.message, param=error.param, code=error.code))
 
@@ -226,7 +227,7 @@ class Responder:
         """The wire request, its field types checked (strictly, unless the server is lenient: then coerced)."""
         try:
             return check_request(body, frame=transport == "ws", lenient=self.state.lenient)
-        except InvalidRequest as error:
+        except BadRequest as error:
             raise invalid_request(error) from None
 
     def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:

@@ -1,0 +1,80 @@
+"""Every exception rrkit raises for its user to handle, in one tree under `RRKitError` (one `except` catches them
+all). Each names the file, field, request or setting at fault and says what to do::
+
+    RRKitError
+    ├── ScriptError              a script (scenario, profile) file that cannot be used
+    ├── CassetteError            a cassette file that cannot be used, read or written
+    │   └── LockHeld             another process writing cassettes in the folder for too long
+    ├── ConformError             a conformance scenario or profile that cannot be used
+    ├── LimitError               a `--limit` / RRKIT_LIMITS setting that cannot be read
+    ├── BodyEncodingError        a request body that cannot be decoded as its Content-Encoding says
+    │   └── BodyTooLarge         ... or that decodes past the decoded-body limit
+    ├── SSEMessageTooLong        an SSE line or message past the decoder's limit
+    ├── BadRequest               a request body or frame the API answers with 400 (its field's path in `param`)
+    ├── StreamCut                raised by a plan's events (rrkit.protocol.plan): cut the client's stream alike
+    ├── TooManySamples           a turn that kept sampling past its limit
+    ├── CodexNotFound            no Codex CLI of the version asked for
+    ├── AppServerError           `codex app-server` answered with an error, or stopped answering
+    └── ModelClientError         the reference client's errors (rrkit.client.errors: retryable or not, by kind)
+
+Defined here but `StreamCut` (with the plans it cuts) and `ModelClientError`'s family. The file errors are
+ValueErrors too, `CodexNotFound` a LookupError and `AppServerError` a RuntimeError, as the
+standard library's callers expect."""
+
+from __future__ import annotations
+
+
+class RRKitError(Exception):
+    """The root of every error rrkit raises for its user to handle: a script, a cassette, a client run."""
+
+
+class ScriptError(RRKitError, ValueError):
+    """A script file that cannot be used; the message says which file, where in it, and what is wrong."""
+
+
+class CassetteError(RRKitError, ValueError):
+    """A cassette that cannot be used; the message names the file, the place in it and the problem."""
+
+
+class LockHeld(CassetteError):
+    """Another process held a folder's cassette lock past the timeout; the message names the folder and the lock."""
+
+
+class ConformError(RRKitError, ValueError):
+    """A scenario file (or name) that cannot be used; the message names the file, the place and the problem."""
+
+
+class LimitError(RRKitError, ValueError):
+    """A limit setting that cannot be used; the message names it and says what to give."""
+
+
+class BodyEncodingError(RRKitError, ValueError):
+    """A body that cannot be decoded as its `Content-Encoding` says; the message says what to do."""
+
+
+class BodyTooLarge(BodyEncodingError):
+    """A body that decodes to more bytes than the limit."""
+
+
+class SSEMessageTooLong(RRKitError, ValueError):
+    """A stream whose unfinished line or message outgrew the decoder's `max_message` (it may never end)."""
+
+
+class BadRequest(RRKitError, ValueError):
+    """A body or frame the API would answer with 400: the message names the field, `param` is its path."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param, self.code = message, param, code
+
+
+class TooManySamples(RRKitError, RuntimeError):
+    """The model kept asking for tool calls (or `end_turn: false`) beyond the turn's sampling limit."""
+
+
+class CodexNotFound(RRKitError, LookupError):
+    """No Codex CLI of the pinned version where it was looked for."""
+
+
+class AppServerError(RRKitError, RuntimeError):
+    """The app server answered a request with an error, or stopped answering."""
