@@ -162,7 +162,7 @@ def test_record_prints_lines_and_writes_the_ready_file(tmp_path: Path) -> None:
             out, _ = stop(process)
         stop(upstream)
     assert next(line for line in out.splitlines() if LINE.match(line)).split()[1:3] == ["http", "full"]
-    assert "wrote 1 exchange to" in out and not ready.exists()
+    assert "(1 exchange recorded)" in out and not ready.exists()
 
 
 # -- the line and the record, from a captured exchange ----------------------------------------------------

@@ -76,7 +76,7 @@ def test_record_command_new_episodes_replays_what_the_cassette_has_and_records_t
             assert '"one"' in ask(url, "first")  # replayed: the upstream is not asked again
             assert '"two"' in ask(url, "second")  # recorded
         assert len(upstream.exchanges) == 2
-    assert "wrote 1 exchange to" in out[0]
+    assert "(1 exchange recorded)" in out[0]
     recorded = load_cassette(cassette)
     assert recorded.source == "proxy"
     assert [e.logical_request["input"] for e in recorded.exchanges if e.logical_request] == ["first", "second"]

@@ -1,4 +1,4 @@
-"""Responses Lite (PROTOCOL.md section 8): the fake server answers both encodings, and the recording shows
+"""Responses Lite (docs/protocol.md: Responses Lite): the fake server answers both encodings, and the recording shows
 that a standard request and its Lite encoding carry the same logical content."""
 
 from __future__ import annotations

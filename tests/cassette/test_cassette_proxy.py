@@ -386,7 +386,7 @@ def test_record_command_forwards_until_stopped_then_writes_the_cassette(
                 process.wait()
 
     assert process.returncode == 0, err
-    assert "wrote 1 exchange to" in out
+    assert "(1 exchange recorded)" in out
     cassette: Cassette = load_cassette(target)
     assert cassette.source == "proxy" and cassette.name == "recorded"
     (recorded,) = cassette.exchanges

@@ -1,4 +1,4 @@
-"""Termination checks and retries (PROTOCOL.md section 7): each failure ends as Codex 0.169 ends it."""
+"""Termination checks and retries (docs/protocol.md: Failures and retries): each failure ends as Codex 0.169 ends it."""
 
 from __future__ import annotations
 

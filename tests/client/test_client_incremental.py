@@ -1,4 +1,5 @@
-"""Full vs incremental requests (PROTOCOL.md section 6) as the reference client sends them to the fake server."""
+"""Full vs incremental requests (docs/protocol.md: When a request may be incremental) as the reference client
+sends them to the fake server."""
 
 from __future__ import annotations
 

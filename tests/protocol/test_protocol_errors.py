@@ -1,4 +1,5 @@
-"""The error catalogue (PROTOCOL.md section 7): failure codes, HTTP statuses, retry delays and error shapes."""
+"""The error catalogue (docs/protocol.md: Failures and retries): failure codes, HTTP statuses, retry delays and error
+shapes."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from rrkit.protocol.errors import (
 )
 from rrkit.protocol.events import ResponseEvents
 
-# PROTOCOL.md section 7, `response.failed` codes: code -> (kind, retry?).
+# docs/protocol.md, Failures and retries: `response.failed` codes: code -> (kind, retry?).
 FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
     "context_length_exceeded": (ErrorKind.CONTEXT_WINDOW, False),
     "insufficient_quota": (ErrorKind.QUOTA, False),

@@ -1,4 +1,5 @@
-"""The incremental rule (PROTOCOL.md section 6): when a request may be sent as `previous_response_id` + suffix."""
+"""The incremental rule (docs/protocol.md: When a request may be incremental): when a request may be sent as
+`previous_response_id` + suffix."""
 
 from __future__ import annotations
 

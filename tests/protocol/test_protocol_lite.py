@@ -1,4 +1,4 @@
-"""Responses Lite (PROTOCOL.md section 8): instructions and tools moved into the input, and back."""
+"""Responses Lite (docs/protocol.md: Responses Lite): instructions and tools moved into the input, and back."""
 
 from __future__ import annotations
 

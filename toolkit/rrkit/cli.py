@@ -690,7 +690,7 @@ def record(
         if written is None:
             click.echo(f"rrkit: record mode {deck.mode.value}: {cassette_path} kept as it was")
         else:
-            click.echo(f"rrkit: wrote {count} exchange{'' if count == 1 else 's'} to {written}")
+            click.echo(f"rrkit: wrote {written} ({count} exchange{'' if count == 1 else 's'} recorded)")  # as serve
 
 
 @main.command()

@@ -462,7 +462,7 @@ def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
 
 ENCODING_FIELDS: tuple[str, ...] = ("parallel_tool_calls",)
 """What Responses Lite sets differently on purpose, beyond moving instructions and tools into the input: it
-forces `parallel_tool_calls` off, a real difference to the model (PROTOCOL.md section 8)."""
+forces `parallel_tool_calls` off, a real difference to the model (docs/protocol.md: Responses Lite)."""
 
 
 def logical_content(request: Mapping[str, Any] | None) -> dict[str, Any]:

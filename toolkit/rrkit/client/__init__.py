@@ -1,4 +1,4 @@
-"""The reference client: Codex's model-connection layer in Python (PROTOCOL.md sections 4-8)."""
+"""The reference client: Codex's model-connection layer in Python (docs/protocol.md)."""
 
 from ..protocol.exceptions import TooManySamples
 from .client import ModelClient

@@ -1,4 +1,4 @@
-"""The client's typed errors (PROTOCOL.md section 7), built on the protocol's error classification."""
+"""The client's typed errors (docs/protocol.md: Failures and retries), built on the protocol's error classification."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def compile_request(prompt: Prompt) -> dict[str, Any]:
 
 
 def compile_lite(prompt: Prompt) -> dict[str, Any]:
-    """Pure: the same prompt in the Responses Lite encoding (PROTOCOL.md section 8)."""
+    """Pure: the same prompt in the Responses Lite encoding (docs/protocol.md: Responses Lite)."""
     return to_lite(compile_request(prompt))
 
 

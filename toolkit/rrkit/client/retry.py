@@ -1,4 +1,5 @@
-"""The retry policy (Codex 0.169's, PROTOCOL.md section 7) and the injectable clock, sleep, randomness and ids."""
+"""The retry policy (Codex 0.169's, docs/protocol.md: Failures and retries) and the injectable clock, sleep,
+randomness and ids."""
 
 from __future__ import annotations
 

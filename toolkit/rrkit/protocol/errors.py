@@ -1,4 +1,5 @@
-"""The error catalogue (PROTOCOL.md section 7): failure codes, HTTP statuses, retry delays, error shapes."""
+"""The error catalogue (docs/protocol.md: Failures and retries): failure codes, HTTP statuses, retry delays, error
+shapes."""
 
 from __future__ import annotations
 

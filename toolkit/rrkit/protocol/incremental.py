@@ -1,4 +1,5 @@
-"""Full vs incremental requests (PROTOCOL.md section 6) and rebuilding the logical request from a delta."""
+"""Full vs incremental requests (docs/protocol.md: When a request may be incremental) and rebuilding the logical
+request from a delta."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Responses Lite (PROTOCOL.md section 8): the same prompt with instructions and tools moved into the input."""
+"""Responses Lite (docs/protocol.md: Responses Lite): the same prompt with instructions and tools moved into the
+input."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ class ResponseCreateFrame(ResponsesRequest):
     type: Literal["response.create"]
 
 
-# The incremental rule (PROTOCOL.md section 6) over an explicit, exhaustive field list:
+# The incremental rule (docs/protocol.md: When a request may be incremental) over an explicit, exhaustive field list:
 # tests fail if ResponsesRequest gains a field that is in neither tuple.
 COMPARED_FIELDS: tuple[str, ...] = (
     "model",

@@ -1,5 +1,5 @@
 """Protocol validation of a cassette: event-order rules per stream, and WebSocket deltas that must rebuild to their
-recorded logical request (PROTOCOL.md sections 1, 3 and 6)."""
+recorded logical request (docs/protocol.md: One exchange, three views; Events; When a request may be incremental)."""
 
 from __future__ import annotations
 
