@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from rrkit.protocol import FAILURE_CODES, Classification, ErrorKind, classify_failure, error_body, error_frame
+from rrkit.protocol import FAILURE_CODES, Classification, ErrorKind, classify_failure, error_body, ws_error_frame
 from rrkit.protocol.errors import (
     GENERIC_FAILURE_MESSAGE,
     INCOMPLETE,
@@ -178,8 +178,8 @@ def test_errors_retry_after_is_none_without_a_usable_number(headers: dict[str, s
 # -- HTTP statuses before the stream -----------------------------------------------------------
 
 
-def body(code: str | None = None, type_: str = "invalid_request_error", message: str = "error") -> dict[str, Any]:
-    return error_body(message, type_=type_, code=code)
+def body(code: str | None = None, type: str = "invalid_request_error", message: str = "error") -> dict[str, Any]:
+    return error_body(message, type=type, code=code)
 
 
 @pytest.mark.parametrize(
@@ -187,13 +187,13 @@ def body(code: str | None = None, type_: str = "invalid_request_error", message:
     [
         (400, body(), {}, Classification(ErrorKind.INVALID_REQUEST, False)),
         (400, body("context_length_exceeded"), {}, Classification(ErrorKind.CONTEXT_WINDOW, False)),
-        (401, body(type_="invalid_request_error"), {}, Classification(ErrorKind.AUTH, True)),
-        (403, body(type_="permission_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
-        (404, body(type_="not_found_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (401, body(type="invalid_request_error"), {}, Classification(ErrorKind.AUTH, True)),
+        (403, body(type="permission_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (404, body(type="not_found_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
         (409, body(), {}, Classification(ErrorKind.INVALID_REQUEST, False)),
         (400, body(PREVIOUS_RESPONSE_NOT_FOUND), {}, Classification(ErrorKind.PREVIOUS_RESPONSE, True)),
-        (429, body(type_="usage_limit_reached"), {"retry-after": "60"}, Classification(ErrorKind.USAGE_LIMIT, False)),
-        (429, body(type_="usage_not_included"), {}, Classification(ErrorKind.USAGE_NOT_INCLUDED, False)),
+        (429, body(type="usage_limit_reached"), {"retry-after": "60"}, Classification(ErrorKind.USAGE_LIMIT, False)),
+        (429, body(type="usage_not_included"), {}, Classification(ErrorKind.USAGE_NOT_INCLUDED, False)),
         (429, body("insufficient_quota", "insufficient_quota"), {}, Classification(ErrorKind.QUOTA, False)),
         (
             429,
@@ -209,10 +209,10 @@ def body(code: str | None = None, type_: str = "invalid_request_error", message:
         ),
         (429, None, {"retry-after-ms": "1500"}, Classification(ErrorKind.RETRY_LIMIT, False)),
         (429, None, {}, Classification(ErrorKind.RETRY_LIMIT, False)),
-        (500, body(type_="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
+        (500, body(type="server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
         (502, None, {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True)),
-        (503, body(type_="server_error"), {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True, 3.0)),
-        (503, body(type_="server_error"), {"retry-after-ms": "3000"}, Classification(ErrorKind.RETRYABLE, True)),
+        (503, body(type="server_error"), {"retry-after": "3"}, Classification(ErrorKind.RETRYABLE, True, 3.0)),
+        (503, body(type="server_error"), {"retry-after-ms": "3000"}, Classification(ErrorKind.RETRYABLE, True)),
         (503, body("server_is_overloaded", "server_error"), {}, Classification(ErrorKind.OVERLOADED, False)),
         (503, body("slow_down", "server_error"), {}, Classification(ErrorKind.RETRYABLE, True)),
     ],
@@ -253,7 +253,7 @@ def test_errors_websocket_connection_limit_means_reconnect_and_retry(status: int
 
 
 def test_errors_usage_limit_reached_is_not_retried_whatever_delay_is_offered() -> None:
-    error = body(type_="usage_limit_reached", message="try again in 5 minutes")
+    error = body(type="usage_limit_reached", message="try again in 5 minutes")
     assert not classify_http_error(429, error, {"retry-after": "1"}).retryable
 
 
@@ -286,7 +286,7 @@ def test_errors_error_body_is_openai_shaped() -> None:
     ],
 )
 def test_errors_error_frame_always_has_status_and_typed_error(status: int, error_type: str) -> None:
-    frame = error_frame(status, "message")
+    frame = ws_error_frame(status, "message")
     assert frame["type"] == "error"
     assert frame["status"] == status
     assert isinstance(frame["status"], int)
@@ -295,7 +295,7 @@ def test_errors_error_frame_always_has_status_and_typed_error(status: int, error
 
 
 def test_errors_error_frame_for_unknown_previous_response() -> None:
-    frame = error_frame(
+    frame = ws_error_frame(
         400, "Previous response not found.", code=PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"
     )
     assert frame["status"] == 400
@@ -304,7 +304,7 @@ def test_errors_error_frame_for_unknown_previous_response() -> None:
 
 
 def test_errors_error_frame_keeps_explicit_type_and_headers() -> None:
-    frame = error_frame(429, "slow", type_="usage_limit_reached", headers={"retry-after": "2"})
+    frame = ws_error_frame(429, "slow", type="usage_limit_reached", headers={"retry-after": "2"})
     assert frame["status"] == 429
     assert frame["error"]["type"] == "usage_limit_reached"
     assert frame["headers"] == {"retry-after": "2"}
@@ -312,5 +312,5 @@ def test_errors_error_frame_keeps_explicit_type_and_headers() -> None:
 
 
 def test_errors_error_frame_for_connection_limit_classifies_as_retryable() -> None:
-    frame = error_frame(400, "Too many connections.", code=WEBSOCKET_CONNECTION_LIMIT)
+    frame = ws_error_frame(400, "Too many connections.", code=WEBSOCKET_CONNECTION_LIMIT)
     assert classify_http_error(frame["status"], frame, {}).retryable

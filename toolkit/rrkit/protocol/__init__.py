@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .errors import FAILURE_CODES, Classification, ErrorKind, FailureCode, classify_failure, error_body, error_frame
+    from .errors import (
+        FAILURE_CODES,
+        Classification,
+        ErrorKind,
+        FailureCode,
+        classify_failure,
+        error_body,
+        ws_error_frame,
+    )
     from .events import Event, ResponseEvents, done_items, terminal_event, usage
     from .exceptions import RRKitError
     from .headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA, TURN_STATE_HEADER
@@ -31,7 +39,7 @@ _HOMES = {
         "FailureCode",
         "classify_failure",
         "error_body",
-        "error_frame",
+        "ws_error_frame",
     ),
     ".exceptions": ("RRKitError",),
     ".events": ("Event", "ResponseEvents", "done_items", "terminal_event", "usage"),
@@ -82,7 +90,6 @@ __all__ = [
     "done_items",
     "encode_event",
     "error_body",
-    "error_frame",
     "from_lite",
     "input_items",
     "is_lite",
@@ -94,6 +101,7 @@ __all__ = [
     "terminal_event",
     "to_lite",
     "usage",
+    "ws_error_frame",
 ]
 
 

@@ -218,23 +218,23 @@ def default_error_type(status: int) -> str:
 
 
 def error_object(
-    message: str, *, type_: str = "invalid_request_error", code: str | None = None, param: str | None = None
+    message: str, *, type: str = "invalid_request_error", code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
-    return {"type": type_, "code": code, "message": message, "param": param}
+    return {"type": type, "code": code, "message": message, "param": param}
 
 
 def error_body(
-    message: str, *, type_: str = "invalid_request_error", code: str | None = None, param: str | None = None
+    message: str, *, type: str = "invalid_request_error", code: str | None = None, param: str | None = None
 ) -> dict[str, Any]:
     """The OpenAI-shaped JSON body of an HTTP error: `{"error": {type, code, message, param}}`."""
-    return {"error": error_object(message, type_=type_, code=code, param=param)}
+    return {"error": error_object(message, type=type, code=code, param=param)}
 
 
-def error_frame(
+def ws_error_frame(
     status: int,
     message: str,
     *,
-    type_: str | None = None,
+    type: str | None = None,
     code: str | None = None,
     param: str | None = None,
     headers: Mapping[str, str] | None = None,
@@ -243,7 +243,7 @@ def error_frame(
     frame: dict[str, Any] = {
         "type": "error",
         "status": status,
-        "error": error_object(message, type_=type_ or default_error_type(status), code=code, param=param),
+        "error": error_object(message, type=type or default_error_type(status), code=code, param=param),
     }
     if headers:
         frame["headers"] = dict(headers)

@@ -32,11 +32,11 @@ def json_body(raw: bytes | bytearray, status: int) -> dict[str, Any]:
     if isinstance(body, dict):
         return body
     text = raw.decode("utf-8", errors="replace").strip() or f"Upstream answered with status {status}."
-    return errors.error_body(text, type_=errors.default_error_type(status))
+    return errors.error_body(text, type=errors.default_error_type(status))
 
 
 def upstream_error(message: str, code: str = "upstream_unreachable") -> dict[str, Any]:
-    return errors.error_body(f"rrkit proxy: {message}", type_="server_error", code=code)
+    return errors.error_body(f"rrkit proxy: {message}", type="server_error", code=code)
 
 
 def frame_rejection(event: Mapping[str, Any]) -> Rejection | None:

@@ -102,7 +102,7 @@ def rejection_of(reject: Reject) -> Rejection:
     """A scripted rejection: its own body, or an OpenAI-shaped error from its fields."""
     body = reject.body or errors.error_body(
         reject.message or f"Scripted error {reject.status}.",
-        type_=reject.type or errors.default_error_type(reject.status),
+        type=reject.type or errors.default_error_type(reject.status),
         code=reject.code,
         param=reject.param,
     )
@@ -121,7 +121,7 @@ def error_frame_event(frame: ErrorFrame) -> Event:
     event: Event = {"type": ERROR}
     if frame.status is not None:
         event["status"] = frame.status
-    event["error"] = errors.error_object(message, type_=type_, code=frame.code, param=frame.param)
+    event["error"] = errors.error_object(message, type=type_, code=frame.code, param=frame.param)
     headers = frame.all_headers
     if headers:
         event["headers"] = headers

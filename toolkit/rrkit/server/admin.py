@@ -49,7 +49,7 @@ class AdminJSON(Response):
 
 def _error(status: int, message: str, *, param: str | None = None, code: str | None = None) -> AdminJSON:
     type_ = errors.default_error_type(status)
-    return AdminJSON(errors.error_body(message, type_=type_, param=param, code=code), status_code=status)
+    return AdminJSON(errors.error_body(message, type=type_, param=param, code=code), status_code=status)
 
 
 class _BadQuery(Exception):

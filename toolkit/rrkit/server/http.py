@@ -254,7 +254,7 @@ def _final_body(exchange: Exchange) -> tuple[int, bytes]:
     errored = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.ERRORED
     if errored or "response" not in terminal:
         error = errors.error_object(
-            str(terminal.get("message") or "The server had an error."), type_="server_error", code=terminal.get("code")
+            str(terminal.get("message") or "The server had an error."), type="server_error", code=terminal.get("code")
         )
         return 500, encode_json({"error": error})
     return 200, encode_json(terminal["response"])

@@ -271,7 +271,7 @@ class Responder:
             self.state.unmatched.add(
                 Unmatched(exchange.id, exchange.transport, exchange.connection_id, time.time(), chosen, dict(wire))
             )
-            raise Rejected(400, errors.error_body(message, type_="rrkit_no_match", code=NO_MATCH_CODE))
+            raise Rejected(400, errors.error_body(message, type="rrkit_no_match", code=NO_MATCH_CODE))
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
             raise Rejected.of(chosen.rejection)
@@ -286,7 +286,7 @@ def server_error(error: BaseException, what: str = "the server failed") -> Rejec
     """An unexpected error as the answer a client gets (500 `server_error`), its traceback logged once."""
     message = server_error_message(error, what)
     log.error("%s", message, exc_info=error)
-    return Rejected(500, errors.error_body(message, type_="server_error", code=SERVER_ERROR_CODE))
+    return Rejected(500, errors.error_body(message, type="server_error", code=SERVER_ERROR_CODE))
 
 
 def store_if_completed(store: MutableMapping[str, Stored], exchange: Exchange) -> None:

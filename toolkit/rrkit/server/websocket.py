@@ -150,10 +150,10 @@ class _AcceptedSocket:
             plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except Rejected as rejected:
             fields = rejected.fields
-            frame = errors.error_frame(
+            frame = errors.ws_error_frame(
                 rejected.status,
                 str(fields.get("message", "")),
-                type_=fields.get("type"),
+                type=fields.get("type"),
                 code=fields.get("code"),
                 param=fields.get("param"),
                 headers=rejected.headers or None,
@@ -169,7 +169,7 @@ class _AcceptedSocket:
             return
         if plan.body is not None:
             message = "rrkit: the recorded answer is a whole HTTP body, which a WebSocket cannot carry."
-            await self.ws.send_text(json.dumps(errors.error_frame(500, message, type_="server_error")))
+            await self.ws.send_text(json.dumps(errors.ws_error_frame(500, message, type="server_error")))
             exchange.outcome = Outcome(OutcomeKind.REFUSED, status=500, message=message)
             return
         exchange.response_id = plan.response_id
@@ -262,7 +262,7 @@ async def _serve_websocket(state: ServerState, websocket: WebSocket, connection:
     if handshake is not None and handshake.refuse is not None:
         body = handshake.refuse_body or errors.error_body(
             f"WebSocket upgrade refused with status {handshake.refuse}.",
-            type_=errors.default_error_type(handshake.refuse),
+            type=errors.default_error_type(handshake.refuse),
             code="upgrade_required" if handshake.refuse == errors.UPGRADE_REQUIRED else None,
         )
         refuse_headers = handshake.all_refuse_headers
