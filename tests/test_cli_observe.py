@@ -19,7 +19,7 @@ import pytest
 from websockets.sync.client import connect
 
 from rrkit.cassette.store import load_cassette
-from rrkit.cli import _StopSignals
+from rrkit.cli.running import _StopSignals
 from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.server.capture import Capture, Exchange
 from rrkit.server.exchange_log import LinePrinter, exchange_line, exchange_record

@@ -1,0 +1,226 @@
+"""The cassette commands: `show`, `diff`, `replay` (against a client or a server) and `recover`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
+# `rrkit serve` starts without them.
+if TYPE_CHECKING:
+    pass
+from .common import FileError, read_cassette
+from .group import main
+from .options import diff_options, match_config, match_options, timeout_option
+
+
+@main.command()
+@click.argument("cassette_path", metavar="CASSETTE", type=click.Path(path_type=Path))
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write the timeline as one self-contained HTML page (no script, no external resources).",
+)
+def show(cassette_path: Path, html_path: Path | None) -> None:
+    """Show a cassette as a timeline: its WebSocket connections, then each exchange in order (full or
+    incremental, warmup, request sizes, events compressed, timing, outcome, protocol problems).
+
+    \b
+    Example:
+      rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
+    """
+    from ..tools.show import build_timeline
+    from ..tools.show_html import write_html
+    from ..tools.show_terminal import print_timeline
+
+    cassette = read_cassette(cassette_path)
+    timeline = build_timeline(cassette, path=str(cassette_path))
+    print_timeline(timeline)
+    if html_path is not None:
+        try:
+            written = write_html(timeline, html_path)
+        except OSError as error:
+            raise FileError(f"{html_path}: cannot write the HTML page: {error.strerror or error}") from None
+        click.echo(f"rrkit: wrote {written}")
+
+
+@main.command()
+@click.argument("a_path", metavar="A", type=click.Path(path_type=Path))
+@click.argument("b_path", metavar="B", type=click.Path(path_type=Path))
+@diff_options
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_diff version 1).")
+def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view: str, as_json: bool) -> None:
+    """Compare two cassettes exchange by exchange: requests (logical and wire), full vs incremental, events,
+    outcomes, statuses, bodies, headers, connections, and the protocol rules each breaks.
+
+    Exit status: 0 no difference, 1 differences, 2 a usage or file error.
+
+    \b
+    Example (a fresh recording against the golden one, tool outputs left out):
+      rrkit demo --record /tmp/now
+      rrkit diff cassettes/tool-loop.ws.json /tmp/now/tool-loop.ws.json --ignore 'input[*].output'
+    """
+    from rich.console import Console
+
+    from ..tools.diff import VIEWS, diff_cassettes
+    from ..tools.diff_render import render_report
+
+    first, second = read_cassette(a_path), read_cassette(b_path)
+    chosen = next(name for name in VIEWS if name == view)  # click.Choice checked it; this narrows the type
+    try:
+        report = diff_cassettes(
+            first, second, strict=strict, ignore=ignore, view=chosen, names=(str(a_path), str(b_path))
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        render_report(report, Console(highlight=False))
+    if not report.equal:
+        raise SystemExit(1)
+
+
+class ThenCommand(click.Command):
+    """`... -- COMMAND ...`: what follows `--` is the client's command line, passed on untouched."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" in args:
+            at = args.index("--")
+            ctx.meta["rrkit.command"] = args[at + 1 :]
+            args = args[:at]
+        return super().parse_args(ctx, args)
+
+
+def client_command(ctx: click.Context) -> list[str] | None:
+    """The client's command line after `--` (None: rrkit's reference client); an empty one is a usage error."""
+    command: list[str] | None = ctx.meta.get("rrkit.command")
+    if command is not None and not command:
+        raise click.UsageError("nothing after `--`: give the client's command, e.g. -- python client.py")
+    return command
+
+
+@main.command(cls=ThenCommand)
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--against",
+    "against_url",
+    help="Check a server instead: send the recorded requests to this base URL (e.g. http://127.0.0.1:PORT/v1) "
+    "and diff its answers against the recorded ones.",
+)
+@diff_options
+@timeout_option(120.0, "cassette")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (one object per cassette).")
+@match_options
+@click.pass_context
+def replay(
+    ctx: click.Context,
+    cassettes: tuple[Path, ...],
+    against_url: str | None,
+    view: str,
+    strict: bool,
+    ignore: tuple[str, ...],
+    timeout: float,
+    as_json: bool,
+    match_presets: tuple[str, ...],
+    match_ignore: tuple[str, ...],
+    match_normalize: tuple[str, ...],
+    allow_repeats: bool,
+) -> None:
+    """Check a client against cassettes: serve each one, run the client against it, and diff what the client
+    did against the recording. The client is rrkit's reference client, or the command after `--`, run with
+    RRKIT_HTTP_URL, RRKIT_WS_URL and OPENAI_BASE_URL (and OPENAI_API_KEY, if unset) in its environment.
+    With --against URL, check a server instead: the recorded requests go to it, its answers are diffed.
+
+    Exit status: 0 every run behaved as recorded, 1 a difference, 2 a usage or file error.
+
+    \b
+    Examples:
+      rrkit replay cassettes/
+      rrkit replay cassettes/text.http.json -- python client.py
+      rrkit replay --against http://127.0.0.1:8080/v1 cassettes/tool-loop.ws.json
+    """
+    import asyncio
+
+    from ..protocol.exceptions import CassetteError
+    from ..tools.replay import run_replays
+
+    command = client_command(ctx)
+    if command and against_url:
+        raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
+    match = match_config(match_presets, match_ignore, match_normalize, allow_repeats)
+    try:
+        paths = _cassette_files(cassettes)
+    except CassetteError as error:
+        raise FileError(str(error)) from None
+    loaded = [(path, read_cassette(path)) for path in paths]
+    try:
+        results = asyncio.run(
+            run_replays(
+                loaded,
+                command=command,
+                against=against_url,
+                match=match,
+                view=view,
+                strict=strict,
+                ignore=ignore,
+                timeout=timeout,
+                as_json=as_json,
+            )
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    if not all(result.ok for result in results):
+        raise SystemExit(1)
+
+
+def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
+    """The cassettes named, a folder standing for every `*.json` under it."""
+    from ..protocol.exceptions import CassetteError
+
+    files: list[Path] = []
+    for path in given:
+        if path.is_dir():
+            found = sorted(path.rglob("*.json"))
+            if not found:
+                raise CassetteError(f"{path}: no cassettes (*.json) in this folder: give a cassette or another folder")
+            files += found
+        elif path.exists():
+            files.append(path)
+        else:
+            raise CassetteError(f"{path}: no such file or folder: check the path (`rrkit record` makes cassettes)")
+    return files
+
+
+@main.command()
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
+def recover(cassettes: tuple[Path, ...]) -> None:
+    """Merge into each cassette the journals a recording left next to it (a crash, or a final write that failed:
+    free the space or fix the path first); the cassette is made from them when it does not exist. Journals of a
+    recording still running are left alone. Opening a cassette to record into it does the same.
+
+    \b
+    Example:
+      rrkit recover session.json
+    """
+    import warnings
+
+    from ..cassette.journal import journal_paths, recover_journals
+    from ..protocol.exceptions import CassetteError
+
+    for path in cassettes:
+        if not journal_paths(path):
+            click.echo(f"rrkit: {path}: no journal next to it, nothing to recover")
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                count = recover_journals(path)
+        except (OSError, CassetteError) as error:
+            raise click.ClickException(f"cannot recover {path}: {getattr(error, 'strerror', None) or error}") from None
+        left = journal_paths(path)
+        held = f"; {len(left)} journal(s) of a recording still running left alone" if left else ""
+        click.echo(f"rrkit: {path}: recovered {count} exchange(s){held}")

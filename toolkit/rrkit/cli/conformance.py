@@ -1,0 +1,212 @@
+"""`rrkit conform` (a client against the scenario catalogue) and `rrkit compare-codex`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..protocol.exceptions import ScriptError
+from ..protocol.vocabulary import TRANSPORTS
+
+# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
+# `rrkit serve` starts without them.
+if TYPE_CHECKING:
+    pass
+from .cassettes import ThenCommand, client_command
+from .common import SECONDS, FileError, fixtures_option
+from .group import main
+from .options import timeout_option
+
+
+@main.command(cls=ThenCommand)
+@click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios and exit.")
+@click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario (repeatable).")
+@click.option(
+    "--profile",
+    metavar="NAME|FILE",
+    help="Also judge a kind of client's finer rules: a shipped profile (codex, openai-sdk) or a profile file.",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "ws", "both"]),
+    default="both",
+    show_default=True,
+    help="Play each scenario over HTTP SSE, over WebSocket, or both (a scenario runs only where it applies).",
+)
+@timeout_option(60.0, "scenario and transport", "; one still running then is stopped (and breaks `ends`)")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as JUnit XML (one test case per scenario and transport), for any CI.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as one self-contained HTML page.",
+)
+@click.pass_context
+def conform(
+    ctx: click.Context,
+    list_only: bool,
+    only: tuple[str, ...],
+    profile: str | None,
+    transport: str,
+    timeout: float,
+    as_json: bool,
+    junit_path: Path | None,
+    html_path: Path | None,
+) -> None:
+    """Judge a Responses client: play each scenario of the catalogue on a fresh fake server, run the client
+    against it, and judge what the server saw it do (requests, retries and the waits before them, full or
+    incremental, fallbacks, tool outputs, how it ended) against the scenario's musts: what every correct client
+    of the protocol does. The client is rrkit's reference client, or the command after `--`, run once per
+    scenario and transport with OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL, RRKIT_SCENARIO and RRKIT_TRANSPORT
+    (`http` or `ws`: which one to use) in its environment; its exit status 0 says the turn completed.
+
+    The catalogue (--list): text and tool loops, warmups and incremental requests, every fault rrkit scripts
+    (cuts, early ends, stalls, close frames, 426 and 503 on the upgrade, the connection limit), every failure
+    code, 4xx and 5xx with and without retry-after, previous_response_not_found, turn state. The musts: a stream
+    without its terminal event is no answer; a 400, or a failure a retry cannot mend, is never retried; a named
+    delay is never cut short; a silent stream is given up on; a tool call is answered with its call_id; an
+    incremental request continues a response the server holds; after a failure the request is a full one.
+
+    With --profile, a kind of client's finer rules are judged too (`codex`: the Codex CLI's observed retries,
+    waits and fallbacks; `openai-sdk`: the official SDKs' documented retries).
+
+    Exit status: 0 every must (and profile rule) held, 1 one broken, 2 a usage or file error.
+
+    \b
+    Examples:
+      rrkit conform --list
+      rrkit conform --profile codex
+      rrkit conform --transport http --junit conform.xml -- python my_client.py
+    """
+    from rich.console import Console
+
+    from ..conform import ConformError, catalogue, run, select
+    from ..conform.profile import load_profile, shipped_profiles
+    from ..conform.render import render_list, render_report
+    from ..conform.report_html import write_html
+    from ..tools.show_html import write_page
+
+    command = client_command(ctx)
+    every = catalogue()
+    try:
+        scenarios = select(every, only)
+        judged_by = load_profile(profile) if profile is not None else None
+    except ConformError as error:
+        raise click.UsageError(str(error)) from None
+    if list_only:
+        render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
+        return
+    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
+    progress = Console(stderr=True, highlight=False)
+
+    def said(result: Any) -> None:
+        verdict = "ok" if result.ok else "FAILED"
+        progress.print(f"{result.run.scenario} [{result.run.transport}] {verdict}", markup=False)
+
+    try:
+        report = run(
+            command or None,
+            scenarios=every,
+            only=only,
+            transports=transports,
+            timeout=timeout,
+            profile=judged_by,
+            on_result=said,
+        )
+    except ConformError as error:  # a profile's rules for no scenario
+        raise click.UsageError(str(error)) from None
+    if junit_path is not None:
+        try:
+            write_page(report.to_junit(), junit_path)
+        except OSError as error:
+            raise FileError(f"{junit_path}: cannot write the JUnit report: {error.strerror or error}") from None
+    if html_path is not None:
+        try:
+            write_html(report, html_path)
+        except OSError as error:
+            raise FileError(f"{html_path}: cannot write the HTML report: {error.strerror or error}") from None
+    if as_json:
+        click.echo(report.to_json())
+    else:
+        render_report(report, Console(highlight=False))
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@main.command("compare-codex")
+@fixtures_option
+@click.option(
+    "--codex",
+    "codex_path",
+    metavar="PATH",
+    help="The Codex CLI to run; default: $RRKIT_CODEX_BIN, .ci/node's codex, then `codex` on PATH.",
+)
+@click.option(
+    "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
+)
+@click.option("--script", "only", multiple=True, metavar="NAME", help="Only the script with this file stem.")
+@click.option(
+    "--idle-timeout",
+    type=SECONDS,
+    default=1.0,
+    show_default=True,
+    help="Both clients' stream idle timeout (seconds, more than 0).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Also print every attempt of the runs that differ.")
+def compare_codex(
+    fixtures_dir: Path | None,
+    codex_path: str | None,
+    transports: tuple[str, ...],
+    only: tuple[str, ...],
+    idle_timeout: float,
+    verbose: bool,
+) -> None:
+    """Run every script through the real Codex CLI and the reference client; print where they differ.
+
+    Each script runs over each transport on a fresh fake server, once by `codex exec` and once by the
+    reference client, both configured alike (request_max_retries 4, stream_max_retries 5). What the
+    server saw is compared: attempts, transports, full / incremental / warmup, the wait before each
+    retry (none, backoff, named delay, idle timeout) and the outcome.
+
+    Exit status: 0 they agree, 1 they differ, 2 Codex not found or a bad script.
+
+    \b
+    Examples:
+      rrkit compare-codex
+      rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
+    """
+    from ..demo import find_fixtures, fixture_paths
+    from ..differential.codex import find_codex
+    from ..differential.fixtures import compare_scripts, format_comparisons, summary
+    from ..differential.settings import Budgets
+    from ..protocol.exceptions import CodexNotFound
+
+    try:
+        codex = find_codex(codex_path)
+    except CodexNotFound as error:
+        raise FileError(str(error)) from None
+    directory = find_fixtures(fixtures_dir)
+    if not directory.is_dir():
+        raise FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    paths = [path for path in fixture_paths(directory) if not only or path.stem in only]
+    if not paths:
+        named = f" named {', '.join(only)}" if only else ""
+        raise FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")
+    click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
+    budgets = Budgets(idle_timeout=idle_timeout)
+    try:
+        results = compare_scripts(paths, codex, transports=transports or TRANSPORTS, budgets=budgets)
+    except ScriptError as error:
+        raise FileError(str(error)) from None
+    click.echo(format_comparisons(results, verbose=verbose))
+    click.echo(summary(results))
+    if not all(result.agree for result in results):
+        raise SystemExit(1)

@@ -1,0 +1,107 @@
+"""`rrkit demo` (the reference client against every shipped script) and `rrkit fixtures`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from ..protocol.exceptions import ScriptError
+from ..protocol.vocabulary import TRANSPORTS
+from ..script.loader import load_script
+
+# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
+# `rrkit serve` starts without them.
+if TYPE_CHECKING:
+    pass
+from .common import fixtures_option
+from .group import main
+
+
+@main.command()
+@fixtures_option
+@click.option(
+    "--transport", "transports", type=click.Choice(["http", "ws"]), multiple=True, help="Only this transport."
+)
+@click.option("--warmup/--no-warmup", default=True, show_default=True, help="Warm up each WebSocket session.")
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write each run's recording to DIR/<fixture>.<transport>.json (the golden cassettes: cassettes/).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON (for machines) instead of a table.")
+def demo(
+    fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None, as_json: bool
+) -> None:
+    """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected.
+
+    \b
+    Examples:
+      rrkit demo
+      rrkit demo --transport ws --record /tmp/recordings
+      rrkit demo --json | jq '.[] | select(.ok | not)'
+    """
+    import asyncio
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ..demo import demo_table, find_fixtures, rows_json, run_demo, summary
+
+    directory = find_fixtures(fixtures_dir)
+    if not directory.is_dir():
+        raise click.ClickException(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    errors = Console(stderr=True)
+    with Progress(console=errors, transient=True, disable=not errors.is_terminal) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def step(done: int, total: int, what: str) -> None:
+            progress.update(task, completed=done, total=total, description=what)
+
+        try:
+            rows = asyncio.run(
+                run_demo(
+                    directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir, progress=step
+                )
+            )
+        except ScriptError as error:
+            raise click.ClickException(str(error)) from None
+    if not rows:
+        raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}: give another --fixtures DIR")
+    if as_json:
+        click.echo(json.dumps(rows_json(rows), indent=2))
+    else:
+        out = Console(highlight=False, markup=False)
+        out.print(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
+        out.print(demo_table(rows))
+        out.print(summary(rows))
+    if record_dir is not None and not as_json:
+        click.echo(f"Wrote {len(rows)} cassettes to {record_dir}")
+    if not all(row.ok for row in rows):
+        raise SystemExit(1)
+
+
+@main.command()
+def fixtures() -> None:
+    """List the scripts shipped with rrkit, one line each: use one as `--script fixture:NAME`.
+
+    \b
+    Examples:
+      rrkit fixtures
+      rrkit serve --script fixture:ws-refuse-426
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..script.shipped import shipped_fixtures
+
+    table = Table(box=None, pad_edge=False, show_header=False)
+    table.add_column("name", no_wrap=True, style="bold")
+    table.add_column("what it does", overflow="fold")
+    for name, path in shipped_fixtures().items():
+        script = load_script(path)
+        table.add_row(name, " ".join(script.description.split()).split(". ")[0].rstrip(".") + ".")
+    Console(highlight=False, markup=False).print(table)
