@@ -31,7 +31,7 @@ def directory_lock(folder: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None
     """Serialize cassette rewrites in one folder across processes (every recording's final write, a recovery);
     LockHeld when another process holds it longer than `timeout` seconds."""
     folder.mkdir(parents=True, exist_ok=True)
-    lock = lock_of(folder, reentrant=True)  # a caller holding it over a read and the write (the plugin's test)
+    lock = lock_of(folder, reentrant=True)  # its holder may take it again (a read, then the write)
     try:
         lock.acquire(timeout=timeout)
     except Timeout:

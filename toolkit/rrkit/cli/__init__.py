@@ -1,7 +1,7 @@
 """The `rrkit` command line: a thin front end, each option mapped to a call into the package. One module per group
-of commands (serving, cassettes, conformance, demo), the option bundles and the foreground server they share.
+of commands (serving, cassettes, conformance, fixtures), the option bundles and the foreground server they share.
 
-Exit statuses, for every command: 0 done (no difference, every check kept), 1 a difference or a failed check
+The exit statuses: 0 done (no difference, every check kept), 1 a difference or a failed check
 (a cassette that could not be written: its journal keeps every exchange), 2 a usage or file error."""
 
 from __future__ import annotations
