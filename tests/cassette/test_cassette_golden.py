@@ -13,9 +13,10 @@ import pytest
 from rrkit.cassette import CassetteSource, load_cassette
 from rrkit.cassette.match import json_diff
 from rrkit.cassette.normalize import normalize_cassette
-from rrkit.demo import fixture_paths, golden_name, run_demo, run_one
+from rrkit.demo import golden_name, run_demo, run_one
 from rrkit.protocol.vocabulary import TRANSPORTS
 from rrkit.script import load_script
+from rrkit.script.shipped import script_files
 
 from ..errortrap import Serve
 
@@ -39,7 +40,7 @@ async def test_golden_cassettes_equal_a_fresh_recording_of_every_fixture_over_ev
 ) -> None:
     rows = await run_demo(FIXTURES, record=tmp_path)
     assert all(row.ok for row in rows), [f"{row.script} {row.transport}: {row.problems}" for row in rows if not row.ok]
-    expected = {golden_name(path, transport) for path in fixture_paths(FIXTURES) for transport in TRANSPORTS}
+    expected = {golden_name(path, transport) for path in script_files(FIXTURES) for transport in TRANSPORTS}
     assert {path.name for path in tmp_path.glob("*.json")} == expected
     committed = {path.name for path in GOLDEN_FILES}
     problems = [f"missing: cassettes/{name}" for name in sorted(expected - committed)]
@@ -58,7 +59,7 @@ async def test_golden_cassette_replays_to_the_reference_client_with_the_outcome_
     serve: Serve, path: Path
 ) -> None:
     fixture, transport = path.name.removesuffix(".json").rsplit(".", 1)
-    scripts = [candidate for candidate in fixture_paths(FIXTURES) if candidate.stem == fixture]
+    scripts = [candidate for candidate in script_files(FIXTURES) if candidate.stem == fixture]
     assert scripts, f"cassettes/{path.name} has no fixture in fixtures/; {REGENERATE} removes it"
     script = load_script(scripts[0])
     async with serve.running() as server:

@@ -16,9 +16,10 @@ from click.testing import CliRunner
 
 from rrkit.cassette import Cassette, cassette_from_capture, load_cassette, save_cassette
 from rrkit.cli import main
-from rrkit.demo import fixture_paths, golden_name, run_demo, run_one
+from rrkit.demo import golden_name, run_demo, run_one
 from rrkit.protocol.vocabulary import TRANSPORTS
 from rrkit.script import Match, Script, function_call, load_script, reply, text
+from rrkit.script.shipped import script_files
 from rrkit.tools.diff import DIFF_FORMAT, Difference, DiffReport, Kind, diff_cassettes
 from rrkit.tools.diff_render import report_text
 
@@ -151,7 +152,7 @@ def test_two_sdk_recordings_of_the_same_script_differ_only_when_strict(serve: Se
 async def test_every_golden_cassette_equals_a_fresh_demo_recording_of_its_fixture(tmp_path: Path) -> None:
     rows = await run_demo(FIXTURES, record=tmp_path)
     assert all(row.ok for row in rows)
-    names = [golden_name(path, transport) for path in fixture_paths(FIXTURES) for transport in TRANSPORTS]
+    names = [golden_name(path, transport) for path in script_files(FIXTURES) for transport in TRANSPORTS]
     assert names
     for name in names:
         report = diff_cassettes(load_cassette(GOLDEN / name), load_cassette(tmp_path / name))

@@ -32,7 +32,7 @@ from .protocol.vocabulary import TRANSPORTS
 from .script.loader import load_script
 from .script.models import Script
 from .script.select import ReplySource
-from .script.shipped import SCRIPT_SUFFIXES, shipped_directory
+from .script.shipped import script_files, shipped_directory
 from .server.runner import FakeServer
 
 DEMO_USER_INPUT = "What is the weather in Paris?"
@@ -79,10 +79,6 @@ def find_fixtures(explicit: Path | None = None) -> Path:
         return explicit
     here = Path.cwd() / "fixtures"
     return here if here.is_dir() else SHIPPED_FIXTURES
-
-
-def fixture_paths(directory: Path) -> list[Path]:
-    return sorted(path for path in directory.iterdir() if path.suffix in SCRIPT_SUFFIXES and path.is_file())
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,7 +236,7 @@ async def run_demo(
     With `record`, each run's golden cassette is written there (and stale ones of these transports removed).
     `progress(done, total, what)` is called before each run.
     """
-    fixtures = [(path, load_script(path)) for path in fixture_paths(directory)]
+    fixtures = [(path, load_script(path)) for path in script_files(directory)]
     rows: list[DemoRow] = []
     written: set[Path] = set()
     total = len(fixtures) * len(transports)

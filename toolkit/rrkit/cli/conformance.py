@@ -183,11 +183,12 @@ def compare_codex(
       rrkit compare-codex
       rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
     """
-    from ..demo import find_fixtures, fixture_paths
+    from ..demo import find_fixtures
     from ..differential.codex import find_codex
     from ..differential.fixtures import compare_scripts, format_comparisons, summary
     from ..differential.settings import Budgets
     from ..protocol.exceptions import CodexNotFound
+    from ..script.shipped import script_files
 
     try:
         codex = find_codex(codex_path)
@@ -196,7 +197,7 @@ def compare_codex(
     directory = find_fixtures(fixtures_dir)
     if not directory.is_dir():
         raise FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
-    paths = [path for path in fixture_paths(directory) if not only or path.stem in only]
+    paths = [path for path in script_files(directory) if not only or path.stem in only]
     if not paths:
         named = f" named {', '.join(only)}" if only else ""
         raise FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")

@@ -15,10 +15,14 @@ def shipped_directory() -> Path:
     return Path(str(files("rrkit") / "fixtures"))
 
 
+def script_files(directory: Path) -> list[Path]:
+    """The script files (YAML or JSON) of a folder, in name order."""
+    return sorted(path for path in directory.iterdir() if path.suffix in SCRIPT_SUFFIXES and path.is_file())
+
+
 def shipped_fixtures() -> dict[str, Path]:
     """The shipped scripts by name (their file stem), in name order."""
-    paths = (path for path in shipped_directory().iterdir() if path.suffix in SCRIPT_SUFFIXES and path.is_file())
-    return {path.stem: path for path in sorted(paths)}
+    return {path.stem: path for path in script_files(shipped_directory())}
 
 
 def script_path(reference: str | Path) -> Path:
