@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits
-from ..protocol.secrets import redact_url, url_secrets
+from ..protocol.secrets import URL_MARKER, redact_url, url_secrets
 
 REDIRECTS = ("none", "same-origin")
 """What a relay does with an upstream's redirect: hand it to the client as it came (`none`), or follow a 307 or
@@ -47,7 +47,7 @@ class RelaySettings:
     def shown(self, text: str) -> str:
         """`text` (an error message that may quote the URL) with the URL's secrets redacted."""
         for secret in sorted(self.secrets, key=len, reverse=True):
-            text = text.replace(secret, "[REDACTED]")
+            text = text.replace(secret, URL_MARKER)
         return text
 
 

@@ -47,9 +47,16 @@ class UpstreamSource(ReplySource):
             max_message=max_message,
             redirects=redirects,
         )
-        self.shown_url, self.secrets = self.settings.shown_url, self.settings.secrets
         self._http = HttpRelay(self.settings)
         self._ws = WebSocketRelay(self.settings)
+
+    @property
+    def shown_url(self) -> str:
+        return self.settings.shown_url
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self.settings.secrets
 
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         relay = self._ws if request.transport == "ws" else self._http
