@@ -13,7 +13,7 @@ import pytest
 
 from rrkit.differential import Observation
 from rrkit.differential.observation import WaitRanges, named_delays
-from rrkit.differential.run import observe_codex, observe_codex_turns, observe_reference, observe_reference_turns
+from rrkit.differential.run import observe_codex, observe_reference
 
 from .codex import require_codex
 from .differential_cases import CASES, Case, render
@@ -92,8 +92,13 @@ def test_codex_does_what_the_observation_table_says(name: str) -> None:
                 timeout=SLOW_CODEX_TIMEOUT,
             )
         if case.turns > 1:
-            return observe_codex_turns(
-                codex, case.script, case.turns, websockets=case.websockets, budgets=case.budgets, timeout=CODEX_TIMEOUT
+            return observe_codex(
+                codex,
+                case.script,
+                turns=case.turns,
+                websockets=case.websockets,
+                budgets=case.budgets,
+                timeout=CODEX_TIMEOUT,
             )
         return observe_codex(
             codex,
@@ -117,7 +122,7 @@ def test_reference_client_does_what_codex_does(name: str) -> None:
                 case.script, websockets=case.websockets, budgets=case.budgets, ranges=_ranges(case), unanswered=True
             )
         if case.turns > 1:
-            return observe_reference_turns(case.script, case.turns, websockets=case.websockets, budgets=case.budgets)
+            return observe_reference(case.script, turns=case.turns, websockets=case.websockets, budgets=case.budgets)
         return observe_reference(case.script, websockets=case.websockets, budgets=case.budgets)
 
     seen = _observed(case, observe)

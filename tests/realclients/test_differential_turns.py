@@ -7,7 +7,7 @@ import pytest
 from rrkit.demo import quiet_server_logs
 from rrkit.differential.appserver import run_codex_turns
 from rrkit.differential.observation import Attempt, WaitRanges
-from rrkit.differential.run import next_turns_marked, observe_reference_turns
+from rrkit.differential.run import next_turns_marked, observe_reference
 from rrkit.script import Script, reject, reply
 from rrkit.server import FakeServer
 
@@ -39,7 +39,7 @@ def test_a_wait_as_long_as_the_connect_timeout_is_named_so_and_what_follows_it_t
 
 
 def test_two_reference_turns_on_one_session_continue_on_the_open_socket() -> None:
-    seen = observe_reference_turns(Script(default=reply("Hi.")), 2, websockets=True)
+    seen = observe_reference(Script(default=reply("Hi.")), turns=2, websockets=True)
     assert seen.outcome == "completed / completed"
     assert render(seen, ("tid", "chain")) == (
         "ws warmup -> completed | - | S1",

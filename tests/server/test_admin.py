@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,7 +16,17 @@ import pytest
 from rrkit.protocol import OutcomeKind
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.protocol.plan import ResponsePlan
-from rrkit.script import Match, NoMatch, ReplySource, RequestView, Script, parse_script, reply
+from rrkit.script import (
+    Match,
+    NoMatch,
+    ReplySource,
+    RequestView,
+    Script,
+    ScriptError,
+    load_script,
+    parse_script,
+    reply,
+)
 from rrkit.server import NO_MATCH_CODE, FakeServer
 from rrkit.server.respond import Unmatched, UnmatchedLog
 
@@ -258,6 +269,47 @@ def test_an_invalid_script_is_a_400_with_the_loaders_message_and_the_old_script_
     assert error["code"] == "invalid_script"
     assert expected in error["message"]
     assert answer(server) == "old"
+
+
+DEEP_SCRIPTS = {
+    "json-lists": ("[" * 5000 + "]" * 5000, "application/json", ".json"),
+    "json-mappings": ('{"a":' * 3000 + "1" + "}" * 3000, "application/json", ".json"),
+    "yaml-block": ("- " * 5000 + "x", "application/yaml", ".yaml"),
+}
+
+
+@pytest.mark.parametrize("shape", list(DEEP_SCRIPTS))
+def test_admin_refuses_deeply_nested_script_like_the_loader(
+    serve: Serve, client: httpx.Client, tmp_path: Path, shape: str
+) -> None:
+    content, content_type, suffix = DEEP_SCRIPTS[shape]
+    server = serve(Script(default=reply("old")))
+    response = admin(client, server, "POST", "/script", content=content, headers={"content-type": content_type})
+    error = error_of(response, 400)
+    assert error["code"] == "invalid_script"
+    path = tmp_path / f"deep{suffix}"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ScriptError) as loaded:
+        load_script(path)
+    assert "nested too deeply" in error["message"]
+    assert error["message"] == str(loaded.value).replace(str(path), "POST /__rrkit/script")  # the loader's words
+    assert answer(server) == "old"
+
+
+def test_admin_words_a_script_that_is_not_utf8_as_the_loader_does_with_its_own_remedy(
+    serve: Serve, client: httpx.Client, tmp_path: Path
+) -> None:
+    content = b'{"name": "caf\xe9"}'
+    server = serve(Script(default=reply("old")))
+    response = admin(client, server, "POST", "/script", content=content, headers={"content-type": "application/json"})
+    error = error_of(response, 400)
+    path = tmp_path / "latin1.json"
+    path.write_bytes(content)
+    with pytest.raises(ScriptError) as loaded:
+        load_script(path)
+    expected = str(loaded.value).replace(str(path), "POST /__rrkit/script").replace("re-save", "send")
+    assert error["message"] == expected
+    assert error["message"].endswith("send the script as UTF-8")
 
 
 class _Answers404(ReplySource):

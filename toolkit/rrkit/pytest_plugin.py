@@ -15,13 +15,14 @@ import pytest
 from .cassette.recordmode import RecordMode, parse_record_mode
 
 if TYPE_CHECKING:
-    from .plugin_server import AsyncRRKitServer, RRKitConfig, RRKitServer, _Handle
+    from .plugin_options import RRKitConfig
+    from .plugin_server import AsyncRRKitServer, Handle, RRKitServer
     from .server.runner import FakeServer
     from .snapshot import RRKitSnapshotExtension
 
 __all__ = ["AsyncRRKitServer", "RRKitConfig", "RRKitServer", "RRKitSnapshotExtension"]
 
-_HANDLE = pytest.StashKey["_Handle"]()
+_HANDLE = pytest.StashKey["Handle"]()
 """The test's server handle, while its fixture runs: its findings join the test's own failure."""
 _FAILED = pytest.StashKey[bool]()
 """Set when the test's setup or call failed: teardown checks and snapshots then leave the failure alone."""
@@ -29,9 +30,10 @@ _FAILED = pytest.StashKey[bool]()
 
 def __getattr__(name: str) -> Any:
     """`RRKitServer`, `RRKitSnapshotExtension` and the helpers stay importable from here, loaded on use."""
-    if name.startswith(("__", "pytest_")):
+    if name.startswith(("_", "pytest_")):
         # pytest probes plugins for `pytest_plugins` (and tools for dunders) at start-up: answering those by
-        # importing `plugin_server` would load the server and its web framework in every test session
+        # importing `plugin_server` would load the server and its web framework in every test session (and a
+        # private name is no helper of this plugin)
         raise AttributeError(f"module 'rrkit.pytest_plugin' has no attribute {name!r}")
     if name == "rrkit_async_server":
         try:
@@ -43,13 +45,13 @@ def __getattr__(name: str) -> Any:
         from .snapshot import RRKitSnapshotExtension
 
         return RRKitSnapshotExtension
-    # the module as imported now, not a stale `rrkit.plugin_server` attribute: pytester's in-process runs drop the
+    # the modules as imported now, not stale `rrkit.plugin_server` attributes: pytester's in-process runs drop the
     # modules a run imported, and the fixtures' own imports load them afresh (with new classes)
-    plugin_server = importlib.import_module(".plugin_server", __package__)
-    try:
-        return getattr(plugin_server, name)
-    except AttributeError:
-        raise AttributeError(f"module 'rrkit.pytest_plugin' has no attribute {name!r}") from None
+    for module in (".plugin_options", ".plugin_server"):
+        loaded = importlib.import_module(module, __package__)
+        if hasattr(loaded, name):
+            return getattr(loaded, name)
+    raise AttributeError(f"module 'rrkit.pytest_plugin' has no attribute {name!r}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -93,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def rrkit_config() -> RRKitConfig:
     """Project-wide settings of the rrkit fixtures (`RRKitConfig`); override this fixture in a conftest.py to change
     them: `return {**rrkit_config, "record_mode": "once"}` (or `dataclasses.replace(rrkit_config, ...)`)."""
-    from .plugin_server import DEFAULT_CONFIG
+    from .plugin_options import DEFAULT_CONFIG
 
     return DEFAULT_CONFIG
 
@@ -103,14 +105,15 @@ def rrkit_server(
     request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any]
 ) -> Iterator[RRKitServer]:
     """A fresh fake Responses server for this test, on a free loopback port, in a background thread."""
-    from .plugin_server import RRKitServer, _finish, _make, _options
+    from .plugin_options import options_of
+    from .plugin_server import RRKitServer, finish, new_server
 
-    options = _options(request, rrkit_config)
-    server, script, deck = _make(options)
+    options = options_of(request, rrkit_config)
+    server, script, deck = new_server(options)
     with server:
         handle = request.node.stash[_HANDLE] = RRKitServer(server, script, options, deck)
         yield handle
-        _finish(_release(request.node))
+        finish(_release(request.node))
 
 
 @pytest.fixture(scope="session")
@@ -128,16 +131,17 @@ def rrkit_shared_server(
     request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any], rrkit_session_server: FakeServer
 ) -> Iterator[RRKitServer]:
     """Like `rrkit_server`, on the session's server: faster, with its state reset for each test."""
-    from .plugin_server import RRKitServer, _finish, _options, _script
+    from .plugin_options import options_of, script_of
+    from .plugin_server import RRKitServer, finish
 
-    options = _options(request, rrkit_config)
+    options = options_of(request, rrkit_config)
     if options.cassette is not None:
         raise pytest.UsageError(f"{options.test}: cassettes need `rrkit_server`, not `rrkit_shared_server`")
-    script = _script(options)
+    script = script_of(options)
     rrkit_session_server.reset(script)
     handle = request.node.stash[_HANDLE] = RRKitServer(rrkit_session_server, script, options, None)
     yield handle
-    _finish(_release(request.node))
+    finish(_release(request.node))
 
 
 def _async_server_fixture() -> Any:
@@ -151,15 +155,16 @@ def _async_server_fixture() -> Any:
     ) -> AsyncIterator[AsyncRRKitServer]:
         """`rrkit_server` running on the test's own event loop (no thread): `await rrkit_async_server.settle()`,
         `await rrkit_async_server.recording()`."""
-        from .plugin_server import AsyncRRKitServer, _finish, _make, _options
+        from .plugin_options import options_of
+        from .plugin_server import AsyncRRKitServer, finish, new_server
 
-        options = _options(request, rrkit_config)
-        server, script, deck = _make(options)
+        options = options_of(request, rrkit_config)
+        server, script, deck = new_server(options)
         async with server:
             handle = request.node.stash[_HANDLE] = AsyncRRKitServer(server, script, options, deck)
             yield handle
             await server.settle_async()
-            _finish(_release(request.node))
+            finish(_release(request.node))
 
     return rrkit_async_server
 
@@ -181,7 +186,7 @@ def pytest_runtest_makereport(
     return report
 
 
-def _release(item: pytest.Item) -> _Handle:
+def _release(item: pytest.Item) -> Handle:
     """The test's handle, no longer kept on the test (its teardown checks run now)."""
     handle = item.stash[_HANDLE]
     del item.stash[_HANDLE]
@@ -215,11 +220,10 @@ def rrkit_snapshot(
     Headers the test's match configuration leaves out (its presets') are left out of the snapshot too; syrupy's
     `exclude` / `include` / `matcher` apply (`rrkit_snapshot(exclude=...)`, `rrkit_snapshot.with_defaults(...)`).
     While updating, the stored snapshots of a test that failed before asserting them are kept, not deleted."""
-    from .plugin_server import _marked_and_config, _match
+    from .plugin_options import match_of
     from .snapshot import keep_unasserted, snapshot_extension
 
-    marked, config = _marked_and_config(request, rrkit_config)
-    match = _match(request.node.nodeid, marked, config)
+    match = match_of(request, rrkit_config)
     assertion = snapshot.use_extension(snapshot_extension(match.ignored_headers))
     yield assertion
     if request.node.stash.get(_FAILED, False):

@@ -12,10 +12,10 @@ from syrupy.exceptions import SnapshotDoesNotExist, TaintedSnapshotError
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .cassette.format import Cassette
-from .cassette.match import json_diff
 from .cassette.normalize import normalize_cassette
 from .cassette.presets import PLATFORM_HEADERS
 from .cassette.store import dump_cassette
+from .protocol.jsondiff_text import diff_lines
 
 
 @dataclass(frozen=True)
@@ -71,19 +71,24 @@ class RRKitSnapshotExtension(SingleFileSnapshotExtension):
         if len(old_exchanges) != len(new_exchanges):
             yield f"number of exchanges: snapshot has {len(old_exchanges)}, this run has {len(new_exchanges)}"
         for index, (before, after) in enumerate(zip(old_exchanges, new_exchanges, strict=False)):
-            before_events = [entry["event"] for entry in before.pop("events", [])]
-            after_events = [entry["event"] for entry in after.pop("events", [])]
-            before_types = [event.get("type") for event in before_events]
-            after_types = [event.get("type") for event in after_events]
-            if before_types != after_types:
-                yield f"exchange {index}: event types differ:"
-                yield from (f"  {line}" for line in json_diff(before_types, after_types, "types"))
-            else:
-                yield from (f"exchange {index}: {line}" for line in json_diff(before_events, after_events, "events"))
-            yield from (f"exchange {index}: {line}" for line in json_diff(before, after, "exchange"))
+            yield from _exchange_lines(index, before, after)
         rest_old = {k: v for k, v in old.items() if k != "exchanges"}
         rest_new = {k: v for k, v in new.items() if k != "exchanges"}
-        yield from json_diff(rest_old, rest_new, "recording")
+        yield from diff_lines(rest_old, rest_new, "recording")
+
+
+def _exchange_lines(index: int, before: dict[str, Any], after: dict[str, Any]) -> Iterator[str]:
+    """How one exchange of the run differs from the snapshot's: its event types, else its events, then the rest."""
+    before_events = [entry["event"] for entry in before.pop("events", [])]
+    after_events = [entry["event"] for entry in after.pop("events", [])]
+    before_types = [event.get("type") for event in before_events]
+    after_types = [event.get("type") for event in after_events]
+    if before_types != after_types:
+        yield f"exchange {index}: event types differ:"
+        yield from (f"  {line}" for line in diff_lines(before_types, after_types, "types"))
+    else:
+        yield from (f"exchange {index}: {line}" for line in diff_lines(before_events, after_events, "events"))
+    yield from (f"exchange {index}: {line}" for line in diff_lines(before, after, "exchange"))
 
 
 def _filtered(

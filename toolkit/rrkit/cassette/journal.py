@@ -29,7 +29,7 @@ from filelock import FileLock, Timeout
 
 from ..protocol.exceptions import CassetteError
 from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, loads_exact
-from .lock import directory_lock, lock_of
+from .lock import LOCK_TIMEOUT, directory_lock, lock_of
 from .record import append
 from .store import load_cassette, save_cassette
 
@@ -134,13 +134,13 @@ class Journal:
 # -- recovery --------------------------------------------------------------------------------------------------
 
 
-def recover_journals(cassette: Path) -> int:
-    """Merge the journals crashed sessions left next to `cassette` into it (or build it from them), each once;
-    a CassetteWarning names each journal and how many exchanges it gave. Journals of live sessions are left
-    alone. Returns the number of exchanges recovered."""
+def recover_journals(cassette: Path, lock_timeout: float = LOCK_TIMEOUT) -> int:
+    """Merge the journals crashed sessions left next to `cassette` into it (or build it from them), each once,
+    under the folder's lock (LockHeld past `lock_timeout`); a CassetteWarning names each journal and how many
+    exchanges it gave. Journals of live sessions are left alone. Returns the number of exchanges recovered."""
     total = 0
     for journal in journal_paths(cassette):
-        with directory_lock(cassette.parent):
+        with directory_lock(cassette.parent, lock_timeout):
             live = lock_of(journal)
             try:
                 live.acquire(timeout=0)

@@ -7,14 +7,16 @@ import difflib
 import fnmatch
 import functools
 import hashlib
-import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import orjson
-
+from ..protocol.jsondiff import canonical as canonical
+from ..protocol.jsondiff_text import DIFF_VALUE_LIMIT as DIFF_VALUE_LIMIT
+from ..protocol.jsondiff_text import diff_lines
+from ..protocol.jsondiff_text import shown as shown
+from ..protocol.jsonpath import JsonPath as JsonPath
 from ..protocol.lite import from_lite
 from ..protocol.request import INPUT_FIELD, input_items
 from ..protocol.secrets import mask_request
@@ -27,96 +29,6 @@ VOLATILE_ITEM_KEYS: tuple[str, ...] = ("id",)
 """Keys of input items left out of matching by default (server-issued ids)."""
 PLACEHOLDER = "<normalized>"
 """What a `normalize` regex match (or each of its groups) is replaced with before requests are compared."""
-
-# -- JSON paths -------------------------------------------------------------------------------------------------
-
-Step = str | int | None
-"""A key, a list index, or None for every key or item (`*`)."""
-_DROP = object()  # what a rewrite returns to take the node out of its container
-_TOKEN = re.compile(r"\[(\*|\d+)\]|([^.\[\]]+)|(\.)")
-
-
-@dataclass(frozen=True)
-class JsonPath:
-    """A path into a request: `client_metadata`, `input[*].output`, `input[0].content[*].text`, or dotted
-    (`input.*.output`); `*` stands for every key or list item, a number in a dotted path for a list index."""
-
-    text: str
-    steps: tuple[Step, ...]
-
-    @classmethod
-    def parse(cls, text: str, what: str = "path") -> JsonPath:
-        """Raises ValueError naming `what` (say, `ignore path`), the path and what is wrong with it."""
-
-        def bad(why: str) -> ValueError:
-            return ValueError(f"invalid {what} {text!r}: {why}")
-
-        if not isinstance(text, str) or not text:
-            raise bad("a path is a non-empty string such as 'input[*].output'")
-        steps: list[Step] = []
-        position, after_dot = 0, True
-        while position < len(text):
-            token = _TOKEN.match(text, position)
-            if token is None:
-                raise bad(f"unexpected {text[position]!r} at position {position} (an index is [N] or [*])")
-            index, name, dot = token.groups()
-            if dot is not None:
-                if after_dot:
-                    raise bad(f"empty name at position {position}")
-                after_dot = True
-            elif name is not None:
-                if not after_dot:
-                    raise bad(f"a '.' must come before the name at position {position}")
-                steps.append(None if name == "*" else name)
-                after_dot = False
-            else:
-                if not steps:
-                    raise bad("a path starts with a field name")
-                steps.append(None if index == "*" else int(index))
-            position = token.end()
-        if after_dot:
-            raise bad("it ends with '.'")
-        return cls(text, tuple(steps))
-
-    def rewrite(self, value: Any, change: Callable[[Any], Any]) -> Any:
-        """`value` with `change` applied at every node on the path (containers on the way copied, the rest
-        shared); `change` returns the new node, or `_DROP` to take the node out."""
-        return _rewrite(value, self.steps, change)
-
-    def drop(self, value: Any) -> Any:
-        return self.rewrite(value, lambda _node: _DROP)
-
-
-def _rewrite(value: Any, steps: tuple[Step, ...], change: Callable[[Any], Any]) -> Any:
-    if not steps:
-        return change(value)
-    step, rest = steps[0], steps[1:]
-    if isinstance(value, dict):
-        keys = list(value) if step is None else [step] if isinstance(step, str) and step in value else []
-        if not keys:
-            return value
-        copy = dict(value)
-        for key in keys:
-            new = _rewrite(value[key], rest, change)
-            if new is _DROP:
-                del copy[key]
-            else:
-                copy[key] = new
-        return copy
-    if isinstance(value, list):
-        if step is None:
-            chosen = range(len(value))
-        else:
-            index = int(step) if isinstance(step, int) or step.isdigit() else -1
-            chosen = range(index, index + 1) if 0 <= index < len(value) else range(0)
-        if not chosen:
-            return value
-        items = list(value)
-        for index in chosen:
-            items[index] = _rewrite(value[index], rest, change)
-        return [item for item in items if item is not _DROP]
-    return value
-
 
 # -- normalizing strings ----------------------------------------------------------------------------------------
 
@@ -167,22 +79,6 @@ def _compile(path: str, pattern: str) -> re.Pattern[str]:
 # -- comparing values -------------------------------------------------------------------------------------------
 
 
-def canonical(value: Any) -> bytes:
-    """Compact JSON with sorted keys: what requests are compared by (so 1 and 1.0, true and 1, differ).
-
-    orjson refuses ints beyond 64 bits, non-string keys and very deep nesting; the standard encoder takes
-    those, and a value neither can encode is equal to nothing else.
-    """
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        pass
-    try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr).encode()
-    except (TypeError, ValueError, RecursionError):
-        return b"\x00unencodable %d" % id(value)
-
-
 def digest(value: Any) -> bytes:
     """A 128-bit digest of a value's canonical JSON: the key replay looks recorded requests up by."""
     return hashlib.blake2b(canonical(value), digest_size=16).digest()
@@ -225,33 +121,14 @@ class MatchConfig:
     ignore_headers: tuple[str, ...] = ()
     presets: tuple[str, ...] = ()
     allow_repeats: bool = False
-    _top: frozenset[str] = field(init=False, repr=False, compare=False)
-    _paths: tuple[JsonPath, ...] = field(init=False, repr=False, compare=False)
-    _rules: tuple[tuple[JsonPath, tuple[re.Pattern[str], ...]], ...] = field(init=False, repr=False, compare=False)
-    _headers: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _compiled: _Compiled = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.on not in ("logical", "wire"):
             raise ValueError(f"invalid match 'on' {self.on!r}: it is 'logical' or 'wire'")
-        for name in ("ignore", "item_keys", "ignore_headers", "presets"):
-            object.__setattr__(self, name, _names(name, getattr(self, name)))
-        if self.fields is not None:
-            object.__setattr__(self, "fields", _names("fields", self.fields))
-        object.__setattr__(self, "normalize", tuple((path, regex) for path, regex in self.normalize))
-        chosen = [preset_named(name) for name in self.presets]
-        ignore = [*self.ignore, *(f"{INPUT_FIELD}[*].{key}" for key in self.item_keys)]
-        ignore += [entry.target for preset in chosen for entry in preset.ignore]
-        paths = [JsonPath.parse(text, "ignore path") for text in dict.fromkeys(ignore)]
-        object.__setattr__(self, "_top", frozenset(p.text for p in paths if len(p.steps) == 1 and p.steps[0]))
-        object.__setattr__(self, "_paths", tuple(p for p in paths if p.text not in self._top))
-        pairs = [*self.normalize, *((entry.path, entry.pattern) for preset in chosen for entry in preset.normalize)]
-        grouped: dict[str, list[re.Pattern[str]]] = {}
-        for path, regex in pairs:
-            grouped.setdefault(path, []).append(_compile(path, regex))
-        rules = tuple((JsonPath.parse(path, "normalize path"), tuple(patterns)) for path, patterns in grouped.items())
-        object.__setattr__(self, "_rules", rules)
-        headers = [*self.ignore_headers, *(entry.target for preset in chosen for entry in preset.headers)]
-        object.__setattr__(self, "_headers", tuple(dict.fromkeys(name.lower() for name in headers)))
+        for name, value in _settled(self).items():  # a frozen dataclass: its own inputs, made tuples once
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_compiled", _Compiled.of(self))
 
     @classmethod
     def preset(cls, *names: str, **settings: Any) -> MatchConfig:
@@ -292,26 +169,72 @@ class MatchConfig:
     @property
     def ignored_headers(self) -> tuple[str, ...]:
         """Header name patterns (lower case, `fnmatch` style) left out wherever headers are compared."""
-        return self._headers
+        return self._compiled.headers
 
     def header_ignored(self, name: str) -> bool:
-        return header_named(name, self._headers)
+        return header_named(name, self._compiled.headers)
 
     def view(self, request: Mapping[str, Any] | None) -> dict[str, Any]:
         """What counts of a request: chosen fields, ignored paths left out, strings normalized, credentials
         masked (rrkit.protocol.secrets)."""
         if not request:
             return {}
-        top, fields = self._top, self.fields
+        compiled, fields = self._compiled, self.fields
+        top = compiled.top
         chosen: dict[str, Any] = {
             name: value for name, value in request.items() if name not in top and (fields is None or name in fields)
         }
-        for path in self._paths:
+        for path in compiled.paths:
             chosen = path.drop(chosen)
-        for path, patterns in self._rules:
+        for path, patterns in compiled.rules:
             chosen = path.rewrite(chosen, functools.partial(_normalized, patterns=patterns))
         masked: dict[str, Any] = mask_request(chosen, SECRET_MARK)  # a recording's credentials are redacted
         return masked
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A configuration as matching applies it, presets merged in: built once, when the configuration is made (so
+    a bad path or regex fails there)."""
+
+    top: frozenset[str]  # top-level fields left out whole
+    paths: tuple[JsonPath, ...]  # the other ignore paths
+    rules: tuple[tuple[JsonPath, tuple[re.Pattern[str], ...]], ...]  # normalize: a path and its regexes
+    headers: tuple[str, ...]  # lower-case `fnmatch` patterns
+
+    @classmethod
+    def of(cls, config: MatchConfig) -> _Compiled:
+        chosen = [preset_named(name) for name in config.presets]
+        ignore = [*config.ignore, *(f"{INPUT_FIELD}[*].{key}" for key in config.item_keys)]
+        paths = _ignore_paths([*ignore, *(entry.target for preset in chosen for entry in preset.ignore)])
+        top = frozenset(path.text for path in paths if len(path.steps) == 1 and path.steps[0])
+        pairs = [*config.normalize, *((entry.path, entry.pattern) for preset in chosen for entry in preset.normalize)]
+        headers = [*config.ignore_headers, *(entry.target for preset in chosen for entry in preset.headers)]
+        return cls(top, tuple(path for path in paths if path.text not in top), _rules(pairs), _lower(headers))
+
+
+def _settled(config: MatchConfig) -> dict[str, Any]:
+    """The list settings as tuples (a single string as a one-name tuple), checked."""
+    names = ("ignore", "item_keys", "ignore_headers", "presets", *(("fields",) if config.fields is not None else ()))
+    settled: dict[str, Any] = {name: _names(name, getattr(config, name)) for name in names}
+    settled["normalize"] = tuple((path, regex) for path, regex in config.normalize)
+    return settled
+
+
+def _lower(names: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(name.lower() for name in names))
+
+
+def _ignore_paths(texts: Sequence[str]) -> list[JsonPath]:
+    return [JsonPath.parse(text, "ignore path") for text in dict.fromkeys(texts)]
+
+
+def _rules(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[JsonPath, tuple[re.Pattern[str], ...]], ...]:
+    """(path, regex) pairs grouped by path, every regex compiled before any path is parsed."""
+    grouped: dict[str, list[re.Pattern[str]]] = {}
+    for path, regex in pairs:
+        grouped.setdefault(path, []).append(_compile(path, regex))
+    return tuple((JsonPath.parse(path, "normalize path"), tuple(patterns)) for path, patterns in grouped.items())
 
 
 SECRET_MARK = "\x00secret"
@@ -402,62 +325,10 @@ def compare(
     return result
 
 
-DIFF_VALUE_LIMIT = 200
-"""Characters of a value shown in a diff line; longer values are cut around their first difference."""
-_DIFF_TEXTS = {
-    "type_changes": "Type of {path} changed from {type1} to {type2} and value changed from {value1} to {value2}.",
-    "values_changed": "Value of {path} changed from {value1} to {value2}.",
-    "dictionary_item_added": "Item {path} ({value2}) added to dictionary.",
-    "dictionary_item_removed": "Item {path} ({value1}) removed from dictionary.",
-    "iterable_item_added": "Item {path} ({value2}) added to iterable.",
-    "iterable_item_removed": "Item {path} ({value1}) removed from iterable.",
-}
-
-
-def shown(value: Any, limit: int = DIFF_VALUE_LIMIT, start: int = 0) -> str:
-    """A value on one line: strings quoted with newlines escaped, the rest as JSON; bounded to `limit`
-    characters from `start` (a string index), an ellipsis where something is left out."""
-    if not isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False, default=repr)
-        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
-    body = json.dumps(value[start : start + limit], ensure_ascii=False)[1:-1]
-    if start == 0 and len(value) <= limit:
-        return f'"{body}"'
-    head, tail = "…" if start > 0 else "", "…" if start + limit < len(value) else ""
-    return f'"{head}{body}{tail}" ({len(value)} chars)'
-
-
-def _shown_pair(before: Any, after: Any) -> tuple[str, str]:
-    start = 0
-    if isinstance(before, str) and isinstance(after, str) and max(len(before), len(after)) > DIFF_VALUE_LIMIT:
-        common = next((i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b), None)
-        common = min(len(before), len(after)) if common is None else common
-        start = max(0, common - DIFF_VALUE_LIMIT // 4)
-    return shown(before, start=start), shown(after, start=start)
-
-
 def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
     """Human-readable differences (recorded -> incoming), one line each, with paths like `input[2]['content']`
-    rooted at `name`, and both values shown whole (bounded) on that line."""
-    from deepdiff import DeepDiff  # imported on first use: it pulls in numpy, slow to import
-
-    tree = DeepDiff(recorded, incoming, view="tree")
-    lines = []
-    for report in sorted(tree):
-        for level in tree[report]:
-            before, after = _shown_pair(level.t1, level.t2)
-            template = _DIFF_TEXTS.get(report, "{report} at {path}.")
-            lines.append(
-                template.format(
-                    path=level.path(root=name or "value"),
-                    report=report.replace("_", " "),
-                    type1=type(level.t1).__name__,
-                    type2=type(level.t2).__name__,
-                    value1=before,
-                    value2=after,
-                )
-            )
-    return lines
+    rooted at `name`, and both values shown whole (bounded) on that line (`jsondiff_text.diff_lines`)."""
+    return diff_lines(recorded, incoming, name or "value")
 
 
 ENCODING_FIELDS: tuple[str, ...] = ("parallel_tool_calls",)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,15 +15,14 @@ from ..protocol.plan import ResponsePlan
 from ..script.models import Handshake, Script
 from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Capture, Connection, Exchange
+from .file import ANY_HINT, CassetteFile
 from .format import Cassette, CassetteWarning, RecordedExchange
-from .journal import Journal, recover_journals
-from .lock import LOCK_TIMEOUT, directory_lock
+from .journal import Journal
 from .match import MatchConfig
 from .record import append, cassette_from_capture, recorded_connection, recorded_exchange
 from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
-from .store import load_cassette, save_cassette
 
 
 @dataclass
@@ -74,14 +73,15 @@ class FallbackSource(ReplySource):
 @dataclass
 class CassetteDeck:
     """One cassette played in one record mode, and recorded onto: what the server answers from, and what gets
-    written. `CassetteDeck.open(path, mode, ...)` reads the cassette; the constructor does no I/O.
+    written. `CassetteDeck.open(path, mode, ...)` opens the cassette's file (`CassetteFile`: its lock, journals,
+    saves) and reads it; the constructor does no I/O.
 
     `existing` is what the cassette held when opened (None: no such file yet, or a mode that starts afresh).
     `upstream` answers whatever is recorded: a script (played by the fake server) or a reply source such as a
     proxy's upstream.
     """
 
-    path: Path
+    file: CassetteFile
     mode: RecordMode
     existing: Cassette | None
     upstream: Script | ReplySource | None = None
@@ -90,9 +90,7 @@ class CassetteDeck:
     time_scale: float = 0.0
     name: str = ""
     source_name: str = "fake-server"  # what records: the fake server, or a proxy ("proxy")
-    lock_timeout: float = LOCK_TIMEOUT  # how long `save` waits for another process writing in the folder
     replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
-    journal: Journal | None = field(default=None, init=False)  # the recording's journal, once `journal_to()` ran
     _capture: Capture | None = field(default=None, init=False, repr=False)
     _journaled_connections: set[int] = field(default_factory=set, init=False, repr=False)
 
@@ -120,17 +118,17 @@ class CassetteDeck:
         time_scale: float = 0.0,
         name: str = "",
         source_name: str = "fake-server",
+        hint: str = ANY_HINT,
     ) -> CassetteDeck:
         """The deck of the cassette at `path` (read unless `mode` is `rewrite`); CassetteError naming the file
-        when it cannot be read, or cannot serve this mode. A journal a crashed recording left next to it is
-        recovered into it first (`journal.recover_journals`, with a CassetteWarning)."""
-        path, mode = Path(path), parse_record_mode(mode)
-        recover_journals(path)
-        existing = load_cassette(path) if path.exists() and mode is not RecordMode.REWRITE else None
+        when it cannot be read, or cannot serve this mode (a script named as one, with `hint`: what to give
+        instead). A journal a crashed recording left next to it is recovered into it first (a CassetteWarning)."""
+        mode = parse_record_mode(mode)
+        file = CassetteFile(Path(path), hint)
         return cls(
-            path,
+            file,
             mode,
-            existing,
+            file.open(read=mode is not RecordMode.REWRITE),
             upstream=upstream,
             match=match if match is not None else MatchConfig(),
             redactor=redactor if redactor is not None else Redactor(),
@@ -140,11 +138,34 @@ class CassetteDeck:
         )
 
     @property
+    def path(self) -> Path:
+        return self.file.path
+
+    @property
+    def journal(self) -> Journal | None:
+        """The recording's journal, from `journal_to` until `save`."""
+        return self.file.journal
+
+    @property
+    def lock_timeout(self) -> float:
+        """How long `save` waits for another process writing in the folder."""
+        return self.file.lock_timeout
+
+    @lock_timeout.setter
+    def lock_timeout(self, seconds: float) -> None:
+        self.file.lock_timeout = seconds
+
+    @property
     def records(self) -> bool:
         """Whether this deck adds exchanges to the cassette."""
         if self.mode is RecordMode.ONCE:
             return self.existing is None
         return self.mode is not RecordMode.NONE
+
+    @property
+    def _appends(self) -> bool:
+        """Whether what this deck records goes after what the cassette holds (else it replaces it)."""
+        return self.mode in (RecordMode.NEW_EPISODES, RecordMode.ALL)
 
     def _upstream(self) -> ReplySource | None:
         if isinstance(self.upstream, Script):
@@ -164,41 +185,68 @@ class CassetteDeck:
         return upstream
 
     def recorded(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Cassette | None:
-        """The cassette to write after serving these exchanges, or None when nothing is to be written."""
+        """The cassette to write after serving these exchanges (onto the file as it is now, in a mode that
+        appends), or None when nothing is to be written."""
+        build = self._recording(exchanges, connections)
+        if build is None:
+            return None
+        return build(self.file.current() if self._appends else None)
+
+    def save(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Path | None:
+        """Write the cassette when this deck records (`CassetteFile.save_onto`: atomically, under the folder's
+        lock, onto the file as it is then), then remove the recording's journal."""
+        build = self._recording(exchanges, connections)
+        if build is None:
+            return None
+        written = self.file.save_onto(build) if self._appends else self.file.save(build(None))
+        if self._capture is not None and self._exchange_ended in self._capture.listeners:
+            self._capture.listeners.remove(self._exchange_ended)
+        return written
+
+    def _recording(
+        self, exchanges: Sequence[Exchange], connections: Sequence[Connection]
+    ) -> Callable[[Cassette | None], Cassette] | None:
+        """What makes the cassette to write from the file as it is then (None: no such file), or None when this
+        deck records nothing. The new exchanges become a cassette now; they go after the file's in a mode that
+        appends."""
         if not self.records:
             return None
         new = [exchange for exchange in exchanges if not exchange.replayed]
-        # A new exchange on a connection whose handshake was replayed belongs to that recorded connection.
-        replayed_on: dict[int | None, int] = {
-            e.connection_id: recorded
-            for e in new
-            if self.replay is not None
-            and e.connection_id is not None
-            and (recorded := self.replay.recorded_connection(e.connection_id)) is not None
-        }
+        replayed_on = self._replayed_connections(new)
         used = {exchange.connection_id for exchange in new if exchange.connection_id not in replayed_on}
         new_connections = [c for c in connections if c.id in used or (not c.exchanges and self._all_new())]
         fresh = cassette_from_capture(
             new, new_connections, name=self.name or self.path.stem, source=self.source_name, redactor=self.redactor
         )
-        if self.mode not in (RecordMode.NEW_EPISODES, RecordMode.ALL):
-            return fresh
-        # Read the file again: another process (a parallel test worker) may have added to it meanwhile.
-        keep = load_cassette(self.path) if self.path.exists() else self.existing
-        merged = append(keep, fresh) if keep is not None else fresh
-        if replayed_on:
+
+        def build(on_disk: Cassette | None) -> Cassette:
+            keep = on_disk if on_disk is not None else self.existing
+            if not self._appends or keep is None:
+                return fresh
+            merged = append(keep, fresh)
             self._onto_recorded_connections(new, merged.exchanges[len(merged.exchanges) - len(new) :], replayed_on)
-        return merged
+            return merged
+
+        return build
+
+    def _replayed_connections(self, new: Sequence[Exchange]) -> dict[int | None, int]:
+        """The live connections, among those of `new`, whose handshake a recorded connection answered: a new
+        exchange on one belongs to that recorded connection."""
+        if self.replay is None:
+            return {}
+        live = {e.connection_id for e in new if e.connection_id is not None}
+        found = {connection: self.replay.recorded_connection(connection) for connection in live}
+        return {connection: recorded for connection, recorded in found.items() if recorded is not None}
 
     def _onto_recorded_connections(
         self, live: Sequence[Exchange], appended: Sequence[RecordedExchange], replayed_on: Mapping[int | None, int]
     ) -> None:
         """Put new exchanges made on a replayed connection on its recorded connection, and name the responses
         they build on (issued by the replay) by their recorded ids, so the cassette stays consistent."""
-        assert self.replay is not None
         for exchange, recorded in zip(live, appended, strict=True):
             if exchange.connection_id not in replayed_on:
                 continue
+            assert self.replay is not None
             recorded.connection = replayed_on[exchange.connection_id]
             previous = (recorded.wire_request or {}).get("previous_response_id")
             original = self.replay.recorded_id(exchange.connection_id, previous) if previous else None
@@ -208,42 +256,21 @@ class CassetteDeck:
     def _all_new(self) -> bool:
         return self.mode is not RecordMode.NEW_EPISODES or self.existing is None
 
-    def save(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Path | None:
-        """Write the cassette (atomically) when this deck records, then remove the recording's journal."""
-        cassette = self.recorded(exchanges, connections)
-        if cassette is None:
-            return None
-        journal = self.journal
-        with directory_lock(self.path.parent, self.lock_timeout):  # one writer per folder (a test run, a recording)
-            written = save_cassette(cassette, self.path, before_replace=journal.mark_saved if journal else None)
-        if journal is not None:
-            if self._capture is not None and self._exchange_ended in self._capture.listeners:
-                self._capture.listeners.remove(self._exchange_ended)
-            journal.remove()
-            self.journal = None
-        return written
-
     # -- the journal: each exchange on disk as it ends -----------------------------------------------------
     def journal_to(self, capture: Capture) -> Journal | None:
         """When this deck records: journal each exchange of `capture` as it gets its outcome (`journal` module),
         until `save` writes the cassette and removes the journal. Call it before the server answers."""
         if not self.records or self.journal is not None:
             return self.journal
-        try:
-            self.journal = Journal.start(
-                self.path,
-                replaces=self.mode not in (RecordMode.NEW_EPISODES, RecordMode.ALL),
-                name=self.name or self.path.stem,
-                source=self.source_name,
-                redaction=self.redactor.apply(Cassette()).redaction,
-            )
-        except OSError as error:
-            raise CassetteError(
-                f"{self.path}: cannot write the recording's journal next to it: {error.strerror or error}"
-            ) from None
+        journal = self.file.start_journal(
+            replaces=not self._appends,
+            name=self.name or self.path.stem,
+            source=self.source_name,
+            redaction=self.redactor.apply(Cassette()).redaction,
+        )
         self._capture = capture
         capture.listeners.append(self._exchange_ended)
-        return self.journal
+        return journal
 
     def _exchange_ended(self, exchange: Exchange) -> None:
         # On the server's loop the outcome is set a moment before the last fields (a collected body): journal it
@@ -258,7 +285,7 @@ class CassetteDeck:
         if journal is None or capture is None or exchange.replayed:
             return
         try:
-            journal.append(*self._journal_records(exchange, capture))
+            self.file.append(*self._journal_records(exchange, capture))
         except Exception as error:  # never fail the server; the exchange is still written at a clean stop
             warnings.warn(
                 f"{journal.path}: exchange {exchange.id} could not be journaled ({type(error).__name__}: {error}); "
@@ -269,11 +296,7 @@ class CassetteDeck:
 
     def _journal_records(self, exchange: Exchange, capture: Capture) -> list[dict[str, Any]]:
         connection_id = exchange.connection_id
-        onto = (
-            self.replay.recorded_connection(connection_id)
-            if self.replay is not None and connection_id is not None
-            else None
-        )
+        onto = self._replayed_connections([exchange]).get(connection_id)
         records: list[dict[str, Any]] = []
         live = None
         if connection_id is not None and onto is None and connection_id not in self._journaled_connections:
@@ -284,7 +307,7 @@ class CassetteDeck:
         )
         single = self.redactor.apply(single)
         recorded = single.exchanges[0]
-        if onto is not None and self.replay is not None:
+        if onto is not None:
             self._onto_recorded_connections([exchange], [recorded], {connection_id: onto})
         if live is not None:
             self._journaled_connections.add(live.id)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..protocol.events import response_id_of
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.outcome import OutcomeKind, response_id_of_body
+from ..protocol.outcome import Outcome, OutcomeKind, response_id_of_body
 from ..protocol.plan import (
     NO_FAULT,
     PlannedEvent,
@@ -22,7 +22,7 @@ from ..protocol.plan import (
 from ..protocol.vocabulary import CloseKind, Transport
 from ..script.models import Reject
 from ..script.render import rejection_of
-from .format import COMMENT_MARK, RecordedEvents, RecordedExchange, compact
+from .format import COMMENT_MARK, RecordedBody, RecordedEvents, RecordedExchange, compact
 
 REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
 """The recorded response headers a replay sends again; the rest describe the recording server."""
@@ -42,32 +42,54 @@ def render_recording(
     replayed = {k: v for k, v in exchange.response_headers.items() if k.lower() in REPLAYED_HEADERS}
     kept = {k: v for k, v in replayed.items() if k != TURN_STATE_HEADER}
     common: dict[str, Any] = {"headers": kept, "turn_state": replayed.get(TURN_STATE_HEADER), "replayed": True}
-    recorded_body = exchange.response_body
-    if recorded_body is not None and not exchange.events:
+    if exchange.response_body is not None and not exchange.events:
         # A whole body that was not played from events (relayed: a response object, an error, a page): served as
         # it was sent. A body the fake server played from events is played again, into the same body.
-        content = recorded_body.content
-        recorded_id = response_id_of_body(content)
-        if rename is not None and recorded_id:
-            content = content.replace(f'"{recorded_id}"'.encode(), f'"{rename(recorded_id)}"'.encode())
-        body = VerbatimBody(exchange.response_status or 200, content, recorded_body.content_type)
-        return ResponsePlan(response_id=response_id_of_body(content) or "", body=body, **common)
+        return _body_plan(exchange.response_body, exchange.response_status, rename, common)
     outcome = exchange.outcome
     if outcome is not None and outcome.kind is OutcomeKind.REFUSED:
         status = outcome.status or exchange.response_status or 500
         refused = Reject(status=status, code=outcome.code, message=outcome.message, headers=replayed)
         return ResponsePlan(rejection=rejection_of(refused), **common)
-    fault = NO_FAULT
-    if outcome is not None and outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.DISCONNECTED):
-        fault = StreamFault(drop_after=len(exchange.events), close=close, close_code=close_code)
-    elif outcome is not None and outcome.kind is OutcomeKind.STALLED:
-        fault = StreamFault(stall_after=len(exchange.events))
     events = compact(exchange.events)
+    fault = _fault(outcome, len(events), close, close_code)
+    return _events_plan(events, transport, time_scale, rename, fault=fault, **common)
+
+
+def _events_plan(
+    events: RecordedEvents,
+    transport: Transport,
+    time_scale: float,
+    rename: Callable[[str], str] | None,
+    **common: Any,
+) -> ResponsePlan:
+    """Recorded events played again, the response id they state renamed."""
     recorded_id = _first_response_id(events)
     sent_id = rename(recorded_id) if rename is not None and recorded_id else recorded_id
     swap = (f'"{recorded_id}"', f'"{sent_id}"') if recorded_id and sent_id != recorded_id else None
     played = events_of(_played(events, transport, time_scale, swap))
-    return ResponsePlan(played, response_id=sent_id or "", fault=fault, **common)
+    return ResponsePlan(played, response_id=sent_id or "", **common)
+
+
+def _body_plan(
+    recorded: RecordedBody, status: int | None, rename: Callable[[str], str] | None, common: dict[str, Any]
+) -> ResponsePlan:
+    """A recorded whole body sent again, the response id it states renamed."""
+    content = recorded.content
+    recorded_id = response_id_of_body(content)
+    if rename is not None and recorded_id:
+        content = content.replace(f'"{recorded_id}"'.encode(), f'"{rename(recorded_id)}"'.encode())
+    body = VerbatimBody(status or 200, content, recorded.content_type)
+    return ResponsePlan(response_id=response_id_of_body(content) or "", body=body, **common)
+
+
+def _fault(outcome: Outcome | None, events: int, close: CloseKind, close_code: int) -> StreamFault:
+    """How the recorded stream ended, after its `events`: dropped, stalled, or not at all."""
+    if outcome is not None and outcome.kind in (OutcomeKind.DROPPED, OutcomeKind.DISCONNECTED):
+        return StreamFault(drop_after=events, close=close, close_code=close_code)
+    if outcome is not None and outcome.kind is OutcomeKind.STALLED:
+        return StreamFault(stall_after=events)
+    return NO_FAULT
 
 
 def _played(

@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 from array import array
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,24 +97,30 @@ def consistency_problems(cassette: Cassette) -> list[str]:
         exchange_at.setdefault(exchange.id, index)
         if exchange.connection is not None and exchange.connection not in connection_at:
             problems.append(f"{place}: connection {exchange.connection} is not in `connections`")
-        outcome = exchange.outcome
-        if outcome is None:
-            continue
-        events = compact(exchange.events)
-        sent: Sequence[int] = range(len(events))  # the indices of the events counted as sent: SSE comments are not
-        if events.holds(COMMENT_MARK):
-            sent = [index for index, (_, text) in enumerate(events.timed()) if COMMENT_MARK not in text]
-        if outcome.events_sent not in (len(sent), len(events)):
-            problems.append(
-                f"{place}: outcome says {outcome.kind.value} after {outcome.events_sent} event(s), but "
-                f"{len(sent)} event(s) are recorded in `events`"
-            )
-            continue
-        # A stated outcome against the stream's own ending; a stream with no ending is `rrkit show`'s to report.
-        ending, last = _ENDING_TYPE.get(outcome.kind), events[sent[-1]].type if sent else None
-        if ending is not None and last in _ENDINGS and last != ending:
-            problems.append(f"{place}: outcome says {outcome.kind.value}, but the last recorded event is {last!r}")
+        if (problem := _outcome_problem(exchange)) is not None:
+            problems.append(f"{place}: {problem}")
     return problems
+
+
+def _outcome_problem(exchange: RecordedExchange) -> str | None:
+    """What the exchange's outcome says against its recorded events: how many were sent, or how the stream
+    ended (a stream with no ending is `rrkit show`'s to report)."""
+    outcome = exchange.outcome
+    if outcome is None:
+        return None
+    events = compact(exchange.events)
+    sent: Sequence[int] = range(len(events))  # the indices of the events counted as sent: SSE comments are not
+    if events.holds(COMMENT_MARK):
+        sent = [index for index, (_, text) in enumerate(events.timed()) if COMMENT_MARK not in text]
+    if outcome.events_sent not in (len(sent), len(events)):
+        return (
+            f"outcome says {outcome.kind.value} after {outcome.events_sent} event(s), but {len(sent)} event(s) are "
+            "recorded in `events`"
+        )
+    ending, last = _ENDING_TYPE.get(outcome.kind), events[sent[-1]].type if sent else None
+    if ending is not None and last in _ENDINGS and last != ending:
+        return f"outcome says {outcome.kind.value}, but the last recorded event is {last!r}"
+    return None
 
 
 @contextlib.contextmanager
@@ -159,6 +165,7 @@ _EVENT_LINE = re.compile(
 """One line of an exchange's `events` as `dump_cassette` writes it: its offset, its event's JSON text, a comma."""
 _BLOCK = "\x00rrkit: events read by lines"
 """What stands for an exchange's events in the rest of the file, parsed as a whole (a value no cassette holds)."""
+_MARKER = b'      "events": ' + orjson.dumps(_BLOCK) + b"\n"
 
 
 def _by_lines(path: Path, limit: int) -> Any | None:
@@ -167,45 +174,54 @@ def _by_lines(path: Path, limit: int) -> Any | None:
     unless every events list is in `dump_cassette`'s layout and the file is valid UTF-8 and JSON: the caller
     then reads and parses the whole file, and names what is wrong in it (also when it is more than `limit` bytes)."""
     try:
-        handle = path.open("rb")
-    except OSError:
-        return None
-    rest: list[bytes] = []  # the file but its events lists
-    blocks: list[RecordedEvents] = []
-    block: list[bytes] | None = None  # the event lines of the events list being read
-    marker = b'      "events": ' + orjson.dumps(_BLOCK) + b"\n"
-    size = 0
-    try:
-        with handle:
-            for line in handle:
-                size += len(line)
-                if size > limit:
-                    return None
-                if block is None:
-                    if line == _EVENTS_OPEN:
-                        block = []
-                    else:
-                        rest.append(line)
-                elif line != _EVENTS_CLOSE:
-                    block.append(line)
-                elif (events := _event_lines(b"".join(block))) is not None:
-                    blocks.append(events)
-                    rest.append(marker)
-                    block = None
-                else:
-                    return None
-        if block is not None or not blocks:
+        with path.open("rb") as handle:
+            apart = _events_apart(handle, limit)
+        if apart is None:
             return None
+        rest, blocks = apart
         data = loads_exact(b"".join(rest))
     except (OSError, ValueError):  # UnicodeDecodeError, JSONDecodeError: the whole file's read and parse say where
         return None
+    return _filled(data, blocks)
+
+
+def _events_apart(lines: Iterable[bytes], limit: int) -> tuple[list[bytes], list[RecordedEvents]] | None:
+    """The file's lines with each events list as one marker line, and those lists' events; None when the lines
+    are more than `limit` bytes, have no events list, or one not in `dump_cassette`'s layout."""
+    rest: list[bytes] = []  # the file but its events lists
+    blocks: list[RecordedEvents] = []
+    block: list[bytes] | None = None  # the event lines of the events list being read
+    size = 0
+    for line in lines:
+        size += len(line)
+        if size > limit:
+            return None
+        if block is None:
+            if line == _EVENTS_OPEN:
+                block = []
+            else:
+                rest.append(line)
+        elif line != _EVENTS_CLOSE:
+            block.append(line)
+        elif (events := _event_lines(b"".join(block))) is not None:
+            blocks.append(events)
+            rest.append(_MARKER)
+            block = None
+        else:
+            return None
+    return (rest, blocks) if block is None and blocks else None
+
+
+def _filled(data: Any, blocks: list[RecordedEvents]) -> Any | None:
+    """`data` with each marker of an exchange's events replaced by its events, in order; None unless each marker
+    is an exchange's `events` (else an events list was somewhere else: not this layout)."""
     exchanges = data.get("exchanges") if isinstance(data, dict) else None
     filled = 0
     for exchange in exchanges if isinstance(exchanges, list) else ():
         if isinstance(exchange, dict) and exchange.get("events") == _BLOCK and filled < len(blocks):
             exchange["events"] = blocks[filled]
             filled += 1
-    return data if filled == len(blocks) else None  # else an events list was somewhere else: not this layout
+    return data if filled == len(blocks) else None
 
 
 def _event_lines(lines: bytes) -> RecordedEvents | None:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
-# `rrkit serve` starts without them.
-if TYPE_CHECKING:
-    pass
-from .common import FileError, read_cassette
-from .group import main
+from .common import FileError, conclude, read_cassette, write_file
+from .group import failed, main
 from .options import diff_options, match_config, match_options, timeout_option
 
 
@@ -28,6 +23,8 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
     """Show a cassette as a timeline: its WebSocket connections, then each exchange in order (full or
     incremental, warmup, request sizes, events compressed, timing, outcome, protocol problems).
 
+    Exit status: 0 shown, 2 a usage or file error.
+
     \b
     Example:
       rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
@@ -40,10 +37,7 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
     timeline = build_timeline(cassette, path=str(cassette_path))
     print_timeline(timeline)
     if html_path is not None:
-        try:
-            written = write_html(timeline, html_path)
-        except OSError as error:
-            raise FileError(f"{html_path}: cannot write the HTML page: {error.strerror or error}") from None
+        written = write_file(html_path, "the HTML page", lambda: write_html(timeline, html_path))
         click.echo(f"rrkit: wrote {written}")
 
 
@@ -63,8 +57,6 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
       rrkit demo --record /tmp/now
       rrkit diff cassettes/tool-loop.ws.json /tmp/now/tool-loop.ws.json --ignore 'input[*].output'
     """
-    from rich.console import Console
-
     from ..tools.diff import VIEWS, diff_cassettes
     from ..tools.diff_render import render_report
 
@@ -76,12 +68,7 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from None
-    if as_json:
-        click.echo(report.to_json())
-    else:
-        render_report(report, Console(highlight=False))
-    if not report.equal:
-        raise SystemExit(1)
+    conclude(report.equal, as_json, report.to_json, lambda console: render_report(report, console))
 
 
 class ThenCommand(click.Command):
@@ -145,36 +132,29 @@ def replay(
     """
     import asyncio
 
-    from ..protocol.exceptions import CassetteError
+    from ..tools.diff import VIEWS
     from ..tools.replay import run_replays
 
     command = client_command(ctx)
     if command and against_url:
         raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
     match = match_config(match_presets, match_ignore, match_normalize, allow_repeats)
-    try:
-        paths = _cassette_files(cassettes)
-    except CassetteError as error:
-        raise FileError(str(error)) from None
-    loaded = [(path, read_cassette(path)) for path in paths]
-    try:
-        results = asyncio.run(
-            run_replays(
-                loaded,
-                command=command,
-                against=against_url,
-                match=match,
-                view=view,
-                strict=strict,
-                ignore=ignore,
-                timeout=timeout,
-                as_json=as_json,
-            )
+    loaded = [(path, read_cassette(path)) for path in _cassette_files(cassettes)]
+    results = asyncio.run(
+        run_replays(
+            loaded,
+            command=command,
+            against=against_url,
+            match=match,
+            view=next(name for name in VIEWS if name == view),  # click.Choice checked it; this narrows the type
+            strict=strict,
+            ignore=ignore,
+            timeout=timeout,
+            as_json=as_json,
         )
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
+    )
     if not all(result.ok for result in results):
-        raise SystemExit(1)
+        failed()
 
 
 def _cassette_files(given: tuple[Path, ...]) -> list[Path]:
@@ -202,25 +182,27 @@ def recover(cassettes: tuple[Path, ...]) -> None:
     free the space or fix the path first); the cassette is made from them when it does not exist. Journals of a
     recording still running are left alone. Opening a cassette to record into it does the same.
 
+    Exit status: 0 recovered (or nothing to recover), 2 a usage or file error.
+
     \b
     Example:
       rrkit recover session.json
     """
     import warnings
 
-    from ..cassette.journal import journal_paths, recover_journals
-    from ..protocol.exceptions import CassetteError
+    from ..cassette.file import CassetteFile
 
     for path in cassettes:
-        if not journal_paths(path):
+        cassette = CassetteFile(path)
+        if not cassette.journals():
             click.echo(f"rrkit: {path}: no journal next to it, nothing to recover")
             continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                count = recover_journals(path)
-        except (OSError, CassetteError) as error:
-            raise click.ClickException(f"cannot recover {path}: {getattr(error, 'strerror', None) or error}") from None
-        left = journal_paths(path)
+                count = cassette.recover()
+        except OSError as error:
+            raise FileError(f"cannot recover {path}: {error.strerror or error}") from None
+        left = cassette.journals()
         held = f"; {len(left)} journal(s) of a recording still running left alone" if left else ""
         click.echo(f"rrkit: {path}: recovered {count} exchange(s){held}")

@@ -1,25 +1,26 @@
-"""What every command shares: file errors (exit status 2), the option types, reading a cassette for a command."""
+"""What every command shares: the option types, reading a cassette for a command."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from ..cassette.recordmode import RecordMode
+from .group import FileError as FileError  # the file errors every command raises
+from .group import failed
 
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
 # `rrkit serve` starts without them.
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..cassette.format import Cassette
 
 
-class FileError(click.ClickException):
-    """A file that cannot be read as what it should be: exit status 2, like a usage error."""
-
-    exit_code = 2
+T = TypeVar("T")
 
 
 fixtures_option = click.option(
@@ -29,6 +30,16 @@ fixtures_option = click.option(
     help="Directory of scripts; default: ./fixtures, else the scripts shipped with rrkit.",
 )
 """The scripts `rrkit demo` and `rrkit compare-codex` run."""
+
+
+def fixtures_directory(given: Path | None) -> Path:
+    """The folder of scripts a command runs: --fixtures, else ./fixtures, else the shipped ones."""
+    from ..demo import find_fixtures
+
+    directory = find_fixtures(given)
+    if not directory.is_dir():
+        raise FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    return directory
 
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
@@ -54,18 +65,28 @@ def log_level_option(command: Callable[..., None]) -> Callable[..., None]:
     )(command)
 
 
-def file_error(error: Exception, kind_message: str | None) -> FileError:
-    return FileError(kind_message or str(error))
+def write_file(path: Path, what: str, write: Callable[[], T]) -> T:
+    """What `write` returns; an OSError from it is a file error naming the file and what it is."""
+    try:
+        return write()
+    except OSError as error:
+        raise FileError(f"{path}: cannot write {what}: {error.strerror or error}") from None
+
+
+def conclude(ok: bool, as_json: bool, to_json: Callable[[], str], render: Callable[[Console], None]) -> None:
+    """Show a command's result, as JSON or for a person, then end it: exit status 1 when it is not ok."""
+    if as_json:
+        click.echo(to_json())
+    else:
+        from rich.console import Console
+
+        render(Console(highlight=False))
+    if not ok:
+        failed()
 
 
 def read_cassette(path: Path) -> Cassette:
     """A cassette for show, diff and replay; a script given instead is named as one."""
-    from ..cassette.store import load_cassette
-    from ..protocol.exceptions import CassetteError
-    from ..tools.file_kind import not_a_cassette
+    from ..cassette.file import CassetteFile
 
-    try:
-        return load_cassette(path)
-    except CassetteError as error:
-        hint = f"give a cassette, or serve the script with `rrkit serve --script {path}`"
-        raise file_error(error, not_a_cassette(path, hint)) from None
+    return CassetteFile(path, hint=f"give a cassette, or serve the script with `rrkit serve --script {path}`").read()

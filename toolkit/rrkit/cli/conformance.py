@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from ..protocol.exceptions import ScriptError
 from ..protocol.vocabulary import TRANSPORTS
-
-# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
-# `rrkit serve` starts without them.
-if TYPE_CHECKING:
-    pass
 from .cassettes import ThenCommand, client_command
-from .common import SECONDS, FileError, fixtures_option
-from .group import main
+from .common import SECONDS, FileError, conclude, fixtures_directory, fixtures_option, write_file
+from .group import failed, main
 from .options import timeout_option
 
 
@@ -88,7 +82,7 @@ def conform(
     """
     from rich.console import Console
 
-    from ..conform import ConformError, catalogue, run, select
+    from ..conform import catalogue, run, select
     from ..conform.profile import load_profile, shipped_profiles
     from ..conform.render import render_list, render_report
     from ..conform.report_html import write_html
@@ -96,11 +90,8 @@ def conform(
 
     command = client_command(ctx)
     every = catalogue()
-    try:
-        scenarios = select(every, only)
-        judged_by = load_profile(profile) if profile is not None else None
-    except ConformError as error:
-        raise click.UsageError(str(error)) from None
+    scenarios = select(every, only)
+    judged_by = load_profile(profile) if profile is not None else None
     if list_only:
         render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
         return
@@ -111,34 +102,20 @@ def conform(
         verdict = "ok" if result.ok else "FAILED"
         progress.print(f"{result.run.scenario} [{result.run.transport}] {verdict}", markup=False)
 
-    try:
-        report = run(
-            command or None,
-            scenarios=every,
-            only=only,
-            transports=transports,
-            timeout=timeout,
-            profile=judged_by,
-            on_result=said,
-        )
-    except ConformError as error:  # a profile's rules for no scenario
-        raise click.UsageError(str(error)) from None
+    report = run(
+        command or None,
+        scenarios=every,
+        only=only,
+        transports=transports,
+        timeout=timeout,
+        profile=judged_by,
+        on_result=said,
+    )
     if junit_path is not None:
-        try:
-            write_page(report.to_junit(), junit_path)
-        except OSError as error:
-            raise FileError(f"{junit_path}: cannot write the JUnit report: {error.strerror or error}") from None
+        write_file(junit_path, "the JUnit report", lambda: write_page(report.to_junit(), junit_path))
     if html_path is not None:
-        try:
-            write_html(report, html_path)
-        except OSError as error:
-            raise FileError(f"{html_path}: cannot write the HTML report: {error.strerror or error}") from None
-    if as_json:
-        click.echo(report.to_json())
-    else:
-        render_report(report, Console(highlight=False))
-    if not report.ok:
-        raise SystemExit(1)
+        write_file(html_path, "the HTML report", lambda: write_html(report, html_path))
+    conclude(report.ok, as_json, report.to_json, lambda console: render_report(report, console))
 
 
 @main.command("compare-codex")
@@ -183,31 +160,21 @@ def compare_codex(
       rrkit compare-codex
       rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
     """
-    from ..demo import find_fixtures
     from ..differential.codex import find_codex
     from ..differential.fixtures import compare_scripts, format_comparisons, summary
     from ..differential.settings import Budgets
-    from ..protocol.exceptions import CodexNotFound
     from ..script.shipped import script_files
 
-    try:
-        codex = find_codex(codex_path)
-    except CodexNotFound as error:
-        raise FileError(str(error)) from None
-    directory = find_fixtures(fixtures_dir)
-    if not directory.is_dir():
-        raise FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    codex = find_codex(codex_path)
+    directory = fixtures_directory(fixtures_dir)
     paths = [path for path in script_files(directory) if not only or path.stem in only]
     if not paths:
         named = f" named {', '.join(only)}" if only else ""
         raise FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")
     click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
     budgets = Budgets(idle_timeout=idle_timeout)
-    try:
-        results = compare_scripts(paths, codex, transports=transports or TRANSPORTS, budgets=budgets)
-    except ScriptError as error:
-        raise FileError(str(error)) from None
+    results = compare_scripts(paths, codex, transports=transports or TRANSPORTS, budgets=budgets)
     click.echo(format_comparisons(results, verbose=verbose))
     click.echo(summary(results))
     if not all(result.agree for result in results):
-        raise SystemExit(1)
+        failed()

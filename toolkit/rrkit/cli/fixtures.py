@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from ..protocol.exceptions import ScriptError
 from ..protocol.vocabulary import TRANSPORTS
 from ..script.loader import load_script
-
-# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
-# `rrkit serve` starts without them.
-if TYPE_CHECKING:
-    pass
-from .common import fixtures_option
-from .group import main
+from .common import FileError, fixtures_directory, fixtures_option
+from .group import failed, main
 
 
 @main.command()
@@ -38,6 +31,8 @@ def demo(
 ) -> None:
     """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected.
 
+    Exit status: 0 every run ended as its script expects, 1 one did not, 2 a usage or file error.
+
     \b
     Examples:
       rrkit demo
@@ -49,11 +44,9 @@ def demo(
     from rich.console import Console
     from rich.progress import Progress
 
-    from ..demo import demo_table, find_fixtures, rows_json, run_demo, summary
+    from ..demo import demo_table, rows_json, run_demo, summary
 
-    directory = find_fixtures(fixtures_dir)
-    if not directory.is_dir():
-        raise click.ClickException(f"no fixtures directory at {directory} (use --fixtures DIR)")
+    directory = fixtures_directory(fixtures_dir)
     errors = Console(stderr=True)
     with Progress(console=errors, transient=True, disable=not errors.is_terminal) as progress:
         task = progress.add_task("starting", total=None)
@@ -61,16 +54,11 @@ def demo(
         def step(done: int, total: int, what: str) -> None:
             progress.update(task, completed=done, total=total, description=what)
 
-        try:
-            rows = asyncio.run(
-                run_demo(
-                    directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir, progress=step
-                )
-            )
-        except ScriptError as error:
-            raise click.ClickException(str(error)) from None
+        rows = asyncio.run(
+            run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir, progress=step)
+        )
     if not rows:
-        raise click.ClickException(f"no scripts (*.yaml, *.yml, *.json) in {directory}: give another --fixtures DIR")
+        raise FileError(f"no scripts (*.yaml, *.yml, *.json) in {directory}: give another --fixtures DIR")
     if as_json:
         click.echo(json.dumps(rows_json(rows), indent=2))
     else:
@@ -81,12 +69,14 @@ def demo(
     if record_dir is not None and not as_json:
         click.echo(f"Wrote {len(rows)} cassettes to {record_dir}")
     if not all(row.ok for row in rows):
-        raise SystemExit(1)
+        failed()
 
 
 @main.command()
 def fixtures() -> None:
     """List the scripts shipped with rrkit, one line each: use one as `--script fixture:NAME`.
+
+    Exit status: 0 listed, 2 a usage error.
 
     \b
     Examples:

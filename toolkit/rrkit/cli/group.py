@@ -1,19 +1,87 @@
-"""The `rrkit` command group, and the program that runs it (an exit a late signal cannot turn into a kill)."""
+"""The `rrkit` command group, its one table of exit statuses, and the program that runs it (an exit a late signal
+cannot turn into a kill)."""
 
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING
+from enum import IntEnum
+from typing import Any, NoReturn
 
 import click
 
-# The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
-# `rrkit serve` starts without them.
-if TYPE_CHECKING:
-    pass
+from ..protocol.exceptions import (
+    AppServerError,
+    CassetteError,
+    CodexNotFound,
+    ConformError,
+    LimitError,
+    LockHeld,
+    RRKitError,
+    ScriptError,
+)
 
 
-@click.group()
+class ExitStatus(IntEnum):
+    """What every command's exit status means."""
+
+    OK = 0
+    """Done: no difference, every check kept."""
+    FAILED = 1
+    """A difference or a failed check; or a recording that could not be written (its journal keeps it)."""
+    USAGE = 2
+    """A usage or file error: nothing was run, or nothing could be."""
+
+
+EXIT_STATUSES: tuple[tuple[type[RRKitError], ExitStatus], ...] = (
+    # first match wins: a subclass before its base
+    (LockHeld, ExitStatus.FAILED),
+    (AppServerError, ExitStatus.FAILED),
+    (ScriptError, ExitStatus.USAGE),
+    (CassetteError, ExitStatus.USAGE),
+    (ConformError, ExitStatus.USAGE),
+    (LimitError, ExitStatus.USAGE),
+    (CodexNotFound, ExitStatus.USAGE),
+    (RRKitError, ExitStatus.FAILED),
+)
+"""The exit status of an error a command lets through to the group, by its type."""
+
+
+def exit_status(error: RRKitError) -> ExitStatus:
+    return next(status for kind, status in EXIT_STATUSES if isinstance(error, kind))
+
+
+class FileError(click.ClickException):
+    """A file that cannot be read or written as what it should be: a file error."""
+
+    exit_code = ExitStatus.USAGE
+
+
+class CheckFailed(click.ClickException):
+    """A check that could not be completed, or a recording that could not be written."""
+
+    exit_code = ExitStatus.FAILED
+
+
+def command_error(error: RRKitError) -> click.ClickException:
+    """An rrkit error shown as `Error: <its message>`, with the exit status the table gives its type."""
+    kind = FileError if exit_status(error) is ExitStatus.USAGE else CheckFailed
+    return kind(str(error))
+
+
+def failed() -> NoReturn:
+    """End a command that found a difference or a broken check (after it has shown them)."""
+    raise SystemExit(ExitStatus.FAILED)
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RRKitError as error:
+            raise command_error(error) from None
+
+
+@click.group(cls=_Group)
 @click.version_option(package_name="rrkit")
 def main() -> None:
     """rrkit: record/replay protocol testing for the OpenAI Responses streaming protocol.

@@ -19,50 +19,55 @@ if TYPE_CHECKING:
     from ..cassette.match import MatchConfig
 from .common import SECONDS
 
-
-def observe_options(command: Callable[..., None]) -> Callable[..., None]:
-    """What a running server tells its user and its harness: a line per exchange, a journal, a ready file."""
-    options = [
-        click.option("--quiet", "-q", is_flag=True, help="Print no line per exchange (only start and stop)."),
-        click.option(
-            "--journal",
-            "journal_path",
-            type=click.Path(path_type=Path, dir_okay=False),
-            help="Append each exchange, as it ends, to FILE.jsonl as one JSON object (README: the journal's fields).",
-        ),
-        click.option(
-            "--ready-file",
-            "ready_path",
-            type=click.Path(path_type=Path, dir_okay=False),
-            help='Once listening, write {"port", "http_url", "ws_url", "admin_url", "pid"} as JSON to this file '
-            '(atomically; with "admin_token" and mode 0600 when admin calls need one); removed at exit. For --port 0 '
-            "in harnesses.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
 
-def admin_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Who may call the admin API of a server the command runs (README: Admin API)."""
-    options = [
-        click.option(
-            "--admin-token",
-            envvar="RRKIT_ADMIN_TOKEN",
-            help="Require `Authorization: Bearer TOKEN` on every admin call (env RRKIT_ADMIN_TOKEN); without it only "
-            "loopback callers may, and a server bound to another address makes one up and prints it.",
-        ),
-        click.option(
-            "--admin-host",
-            "admin_hosts",
-            multiple=True,
-            help="A host name the admin API answers for, besides IP addresses and localhost (repeatable).",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+def bundle(*options: Decorator) -> Decorator:
+    """The options as one decorator, shown in `--help` in the order given."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+observe_options = bundle(
+    click.option("--quiet", "-q", is_flag=True, help="Print no line per exchange (only start and stop)."),
+    click.option(
+        "--journal",
+        "journal_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Append each exchange, as it ends, to FILE.jsonl as one JSON object (README: the journal's fields).",
+    ),
+    click.option(
+        "--ready-file",
+        "ready_path",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help='Once listening, write {"port", "http_url", "ws_url", "admin_url", "pid"} as JSON to this file '
+        '(atomically; with "admin_token" and mode 0600 when admin calls need one); removed at exit. For --port 0 '
+        "in harnesses.",
+    ),
+)
+"""What a running server tells its user and its harness: a line per exchange, a journal, a ready file."""
+
+
+admin_options = bundle(
+    click.option(
+        "--admin-token",
+        envvar="RRKIT_ADMIN_TOKEN",
+        help="Require `Authorization: Bearer TOKEN` on every admin call (env RRKIT_ADMIN_TOKEN); without it only "
+        "loopback callers may, and a server bound to another address makes one up and prints it.",
+    ),
+    click.option(
+        "--admin-host",
+        "admin_hosts",
+        multiple=True,
+        help="A host name the admin API answers for, besides IP addresses and localhost (repeatable).",
+    ),
+)
+"""Who may call the admin API of a server the command runs (README: Admin API)."""
 
 
 def limit_option(command: Callable[..., None]) -> Callable[..., None]:
@@ -80,36 +85,32 @@ def limit_option(command: Callable[..., None]) -> Callable[..., None]:
     )(command)
 
 
-def upstream_options(command: Callable[..., None]) -> Callable[..., None]:
-    """How a relay treats its upstream (README: Recording proxy)."""
-    options = [
-        click.option(
-            "--upstream-connect-timeout",
-            type=click.FloatRange(min=0, min_open=True),
-            default=UPSTREAM_CONNECT_TIMEOUT,
-            show_default=True,
-            help="Seconds reaching the upstream may take (TCP connect, TLS, the WebSocket handshake); then a 502.",
-        ),
-        click.option(
-            "--upstream-timeout",
-            type=click.FloatRange(min=0),
-            default=UPSTREAM_TIMEOUT,
-            show_default=True,
-            help="Seconds the upstream may stay silent (before answering, or mid-stream) before the stream counts as "
-            "cut; 0 waits for ever.",
-        ),
-        click.option(
-            "--upstream-redirects",
-            type=click.Choice(["none", "same-origin"]),
-            default="none",
-            show_default=True,
-            help="none: an upstream redirect goes to the client as it came; same-origin: a 307 or 308 to the "
-            "upstream's own scheme, host and port is followed (the key never goes to another host).",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+upstream_options = bundle(
+    click.option(
+        "--upstream-connect-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=UPSTREAM_CONNECT_TIMEOUT,
+        show_default=True,
+        help="Seconds reaching the upstream may take (TCP connect, TLS, the WebSocket handshake); then a 502.",
+    ),
+    click.option(
+        "--upstream-timeout",
+        type=click.FloatRange(min=0),
+        default=UPSTREAM_TIMEOUT,
+        show_default=True,
+        help="Seconds the upstream may stay silent (before answering, or mid-stream) before the stream counts as "
+        "cut; 0 waits for ever.",
+    ),
+    click.option(
+        "--upstream-redirects",
+        type=click.Choice(["none", "same-origin"]),
+        default="none",
+        show_default=True,
+        help="none: an upstream redirect goes to the client as it came; same-origin: a 307 or 308 to the "
+        "upstream's own scheme, host and port is followed (the key never goes to another host).",
+    ),
+)
+"""How a relay treats its upstream (README: Recording proxy)."""
 
 
 def server_settings(
@@ -138,32 +139,28 @@ def server_settings(
     }
 
 
-def match_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The matching options, the same on every command that replays (README: Matching)."""
-    options = [
-        click.option(
-            "--match-preset",
-            "match_presets",
-            multiple=True,
-            help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching).",
-        ),
-        click.option(
-            "--match-ignore",
-            "match_ignore",
-            multiple=True,
-            help="A JSON path left out of matching, wildcards allowed: input[*].output (repeatable).",
-        ),
-        click.option(
-            "--match-normalize",
-            "match_normalize",
-            multiple=True,
-            help="PATH=REGEX: what the regex matches in strings at PATH is not compared (repeatable).",
-        ),
-        click.option("--allow-repeats", is_flag=True, help="A recorded exchange may answer more than once."),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+match_options = bundle(
+    click.option(
+        "--match-preset",
+        "match_presets",
+        multiple=True,
+        help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching).",
+    ),
+    click.option(
+        "--match-ignore",
+        "match_ignore",
+        multiple=True,
+        help="A JSON path left out of matching, wildcards allowed: input[*].output (repeatable).",
+    ),
+    click.option(
+        "--match-normalize",
+        "match_normalize",
+        multiple=True,
+        help="PATH=REGEX: what the regex matches in strings at PATH is not compared (repeatable).",
+    ),
+    click.option("--allow-repeats", is_flag=True, help="A recorded exchange may answer more than once."),
+)
+"""The matching options, the same on every command that replays (README: Matching)."""
 
 
 def match_config(
@@ -177,34 +174,30 @@ def match_config(
         raise click.UsageError(str(error)) from None
 
 
-def diff_options(command: Callable[..., None]) -> Callable[..., None]:
-    """How cassettes are compared, the same for `rrkit diff` and `rrkit replay` (README: `rrkit diff`)."""
-    options = [
-        click.option(
-            "--strict",
-            is_flag=True,
-            help="Compare ids, timestamps, token counts, per-run headers and timings as recorded.",
-        ),
-        click.option(
-            "--ignore",
-            "ignore",
-            multiple=True,
-            metavar="PATH",
-            help="A JSON path left out, as in matching: input[*].output; or rooted as reported: events[*].delta, "
-            "outcome.message, response_headers.retry-after (repeatable).",
-        ),
-        click.option(
-            "--view",
-            type=click.Choice(["logical", "wire", "both"]),
-            default="both",
-            show_default=True,
-            help="Compare the logical requests, the wire requests, or both (a full request where a delta was "
-            "recorded is an incrementality difference).",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
+diff_options = bundle(
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="Compare ids, timestamps, token counts, per-run headers and timings as recorded.",
+    ),
+    click.option(
+        "--ignore",
+        "ignore",
+        multiple=True,
+        metavar="PATH",
+        help="A JSON path left out, as in matching: input[*].output; or rooted as reported: events[*].delta, "
+        "outcome.message, response_headers.retry-after (repeatable).",
+    ),
+    click.option(
+        "--view",
+        type=click.Choice(["logical", "wire", "both"]),
+        default="both",
+        show_default=True,
+        help="Compare the logical requests, the wire requests, or both (a full request where a delta was "
+        "recorded is an incrementality difference).",
+    ),
+)
+"""How cassettes are compared, the same for `rrkit diff` and `rrkit replay` (README: `rrkit diff`)."""
 
 
 def timeout_option(default: float, per: str, then: str = "") -> Callable[[Callable[..., None]], Callable[..., None]]:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from ..protocol.headers import identity_headers
@@ -18,7 +18,7 @@ from .trace import Trace
 from .turn import Turn
 
 
-class ModelClient:
+class ModelClient(contextlib.AbstractAsyncContextManager["ModelClient"]):
     """One per session. WebSocket is preferred while the provider supports it and the session has
     not fallen back; `websockets_disabled` then holds for every later turn.
 
@@ -54,12 +54,7 @@ class ModelClient:
         )
         self._turns = 0
 
-    async def __aenter__(self) -> ModelClient:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..protocol import events as ev
 from ..protocol.request import Item
@@ -17,9 +17,17 @@ class Created:
 
 
 @dataclass(frozen=True, slots=True)
-class OutputItemAdded:
+class _OutputItem:
     output_index: int
     item: Item
+
+
+class OutputItemAdded(_OutputItem):
+    """`response.output_item.added`: an output item begins."""
+
+
+class OutputItemDone(_OutputItem):
+    """One complete output item: what history records."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +57,6 @@ class ReasoningTextDelta(Delta):
 
 class ToolInputDelta(Delta):
     """`response.function_call_arguments.delta` or `response.custom_tool_call_input.delta`."""
-
-
-@dataclass(frozen=True, slots=True)
-class OutputItemDone:
-    """One complete output item: what history records."""
-
-    output_index: int
-    item: Item
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,38 +92,71 @@ def map_event(event: Mapping[str, Any]) -> ResponseEvent | None:
     Event types the client does not know are ignored (None), as the protocol requires, and so is an `error`
     event without status (Codex 0.169), unless its code asks for a new socket and the full request.
     """
-    kind = event.get("type")
-    if kind == ev.CREATED:
-        return Created(str(_response(event).get("id") or ""))
-    if kind == ev.ITEM_ADDED:
-        return OutputItemAdded(int(event.get("output_index", 0)), dict(event.get("item") or {}))
-    if kind == ev.ITEM_DONE:
-        return OutputItemDone(int(event.get("output_index", 0)), dict(event.get("item") or {}))
-    delta_class = DELTA_CLASSES.get(str(kind))
-    if delta_class is not None:
+    mapper = _MAPPERS.get(str(event.get("type")))
+    return None if mapper is None else mapper(event)
+
+
+_Mapper = Callable[[Mapping[str, Any]], ResponseEvent | None]
+
+
+def _created(event: Mapping[str, Any]) -> Created:
+    return Created(str(_response(event).get("id") or ""))
+
+
+def _output_item(kind: type[OutputItemAdded | OutputItemDone]) -> _Mapper:
+    def mapped(event: Mapping[str, Any]) -> OutputItemAdded | OutputItemDone:
+        return kind(int(event.get("output_index", 0)), dict(event.get("item") or {}))
+
+    return mapped
+
+
+def _delta(kind: type[Delta]) -> _Mapper:
+    def mapped(event: Mapping[str, Any]) -> Delta:
         item_id = event.get("item_id")
-        return delta_class(
+        return kind(
             str(item_id) if item_id is not None else None,
             int(event.get("output_index", 0)),
             str(event.get("delta", "")),
         )
-    if kind == ev.COMPLETED:
-        response = _response(event)
-        usage = response.get("usage")
-        end_turn = response.get("end_turn")
-        return Completed(
-            str(response.get("id") or ""),
-            dict(usage) if isinstance(usage, Mapping) else None,
-            end_turn if isinstance(end_turn, bool) else None,
-        )
-    if kind == ev.FAILED:
-        error = _response(event).get("error") or {}
-        raise failed_error(error.get("code"), error.get("message"))
-    if kind == ev.INCOMPLETE:
-        details = _response(event).get("incomplete_details") or {}
-        raise incomplete_error(details.get("reason"))
-    if kind == ev.ERROR:
-        error = error_event_error(event)  # a flat or status-less error: ignored, bar two codes
-        if error is not None:
-            raise error
-    return None
+
+    return mapped
+
+
+def _completed(event: Mapping[str, Any]) -> Completed:
+    response = _response(event)
+    usage = response.get("usage")
+    end_turn = response.get("end_turn")
+    return Completed(
+        str(response.get("id") or ""),
+        dict(usage) if isinstance(usage, Mapping) else None,
+        end_turn if isinstance(end_turn, bool) else None,
+    )
+
+
+def _failed(event: Mapping[str, Any]) -> NoReturn:
+    error = _response(event).get("error") or {}
+    raise failed_error(error.get("code"), error.get("message"))
+
+
+def _incomplete(event: Mapping[str, Any]) -> NoReturn:
+    details = _response(event).get("incomplete_details") or {}
+    raise incomplete_error(details.get("reason"))
+
+
+def _error(event: Mapping[str, Any]) -> None:
+    error = error_event_error(event)  # a flat or status-less error: ignored, bar two codes
+    if error is not None:
+        raise error
+
+
+_MAPPERS: dict[str, _Mapper] = {
+    ev.CREATED: _created,
+    ev.ITEM_ADDED: _output_item(OutputItemAdded),
+    ev.ITEM_DONE: _output_item(OutputItemDone),
+    **{kind: _delta(delta_class) for kind, delta_class in DELTA_CLASSES.items()},
+    ev.COMPLETED: _completed,
+    ev.FAILED: _failed,
+    ev.INCOMPLETE: _incomplete,
+    ev.ERROR: _error,
+}
+"""How each event type the client reads is mapped (by its `type`)."""

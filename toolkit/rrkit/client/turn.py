@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from types import TracebackType
 from typing import Any
 
 from ..protocol.events import ERROR
@@ -52,7 +52,7 @@ class SampleResult:
         return [item for item in self.items if item.get("type") in TOOL_CALL_TYPES]
 
 
-class Turn:
+class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
     """One turn: its id, a fresh (empty) turn-state token, the socket it borrowed, and its samplings.
 
     It gets from its ModelClient what it needs and nothing more: the request defaults and options, the session's
@@ -85,12 +85,7 @@ class Turn:
         self._state = state
         self._socket: ResponsesSocket | None = None
 
-    async def __aenter__(self) -> Turn:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.finish()
 
     async def finish(self) -> None:

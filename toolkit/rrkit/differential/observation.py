@@ -134,10 +134,8 @@ class Observation:
     @property
     def fallback(self) -> int | None:
         """The index of the first HTTP attempt after a WebSocket one (None: no fallback)."""
-        for index, (before, now) in enumerate(zip(self.attempts, self.attempts[1:], strict=False), start=1):
-            if before.transport == "ws" and now.transport == "http":
-                return index
-        return None
+        transports = [attempt.transport for attempt in self.attempts]
+        return next((i for i in range(1, len(transports)) if transports[i - 1 : i + 1] == ["ws", "http"]), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,17 +229,8 @@ def _unanswered(connection: Connection) -> _Seen:
     return _Seen(connection.started_at, connection.started_at, False, attempt)
 
 
-def observe(
-    exchanges: Sequence[Exchange],
-    connections: Sequence[Connection],
-    outcome: str,
-    ranges: WaitRanges,
-    *,
-    unanswered: bool = False,
-) -> Observation:
-    """The attempts in arrival order, each with the kind of wait before it; a request that opened its socket
-    is timed from the upgrade. `unanswered`: also the upgrades the server had not answered (a scripted delay
-    the client gave up on), timed from their start."""
+def _seen(exchanges: Sequence[Exchange], connections: Sequence[Connection], *, unanswered: bool) -> list[_Seen]:
+    """Every attempt the server saw (requests, refused upgrades, unanswered ones if asked), by when it began."""
     by_id = {connection.id: connection for connection in connections}
     seen: list[_Seen] = []
     for exchange in exchanges:
@@ -253,6 +242,21 @@ def observe(
     if unanswered:
         seen += [_unanswered(c) for c in connections if c.status is None and not c.exchanges]
     seen.sort(key=lambda item: item.start)
+    return seen
+
+
+def observe(
+    exchanges: Sequence[Exchange],
+    connections: Sequence[Connection],
+    outcome: str,
+    ranges: WaitRanges,
+    *,
+    unanswered: bool = False,
+) -> Observation:
+    """The attempts in arrival order, each with the kind of wait before it; a request that opened its socket
+    is timed from the upgrade. `unanswered`: also the upgrades the server had not answered (a scripted delay
+    the client gave up on), timed from their start."""
+    seen = _seen(exchanges, connections, unanswered=unanswered)
     attempts: list[Attempt] = []
     for before, now in zip([None, *seen], seen, strict=False):
         wait, gap = "first", None

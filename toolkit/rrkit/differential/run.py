@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
@@ -38,14 +39,8 @@ async def _tool(call: Item) -> str:
 
 async def reference_turn(base_url: str, *, websockets: bool, budgets: Budgets) -> tuple[str, str]:
     """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", error)."""
-    async with ModelClient(base_url, supports_websockets=websockets, options=reference_options(budgets)) as client:
-        conversation = Conversation(client, PROMPT)
-        await conversation.warmup()
-        try:
-            await conversation.run_turn(USER_INPUT, _tool)
-        except ModelClientError as error:
-            return "failed", str(error)
-    return "completed", ""
+    outcomes, errors = await reference_turns(base_url, 1, websockets=websockets, budgets=budgets)
+    return outcomes[0], errors[0] if errors else ""
 
 
 def observe_codex(
@@ -53,36 +48,67 @@ def observe_codex(
     script: Script,
     *,
     websockets: bool,
+    turns: int | None = None,
     budgets: Budgets = DEFAULT_BUDGETS,
     ranges: WaitRanges | None = None,
     timeout: float = 30.0,
     unanswered: bool = False,
 ) -> Observation:
-    """`codex exec` one turn against a fresh server playing `script` (`unanswered`: see `observe`)."""
-    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
+    """`codex exec` one turn against a fresh server playing `script` (`unanswered`: see `observe`); with `turns`,
+    that many turns of one Codex session (`codex app-server`, one thread), the outcome their outcomes joined by
+    TURNS_SEPARATOR."""
+
+    def codex_turn(server: FakeServer) -> tuple[str, tuple[str, ...]]:
         run = run_codex(binary, server.http_url, websockets=websockets, budgets=budgets, timeout=timeout)
-        _settle(server)
         outcome = "timed out" if run.timed_out else "completed" if run.returncode == 0 else "failed"
-        ranges = ranges or _ranges(budgets, script)
-        seen = observe(server.exchanges, server.connections, outcome, ranges, unanswered=unanswered)
-        return Observation(seen.attempts, seen.outcome, tuple(run.errors))
+        return outcome, tuple(run.errors)
+
+    def session(server: FakeServer) -> tuple[str, tuple[str, ...]]:
+        prompts = [USER_INPUT] * (turns or 1)
+        run = run_codex_turns(binary, server.http_url, prompts, websockets=websockets, budgets=budgets, timeout=timeout)
+        return TURNS_SEPARATOR.join(run.outcomes), tuple(run.errors)
+
+    drive = codex_turn if turns is None else session
+    return _observed(script, drive, ranges or _ranges(budgets, script), unanswered=unanswered, turns=turns is not None)
 
 
 def observe_reference(
     script: Script,
     *,
     websockets: bool,
+    turns: int | None = None,
     budgets: Budgets = DEFAULT_BUDGETS,
     ranges: WaitRanges | None = None,
     unanswered: bool = False,
 ) -> Observation:
-    """The reference client's turn against a fresh server playing `script` (real waits, as Codex's)."""
+    """The reference client's turn against a fresh server playing `script` (real waits, as Codex's); with `turns`,
+    that many turns of one session, as `observe_codex`'s."""
+
+    def session(server: FakeServer) -> tuple[str, tuple[str, ...]]:
+        done = reference_turns(server.http_url, turns or 1, websockets=websockets, budgets=budgets)
+        outcomes, errors = asyncio.run(done)
+        return TURNS_SEPARATOR.join(outcomes), errors
+
+    return _observed(
+        script, session, ranges or _ranges(budgets, script), unanswered=unanswered, turns=turns is not None
+    )
+
+
+def _observed(
+    script: Script,
+    drive: Callable[[FakeServer], tuple[str, tuple[str, ...]]],
+    ranges: WaitRanges,
+    *,
+    unanswered: bool = False,
+    turns: bool = False,
+) -> Observation:
+    """What a fresh server playing `script` saw while `drive` ran a client against it (its outcome, its errors);
+    `turns`: each turn after the first marked as one (`next_turns_marked`)."""
     with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
-        outcome, error = asyncio.run(reference_turn(server.http_url, websockets=websockets, budgets=budgets))
+        outcome, errors = drive(server)
         _settle(server)
-        ranges = ranges or _ranges(budgets, script)
         seen = observe(server.exchanges, server.connections, outcome, ranges, unanswered=unanswered)
-        return Observation(seen.attempts, seen.outcome, (error,) if error else ())
+        return Observation(next_turns_marked(seen.attempts) if turns else seen.attempts, seen.outcome, errors)
 
 
 def _ranges(budgets: Budgets, script: Script) -> WaitRanges:
@@ -138,41 +164,3 @@ def next_turns_marked(attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:
         last_turn = turn or last_turn
         marked.append(attempt)
     return tuple(marked)
-
-
-def observe_codex_turns(
-    binary: str,
-    script: Script,
-    turns: int,
-    *,
-    websockets: bool,
-    budgets: Budgets = DEFAULT_BUDGETS,
-    ranges: WaitRanges | None = None,
-    timeout: float = 30.0,
-) -> Observation:
-    """`turns` turns of one Codex session (`codex app-server`, one thread) against a fresh server playing
-    `script`; the outcome is the turns' outcomes joined by TURNS_SEPARATOR."""
-    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
-        prompts = [USER_INPUT] * turns
-        run = run_codex_turns(binary, server.http_url, prompts, websockets=websockets, budgets=budgets, timeout=timeout)
-        _settle(server)
-        outcome = TURNS_SEPARATOR.join(run.outcomes)
-        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
-        return Observation(next_turns_marked(seen.attempts), seen.outcome, run.errors)
-
-
-def observe_reference_turns(
-    script: Script,
-    turns: int,
-    *,
-    websockets: bool,
-    budgets: Budgets = DEFAULT_BUDGETS,
-    ranges: WaitRanges | None = None,
-) -> Observation:
-    """`turns` turns of one reference-client session against a fresh server playing `script`."""
-    with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
-        outcomes, errors = asyncio.run(reference_turns(server.http_url, turns, websockets=websockets, budgets=budgets))
-        _settle(server)
-        outcome = TURNS_SEPARATOR.join(outcomes)
-        seen = observe(server.exchanges, server.connections, outcome, ranges or _ranges(budgets, script))
-        return Observation(next_turns_marked(seen.attempts), seen.outcome, errors)

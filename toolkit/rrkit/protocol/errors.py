@@ -142,25 +142,46 @@ def classify_http_error(status: int, body: Mapping[str, Any] | None, headers: Ma
     Only a `Retry-After` header (seconds) names a delay; `retry-after-ms` and the message are not read.
     """
     error = (body or {}).get("error") or {}
-    error_type = error.get("type") if isinstance(error, Mapping) else None
-    code = error.get("code") if isinstance(error, Mapping) else None
+    fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
+    code = fields.get("code")
     delay = retry_after(headers)
+    by_code = _classify_code(code, status, delay)
+    if by_code is not None:
+        return by_code
+    if status == 429:
+        return _classify_too_many(fields.get("type"), code, delay)
+    return _classify_status(status, code, delay)
+
+
+def _classify_code(code: object, status: int, delay: float | None) -> Classification | None:
+    """The codes that decide, whatever the status."""
     if code == WEBSOCKET_CONNECTION_LIMIT:
         return Classification(ErrorKind.RETRYABLE, True, delay)
     if code == PREVIOUS_RESPONSE_NOT_FOUND:
         return Classification(ErrorKind.PREVIOUS_RESPONSE, True)
     if code in OVERLOADED_CODES:  # a 503's Retry-After still paces the request-level retries of any 5xx
         return Classification(ErrorKind.OVERLOADED, False, delay if status == 503 else None)
-    if status == 429:
-        if error_type == "usage_limit_reached" or code == "usage_limit_reached":
-            return Classification(ErrorKind.USAGE_LIMIT, False)
-        if error_type == "usage_not_included" or code == "usage_not_included":
-            return Classification(ErrorKind.USAGE_NOT_INCLUDED, False)
-        if code == "insufficient_quota":
-            return Classification(ErrorKind.QUOTA, False)
-        if delay is None:  # Codex 0.169: "exceeded retry limit, last status: 429", at once
-            return Classification(ErrorKind.RETRY_LIMIT, False)
-        return Classification(ErrorKind.RATE_LIMITED, True, delay)
+    return None
+
+
+_USAGE_LIMITS = {"usage_limit_reached": ErrorKind.USAGE_LIMIT, "usage_not_included": ErrorKind.USAGE_NOT_INCLUDED}
+"""429s of the plan's limits, named by the error's type or its code (in this order): never retried."""
+
+
+def _classify_too_many(error_type: object, code: object, delay: float | None) -> Classification:
+    """A 429: a usage limit or the quota (not retried), else a rate limit retried after its `Retry-After`."""
+    for name, kind in _USAGE_LIMITS.items():
+        if name in (error_type, code):
+            return Classification(kind, False)
+    if code == "insufficient_quota":
+        return Classification(ErrorKind.QUOTA, False)
+    if delay is None:  # Codex 0.169: "exceeded retry limit, last status: 429", at once
+        return Classification(ErrorKind.RETRY_LIMIT, False)
+    return Classification(ErrorKind.RATE_LIMITED, True, delay)
+
+
+def _classify_status(status: int, code: object, delay: float | None) -> Classification:
+    """Any other error, by its status."""
     if status >= 500:
         return Classification(ErrorKind.RETRYABLE, True, delay if status == 503 else None)
     if status == 401:

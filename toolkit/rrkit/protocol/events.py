@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Concatenate, NamedTuple, ParamSpec
 
 from .errors import failure_message
 from .ids import IdGenerator
@@ -96,6 +96,36 @@ def usage(
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
         "total_tokens": input_tokens + output_tokens,
     }
+
+
+_P = ParamSpec("_P")
+
+
+def _all_at_once(
+    one_at_a_time: Callable[Concatenate[ResponseEvents, _P], Iterator[Event]],
+) -> Callable[Concatenate[ResponseEvents, _P], list[Event]]:
+    """A builder method that returns every event of an output item at once, from the one that makes them lazily."""
+
+    def all_at_once(self: ResponseEvents, /, *args: _P.args, **kwargs: _P.kwargs) -> list[Event]:
+        return list(one_at_a_time(self, *args, **kwargs))
+
+    all_at_once.__doc__ = f"The events of `{one_at_a_time.__name__}`, all at once."
+    return all_at_once
+
+
+class _ToolCall(NamedTuple):
+    """How a kind of tool call streams: its item type, the field its deltas build, its delta and done events, and
+    whether the done event names the tool."""
+
+    item_type: str
+    field: str
+    delta: str
+    done: str
+    done_names: bool = False
+
+
+_FUNCTION_CALL = _ToolCall("function_call", "arguments", ARGUMENTS_DELTA, ARGUMENTS_DONE, done_names=True)
+_CUSTOM_TOOL_CALL = _ToolCall("custom_tool_call", "input", CUSTOM_INPUT_DELTA, CUSTOM_INPUT_DONE)
 
 
 class ResponseEvents:
@@ -197,43 +227,11 @@ class ResponseEvents:
         self.output[index] = item
         return self._emit(ITEM_DONE, output_index=index, item=item)
 
-    # -- output items, made all at once ---------------------------------------------------------
-    def message(
-        self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
-    ) -> list[Event]:
-        """An assistant message: added, part added, `chunks` text deltas, text done, part done, item done."""
-        return list(self.iter_message(text, chunks, item_id=item_id, phase=phase))
-
-    def refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> list[Event]:
-        return list(self.iter_refusal(text, chunks, item_id=item_id))
-
-    def reasoning(
-        self,
-        summary: list[str] | None = None,
-        chunks: int = 1,
-        *,
-        text: str | None = None,
-        encrypted_content: str | None = None,
-        item_id: str | None = None,
-    ) -> list[Event]:
-        return list(
-            self.iter_reasoning(summary, chunks, text=text, encrypted_content=encrypted_content, item_id=item_id)
-        )
-
-    def function_call(
-        self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
-    ) -> list[Event]:
-        return list(self.iter_function_call(name, arguments, chunks, call_id=call_id, item_id=item_id))
-
-    def custom_tool_call(
-        self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
-    ) -> list[Event]:
-        return list(self.iter_custom_tool_call(name, input_, chunks, call_id=call_id, item_id=item_id))
-
     # -- output items, one event at a time (the events are made as they are asked for) --------------
     def iter_message(
         self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
     ) -> Iterator[Event]:
+        """An assistant message: added, part added, `chunks` text deltas, text done, part done, item done."""
         return self._iter_content_message("output_text", text, chunks, item_id=item_id, phase=phase)
 
     def iter_refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> Iterator[Event]:
@@ -305,28 +303,33 @@ class ResponseEvents:
     def iter_function_call(
         self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
     ) -> Iterator[Event]:
-        item_id = item_id or self.ids.new("function_call")
-        call_id = call_id or self.ids.new("call")
-        base: Item = {"id": item_id, "type": "function_call", "call_id": call_id, "name": name, "arguments": ""}
-        index, added = self._add_item(base)
-        yield added
-        for piece in iter_chunks(arguments, chunks):
-            yield self._emit(ARGUMENTS_DELTA, item_id=item_id, output_index=index, delta=piece)
-        yield self._emit(ARGUMENTS_DONE, item_id=item_id, output_index=index, arguments=arguments, name=name)
-        yield self._done_item(index, dict(base, arguments=arguments, status="completed"))
+        return self._iter_tool_call(_FUNCTION_CALL, name, arguments, chunks, call_id=call_id, item_id=item_id)
 
     def iter_custom_tool_call(
         self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
     ) -> Iterator[Event]:
-        item_id = item_id or self.ids.new("custom_tool_call")
+        return self._iter_tool_call(_CUSTOM_TOOL_CALL, name, input_, chunks, call_id=call_id, item_id=item_id)
+
+    def _iter_tool_call(
+        self, call: _ToolCall, name: str, value: str, chunks: int, *, call_id: str | None, item_id: str | None
+    ) -> Iterator[Event]:
+        item_id = item_id or self.ids.new(call.item_type)
         call_id = call_id or self.ids.new("call")
-        base: Item = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": name, "input": ""}
+        base: Item = {"id": item_id, "type": call.item_type, "call_id": call_id, "name": name, call.field: ""}
         index, added = self._add_item(base)
         yield added
-        for piece in iter_chunks(input_, chunks):
-            yield self._emit(CUSTOM_INPUT_DELTA, item_id=item_id, output_index=index, delta=piece)
-        yield self._emit(CUSTOM_INPUT_DONE, item_id=item_id, output_index=index, input=input_)
-        yield self._done_item(index, dict(base, input=input_, status="completed"))
+        for piece in iter_chunks(value, chunks):
+            yield self._emit(call.delta, item_id=item_id, output_index=index, delta=piece)
+        named = {"name": name} if call.done_names else {}
+        yield self._emit(call.done, item_id=item_id, output_index=index, **{call.field: value}, **named)
+        yield self._done_item(index, dict(base, **{call.field: value}, status="completed"))
+
+    # -- output items, made all at once (the same arguments) -------------------------------------------------
+    message = _all_at_once(iter_message)
+    refusal = _all_at_once(iter_refusal)
+    reasoning = _all_at_once(iter_reasoning)
+    function_call = _all_at_once(iter_function_call)
+    custom_tool_call = _all_at_once(iter_custom_tool_call)
 
 
 def done_items(events: list[Event]) -> list[Item]:

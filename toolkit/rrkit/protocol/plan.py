@@ -91,7 +91,8 @@ async def _no_events() -> EventRuns:
 @dataclass(frozen=True, slots=True)
 class ResponsePlan:
     """One answer to one request. Either a rejection, a whole body, or a stream of events produced lazily
-    (iterating builds each event as it is sent), with the faults the engine applies to it."""
+    (iterating builds each event as it is sent), with the faults the engine applies to it: a plan that would be
+    two of them at once, or a rejection or a body with what only a stream has, is refused (ValueError)."""
 
     events: EventRuns = field(default_factory=_no_events)
     response_id: str = ""  # "" when only the stream will tell (a live relay)
@@ -103,6 +104,26 @@ class ResponsePlan:
     body: VerbatimBody | None = None
     replayed: bool = False  # played back from a recording
     release: Callable[[], Awaitable[None]] | None = None  # frees what the events hold (an upstream response)
+
+    def __post_init__(self) -> None:
+        if self.rejection is None and self.body is None:
+            return  # a stream: the common case, checked no further
+        stream_only = {
+            "events": getattr(self.events, "ag_code", None) is not _NO_EVENTS,
+            "fault": self.fault != NO_FAULT,
+            "release": self.release is not None,
+        }
+        given = [name for name, set_ in (("rejection", self.rejection), ("body", self.body)) if set_ is not None]
+        given += [name for name, set_ in stream_only.items() if set_]
+        if len(given) > 1:
+            raise ValueError(
+                f"a ResponsePlan is one of a rejection, a whole body or a stream of events, but this one has "
+                f"{' and '.join(given)} (a fault and a release belong to a stream)"
+            )
+
+
+_NO_EVENTS = _no_events.__code__
+"""What the default `events` runs (no stream was given): an async generator's `ag_code`."""
 
 
 def planned(event: Event, transport: Transport, delay: float = 0.0) -> PlannedEvent:

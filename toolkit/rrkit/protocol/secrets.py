@@ -66,19 +66,19 @@ def mask_request(
             return [walk(item, in_tool) for item in value]
         if not isinstance(value, dict):
             return value
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if in_tool and key == "headers" and isinstance(item, dict):
-                out[key] = {name: masked(header) if header is not None else None for name, header in item.items()}
-            elif (in_tool and key in TOOL_SECRET_FIELDS and item is not None) or (
-                isinstance(item, str) and _secret(key, names)
-            ):
-                out[key] = masked(item)
-            elif key == "tools" and isinstance(item, list):
-                out[key] = [walk(tool, in_tool=True) for tool in item]
-            else:
-                out[key] = walk(item)
-        return out
+        return {key: field(key, item, in_tool) for key, item in value.items()}
+
+    def field(key: str, item: Any, in_tool: bool) -> Any:
+        """A field of an object (of a tool, `in_tool`), masked if it is a credential."""
+        if in_tool and key == "headers" and isinstance(item, dict):
+            return {name: masked(header) if header is not None else None for name, header in item.items()}
+        if (in_tool and key in TOOL_SECRET_FIELDS and item is not None) or (
+            isinstance(item, str) and _secret(key, names)
+        ):
+            return masked(item)
+        if key == "tools" and isinstance(item, list):
+            return [walk(tool, in_tool=True) for tool in item]
+        return walk(item)
 
     return walk(request)
 

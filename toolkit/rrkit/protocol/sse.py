@@ -91,8 +91,8 @@ class SSEDecoder:
 
     def _frames(self, buffer: bytes, messages: list[SSEMessage]) -> int:
         """Whole messages of LF-only bytes in the common forms (`event: X` then `data: Y`, a lone `data: Y`, a
-        comment), each cut out as its lines are found; a message of any other form goes line by line. Returns
-        where the unfinished message begins."""
+        comment), each cut out as its lines are found; a message of any other form, or not finished yet, is left to
+        the search for its blank line below. Returns where the unfinished message begins."""
         find, starts = buffer.find, buffer.startswith
         start, length = 0, len(buffer)
         while start < length:
@@ -106,9 +106,7 @@ class SSEDecoder:
                     line = newline + 1
                 elif starts(b":", start):
                     newline = find(b"\n", start)
-                    if newline == -1 or newline + 1 == length:
-                        return start
-                    if buffer[newline + 1] == 0x0A:
+                    if -1 < newline < length - 1 and buffer[newline + 1] == 0x0A:  # else unfinished, or more lines
                         if self.keep_comments:
                             comment = buffer[start + 1 : newline].decode("utf-8", "replace")
                             messages.append(SSEMessage("", "", comment=comment))
@@ -116,9 +114,7 @@ class SSEDecoder:
                         continue
                 if starts(b"data: ", line):
                     newline = find(b"\n", line + 6)
-                    if newline == -1 or newline + 1 == length:
-                        return start
-                    if buffer[newline + 1] == 0x0A:
+                    if -1 < newline < length - 1 and buffer[newline + 1] == 0x0A:  # likewise
                         data = buffer[line + 6 : newline].decode("utf-8", "replace")
                         messages.append(SSEMessage(data, event, self._id, self._retry))
                         start = newline + 2

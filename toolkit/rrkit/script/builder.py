@@ -100,17 +100,8 @@ def reject(
     """An error before the stream: HTTP status + JSON body, or a WebSocket `error` frame with that status.
 
     `retry_after` (seconds) and `retry_after_ms` add those headers (in the frame's `headers` over WebSocket)."""
-    return Reply(
-        reject=Reject(
-            status=status,
-            code=code,
-            message=message,
-            type=type,
-            headers=headers or {},
-            retry_after=retry_after,
-            retry_after_ms=retry_after_ms,
-        )
-    )
+    fields = _error_fields(code, message, type, headers, retry_after, retry_after_ms)
+    return Reply(reject=Reject.model_validate({"status": status, **fields}))
 
 
 def error_frame(
@@ -125,16 +116,27 @@ def error_frame(
 ) -> Reply:
     """A WebSocket `error` frame inside the stream (after any output items), with `status` only when given;
     the message defaults from the catalogue. Over HTTP the same JSON is an SSE `error` event."""
-    frame = ErrorFrame(
-        status=status,
-        code=code,
-        message=message,
-        type=type,
-        headers=headers or {},
-        retry_after=retry_after,
-        retry_after_ms=retry_after_ms,
-    )
-    return Reply(output=list(outputs), error_frame=frame)
+    fields = _error_fields(code, message, type, headers, retry_after, retry_after_ms)
+    return Reply(output=list(outputs), error_frame=ErrorFrame.model_validate({"status": status, **fields}))
+
+
+def _error_fields(
+    code: str | None,
+    message: str | None,
+    type: str | None,
+    headers: dict[str, str] | None,
+    retry_after: float | None,
+    retry_after_ms: int | None,
+) -> dict[str, Any]:
+    """What a rejection and an error frame say alike: the error's fields and the headers that go with it."""
+    return {
+        "code": code,
+        "message": message,
+        "type": type,
+        "headers": headers or {},
+        "retry_after": retry_after,
+        "retry_after_ms": retry_after_ms,
+    }
 
 
 def refuse_upgrade(

@@ -160,13 +160,21 @@ def read_utf8(path: Path, what: str, error_type: type[Exception], setting: str =
         raise error_type(f"{path}: cannot read {what}: {error.strerror or error}") from None
     if len(content) > limit:
         raise error_type(too_large(path, what, setting, limit, "is larger"))
+    return decode_utf8(content, path, what, error_type)
+
+
+def decode_utf8(
+    content: bytes, place: Path | str, what: str, error_type: type[Exception], remedy: str | None = None
+) -> str:
+    """UTF-8 bytes as text; `error_type` naming `place` (a file, or where a body came) and the byte offset when they
+    are not, with what to do (`remedy`; by default, re-save the file)."""
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError as error:
         bad = content[error.start : error.start + 4]
         raise error_type(
-            f"{path}: byte offset {error.start}: not UTF-8 (bytes {bad.hex(' ')}: {error.reason}); "
-            f"re-save the {what} as UTF-8"
+            f"{place}: byte offset {error.start}: not UTF-8 (bytes {bad.hex(' ')}: {error.reason}); "
+            f"{remedy or f're-save the {what} as UTF-8'}"
         ) from None
 
 
@@ -205,23 +213,40 @@ def yaml_document(text: str) -> tuple[Any, yaml.Node | None]:
 def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[Any, yaml.Node | None]:
     """A YAML (or `.json`) file's data and, for YAML, its node tree (for line numbers); `error_type` naming the
     file and the place for text that is not UTF-8, not YAML or JSON, or nested too deeply to read."""
+    text = read_utf8(path, what, error_type)
+    return parse_document(text, path, what, error_type, as_yaml=path.suffix != ".json")
+
+
+def parse_document(
+    text: str, place: Path | str, what: str, error_type: type[Exception], *, as_yaml: bool, json_hint: str = ""
+) -> tuple[Any, yaml.Node | None]:
+    """A YAML or JSON text's data and, for YAML, its node tree; `error_type` naming `place` (a file, or where a
+    body came) and the line and column for text that is not YAML or JSON (`json_hint`: what to add to a JSON
+    error), or nested too deeply to read."""
     import yaml
 
-    text = read_utf8(path, what, error_type)
     try:
-        if path.suffix == ".json":
-            return json.loads(text), None
-        return yaml_document(text)
+        return yaml_document(text) if as_yaml else (json.loads(text), None)
     except AliasBomb as error:
-        raise error_type(f"{path}: {error}") from None
+        raise error_type(f"{place}: {error}") from None
     except json.JSONDecodeError as error:
-        raise error_type(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+        hint = f" ({json_hint})" if json_hint else ""
+        raise error_type(
+            f"{place}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}{hint}"
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise error_type(f"{path}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
+        raise error_type(f"{place}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
     except RecursionError:  # both parsers recurse: thousands of nested lists or mappings
-        raise error_type(f"{path}: nested too deeply to read (thousands of levels); is it an rrkit {what}?") from None
+        raise error_type(f"{place}: nested too deeply to read (thousands of levels); is it an rrkit {what}?") from None
+
+
+def script_of_text(text: str, place: str, *, as_yaml: bool, json_hint: str = "") -> Script:
+    """A script that is not a file (the body of the admin API's `POST /__rrkit/script`), parsed and checked as
+    `load_script` reads a file, its errors naming `place` where a file's name the file."""
+    data, tree = parse_document(text, place, "script", ScriptError, as_yaml=as_yaml, json_hint=json_hint)
+    return parse_script(data, place, tree)
 
 
 def load_script(path: Path | str) -> Script:

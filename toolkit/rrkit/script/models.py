@@ -238,9 +238,9 @@ class Match(_Strict):
 
     transport: Transport | None = None
     model: str | None = None
-    generate: bool | None = None
+    generate: bool | None = Field(None, description="false: a warmup (`generate: false`); true: any other request")
     incremental: bool | None = Field(None, description="the wire request carries previous_response_id")
-    last_input_type: str | None = None
+    last_input_type: str | None = Field(None, description="of the last logical input item (`message` if it has none)")
     last_input_role: str | None = None
     input_text: str | None = Field(None, description="a substring of the last input item's text")
     headers: dict[str, str] = Field({}, description='header values; "*" means present with any value')

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import json
 import threading
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,35 +52,40 @@ def _item_text(item: Mapping[str, Any]) -> str:
     return json.dumps(item)
 
 
+_Seen = Callable[[RequestView, Mapping[str, Any]], object]
+_EQUALS: dict[str, tuple[str, _Seen]] = {
+    "transport": ("transport == {!r}", lambda request, last: request.transport),
+    "model": ("model == {!r}", lambda request, last: request.wire.get("model")),
+    "generate": ("generate == {!r}", lambda request, last: request.wire.get("generate") is not False),
+    "incremental": ("incremental == {!r}", lambda request, last: bool(request.wire.get("previous_response_id"))),
+    "last_input_type": ("last input type == {!r}", lambda request, last: last.get("type", "message") if last else None),
+    "last_input_role": ("last input role == {!r}", lambda request, last: last.get("role")),
+}
+"""The `Match` fields that hold when the request shows their value: how each reads, and what the request (and its
+last logical input item) shows for it."""
+
+
 def failed_conditions(match: Match, request: RequestView) -> tuple[list[str], list[str]]:
     """(passed, failed) descriptions of every condition the rule sets."""
     items = input_items(dict(request.logical))
     last = items[-1] if items else {}
-    checks: list[tuple[str, bool]] = []
-    if match.transport is not None:
-        checks.append((f"transport == {match.transport!r}", request.transport == match.transport))
-    if match.model is not None:
-        checks.append((f"model == {match.model!r}", request.wire.get("model") == match.model))
-    if match.generate is not None:
-        checks.append(
-            (f"generate == {match.generate!r}", (request.wire.get("generate") is not False) == match.generate)
-        )
-    if match.incremental is not None:
-        is_incremental = bool(request.wire.get("previous_response_id"))
-        checks.append((f"incremental == {match.incremental!r}", is_incremental == match.incremental))
-    if match.last_input_type is not None:
-        actual = last.get("type", "message") if last else None
-        checks.append((f"last input type == {match.last_input_type!r}", actual == match.last_input_type))
-    if match.last_input_role is not None:
-        checks.append((f"last input role == {match.last_input_role!r}", last.get("role") == match.last_input_role))
+    checks = [
+        (text.format(expected), seen(request, last) == expected)
+        for name, (text, seen) in _EQUALS.items()
+        if (expected := getattr(match, name)) is not None
+    ]
     if match.input_text is not None:
         found = bool(last) and match.input_text in _item_text(last)
         checks.append((f"last input contains {match.input_text!r}", found))
-    for name, expected in match.headers.items():
-        actual_header = request.headers.get(name.lower())
-        ok = actual_header is not None if expected == "*" else actual_header == expected
-        checks.append((f"header {name.lower()} == {expected!r}", ok))
+    checks += [
+        (f"header {name.lower()} == {expected!r}", _header_holds(request.headers.get(name.lower()), expected))
+        for name, expected in match.headers.items()
+    ]
     return [text for text, ok in checks if ok], [text for text, ok in checks if not ok]
+
+
+def _header_holds(actual: str | None, expected: str) -> bool:
+    return actual is not None if expected == "*" else actual == expected
 
 
 @dataclass

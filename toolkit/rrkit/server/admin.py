@@ -22,16 +22,19 @@ from ..protocol.exceptions import ScriptError
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
-from ..script.loader import AliasBomb, parse_script, yaml_document
+from ..script.loader import decode_utf8, script_of_text
+from ..script.models import Script
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
 from .capture import Exchange
 from .http import read_body
-from .respond import Rejected, ServerState, Unmatched, state_of
+from .respond import RequestRefused, ServerState, Unmatched, state_of
 
 ADMIN_PREFIX = "/__rrkit"
 SCRIPT_PLACE = "POST /__rrkit/script"  # how a posted script's errors name it, where a file's would name the file
 YAML_TYPES = frozenset({"application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"})
+JSON_HINT = "a YAML script goes with content-type application/yaml"
+"""What a posted script's JSON syntax error adds: it was read as JSON for its content type."""
 
 
 class AdminJSON(Response):
@@ -203,39 +206,14 @@ def reset_state(state: ServerState) -> dict[str, int]:
     return forgot
 
 
-def script_of_body(content: bytes, content_type: str) -> Any:
-    """The script a request body holds (YAML if its content type says so, else JSON), as `load_script` reads a
-    file: errors name the place (line and column, then the field) and the problem."""
-    import yaml  # loaded by the first script posted, not at start-up
-
-    yaml_body = content_type.split(";")[0].strip().lower() in YAML_TYPES
-    try:
-        text = content.decode("utf-8")
-    except UnicodeDecodeError as error:
-        where = f"{SCRIPT_PLACE}: byte offset {error.start}"
-        raise ScriptError(f"{where}: not UTF-8 ({error.reason}); send the script as UTF-8") from None
+def script_of_body(content: bytes, content_type: str) -> Script:
+    """The script a request body holds (YAML if its content type says so, else JSON), read as `load_script` reads
+    a file: errors name the place (line and column, then the field) and the problem."""
+    text = decode_utf8(content, SCRIPT_PLACE, "script", ScriptError, remedy="send the script as UTF-8")
     if not text.strip():
         raise ScriptError(f"{SCRIPT_PLACE}: the body is empty: send a script (JSON, or YAML as application/yaml)")
-    tree = None
-    try:
-        if yaml_body:
-            data, tree = yaml_document(text)
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ScriptError(
-            f"{SCRIPT_PLACE}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg} "
-            "(a YAML script goes with content-type application/yaml)"
-        ) from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ScriptError(f"{SCRIPT_PLACE}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None
-    except AliasBomb as error:
-        raise ScriptError(f"{SCRIPT_PLACE}: {error}") from None
-    except RecursionError:
-        raise ScriptError(f"{SCRIPT_PLACE}: nested too deeply to read (thousands of levels)") from None
-    script = parse_script(data, SCRIPT_PLACE, tree)
+    as_yaml = content_type.split(";")[0].strip().lower() in YAML_TYPES
+    script = script_of_text(text, SCRIPT_PLACE, as_yaml=as_yaml, json_hint=JSON_HINT)
     script.name = script.name or "posted"
     return script
 
@@ -346,7 +324,7 @@ class Admin:
             )
         try:
             content = await read_body(request, self.state.limits.body)
-        except Rejected as too_large:
+        except RequestRefused as too_large:
             return AdminJSON(too_large.body, status_code=too_large.status)
         try:
             script = script_of_body(content, request.headers.get("content-type", ""))

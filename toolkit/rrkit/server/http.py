@@ -24,7 +24,7 @@ from ..protocol.sse import encode_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange
 from .respond import (
-    Rejected,
+    RequestRefused,
     Responder,
     ServerState,
     invalid_request,
@@ -49,12 +49,12 @@ class _Answer(Response):
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        too_large: Rejected | None = None
+        too_large: RequestRefused | None = None
         try:
             raw = await read_body(self.request, self.state.limits.body)
         except ClientDisconnect:  # gone (or the server stopping) before its request was whole: nothing to answer
             return
-        except Rejected as refused:  # more than the limit: not read further
+        except RequestRefused as refused:  # more than the limit: not read further
             raw, too_large = b"", refused
         exchange = self.state.capture.new_exchange(
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
@@ -78,7 +78,7 @@ class _Answer(Response):
         exchange: Exchange,
         raw: bytes,
         gone: asyncio.Event,
-        too_large: Rejected | None = None,
+        too_large: RequestRefused | None = None,
     ) -> None:
         responder = Responder(self.state)
         headers = exchange.request_headers
@@ -90,7 +90,7 @@ class _Answer(Response):
             exchange.wire_request = wire
             logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
             plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
-        except Rejected as rejected:
+        except RequestRefused as rejected:
             content = encode_json(rejected.body)
             await _send_whole(scope, receive, send, exchange, rejected.status, content, rejected.headers)
             exchange.outcome = rejected.outcome()
@@ -138,12 +138,12 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _too_large(what: str, limit: int, setting: str) -> Rejected:
+def _too_large(what: str, limit: int, setting: str) -> RequestRefused:
     message = (
         f"The request body {what}; this server takes at most {shown_size(limit)} ({setting}; raise it with "
         f"`--limit {setting}=SIZE`)."
     )
-    return Rejected(413, errors.error_body(message, code=errors.REQUEST_TOO_LARGE), limit=setting)
+    return RequestRefused(413, errors.error_body(message, code=errors.REQUEST_TOO_LARGE), limit=setting)
 
 
 def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange, limit: int) -> object:
@@ -153,7 +153,7 @@ def _json_body(raw: bytes, headers: Mapping[str, str], exchange: Exchange, limit
     except BodyTooLarge as error:
         raise _too_large(f"decodes to more than {limit} bytes ({error})", limit, "decoded-body") from None
     except BodyEncodingError as error:
-        raise Rejected(400, errors.error_body(f"The request body could not be decoded: {error}.")) from None
+        raise RequestRefused(400, errors.error_body(f"The request body could not be decoded: {error}.")) from None
     try:
         body = parse_json(decoded)
     except UnsafeJSON as error:

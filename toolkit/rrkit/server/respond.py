@@ -171,8 +171,9 @@ def state_of(scope: Scope) -> ServerState:
     return state
 
 
-class Rejected(Exception):
-    """A request answered with an error before any stream event."""
+class RequestRefused(Exception):
+    """Raised to refuse a request: the server answers it with this error, before any stream event (a reply source
+    plans one as a `Rejection`)."""
 
     def __init__(
         self, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None, *, limit: str | None = None
@@ -184,7 +185,7 @@ class Rejected(Exception):
         self.limit = limit  # the `--limit` setting the request went over, if that is why it is refused
 
     @classmethod
-    def of(cls, rejection: Rejection) -> Rejected:
+    def of(cls, rejection: Rejection) -> RequestRefused:
         return cls(rejection.status, rejection.body, rejection.headers)
 
     @property
@@ -212,9 +213,9 @@ def scope_headers(scope: Scope) -> dict[str, str]:
     return headers
 
 
-def invalid_request(error: BadRequest | UnsafeJSON) -> Rejected:
+def invalid_request(error: BadRequest | UnsafeJSON) -> RequestRefused:
     """The OpenAI-shaped 400 for a body or frame refused by the protocol's checks, naming the field."""
-    return Rejected(400, errors.error_body(error.message, param=error.param, code=error.code))
+    return RequestRefused(400, errors.error_body(error.message, param=error.param, code=error.code))
 
 
 class Responder:
@@ -241,7 +242,7 @@ class Responder:
             return {**logical_from_wire(wire), "previous_response_id": previous}
         if stored is None:
             message = f"Previous response with id '{previous}' not found."
-            raise Rejected(
+            raise RequestRefused(
                 400,
                 errors.error_body(message, code=errors.PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"),
             )
@@ -257,7 +258,7 @@ class Responder:
         query: str = "",
         body: bytes | None = None,
     ) -> ResponsePlan:
-        """The source's plan for this request; a rejection (or no plan at all) is raised as `Rejected`."""
+        """The source's plan for this request; a rejection (or no plan at all) is raised as `RequestRefused`."""
         view = RequestView(
             exchange.transport, headers, wire, logical, exchange.connection_id, query, body, ids=self.state.ids
         )
@@ -271,10 +272,10 @@ class Responder:
             self.state.unmatched.add(
                 Unmatched(exchange.id, exchange.transport, exchange.connection_id, time.time(), chosen, dict(wire))
             )
-            raise Rejected(400, errors.error_body(message, type="rrkit_no_match", code=NO_MATCH_CODE))
+            raise RequestRefused(400, errors.error_body(message, type="rrkit_no_match", code=NO_MATCH_CODE))
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
-            raise Rejected.of(chosen.rejection)
+            raise RequestRefused.of(chosen.rejection)
         return chosen
 
 
@@ -282,23 +283,30 @@ def server_error_message(error: BaseException, what: str = "the server failed") 
     return f"rrkit: {what}: {type(error).__name__}: {error}"
 
 
-def server_error(error: BaseException, what: str = "the server failed") -> Rejected:
+def server_error(error: BaseException, what: str = "the server failed") -> RequestRefused:
     """An unexpected error as the answer a client gets (500 `server_error`), its traceback logged once."""
     message = server_error_message(error, what)
     log.error("%s", message, exc_info=error)
-    return Rejected(500, errors.error_body(message, type="server_error", code=SERVER_ERROR_CODE))
+    return RequestRefused(500, errors.error_body(message, type="server_error", code=SERVER_ERROR_CODE))
 
 
 def store_if_completed(store: MutableMapping[str, Stored], exchange: Exchange) -> None:
     """A response can be named as `previous_response_id` once (and only if) it completed: streamed, or as
     the response object of a whole body."""
-    output = done_items([sent.event for sent in exchange.events if sent.type == ITEM_DONE])
-    stated = (sent.event for sent in exchange.events)  # parsed only up to the first event that states it
-    response_id = exchange.response_id = exchange.response_id or response_id_of(stated)
+    response_id, output = _stated(exchange)
+    exchange.response_id = response_id
+    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
+        store[response_id] = Stored(input_items(exchange.logical_request or {}), output)
+
+
+def _stated(exchange: Exchange) -> tuple[str | None, list[Item]]:
+    """The response id and the output items an answer states: the response object of a whole body, or the stream's
+    lifecycle events and done items."""
     sent = exchange.events
     body = response_of_body(exchange.response_body) if exchange.response_body is not None and not sent else None
     if body is not None:
-        response_id = exchange.response_id = str(body.get("id") or "") or response_id
         output = [item for item in body.get("output") or [] if isinstance(item, dict)]
-    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
-        store[response_id] = Stored(input_items(exchange.logical_request or {}), output)
+        return str(body.get("id") or "") or exchange.response_id, output
+    stated = (one.event for one in sent)  # parsed only up to the first event that states it
+    done = done_items([one.event for one in sent if one.type == ITEM_DONE])
+    return exchange.response_id or response_id_of(stated), done

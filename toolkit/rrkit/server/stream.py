@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
-from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange, SentEvents, begun_here
 
@@ -165,6 +165,11 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
         with contextlib.suppress(ChannelGone, OSError, RuntimeError):
             await channel.cut("frame", INTERNAL_ERROR, "internal error")
         return server_error_outcome(error, sent, streaming=True)
+    return await _end(fault, exchange, channel, sent)
+
+
+async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: int) -> Outcome:
+    """Every event was sent: a fault at (or past) the end still applies; else the response ends normally."""
     if fault.stall_after is not None and fault.stall_after >= sent:
         await channel.stall()
         return Outcome(OutcomeKind.STALLED, sent)

@@ -23,7 +23,7 @@ from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
     NORMAL_CLOSURE,
-    Rejected,
+    RequestRefused,
     Responder,
     ResponseStore,
     ServerState,
@@ -136,7 +136,7 @@ class _AcceptedSocket:
             if not isinstance(body, dict) or body.get("type") != "response.create":
                 exchange.raw_body = text
                 kind = body.get("type") if isinstance(body, dict) else type(body).__name__
-                raise Rejected(
+                raise RequestRefused(
                     400,
                     errors.error_body(
                         f"Unsupported frame type {kind!r}: this server answers 'response.create' frames only.",
@@ -148,7 +148,7 @@ class _AcceptedSocket:
             exchange.wire_request = wire
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
             plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
-        except Rejected as rejected:
+        except RequestRefused as rejected:
             fields = rejected.fields
             frame = errors.ws_error_frame(
                 rejected.status,

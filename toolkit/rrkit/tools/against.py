@@ -319,41 +319,14 @@ class _Run:
         live = await self._connection(recorded)
         wire = self._wire(exchange)
         if live.ws is None:
-            status = live.status
-            return self._observed(exchange, wire=wire, outcome=Outcome(OutcomeKind.REFUSED, status=status))
+            return self._observed(exchange, wire=wire, outcome=Outcome(OutcomeKind.REFUSED, status=live.status))
         events: list[RecordedEvent] = []
-        started = time.monotonic()
-        try:
-            await live.ws.send(json.dumps(wire) if wire is not None else exchange.raw_body or "")
-            while True:
-                raw = await asyncio.wait_for(live.ws.recv(), self._wait(exchange))
-                event = json.loads(raw)
-                if not isinstance(event, dict):
-                    continue
-                events.append(RecordedEvent.of(time.monotonic() - started, event))
-                if event.get("type") in ENDING_TYPES:
-                    break
-        except TimeoutError:
-            return self._observed(exchange, wire=wire, events=events, outcome=Outcome(OutcomeKind.STALLED, len(events)))
-        except ConnectionClosed as closed:
-            live.ws, live.closed_by = None, "server" if closed.rcvd is not None else "tcp"
-            live.close_code = closed.rcvd.code if closed.rcvd is not None else None
-            return self._observed(exchange, wire=wire, events=events, outcome=Outcome(OutcomeKind.DROPPED, len(events)))
-        except ValueError:
-            return self._observed(exchange, wire=wire, events=events, outcome=Outcome(OutcomeKind.DROPPED, len(events)))
+        broken = await self._received(live, exchange, wire, events)
+        if broken is not None:
+            return self._observed(exchange, wire=wire, events=events, outcome=Outcome(broken, len(events)))
         last = events[-1].event if events else {}
-        if last.get("type") == "error" and isinstance(last.get("status"), int):  # refused: an error frame
-            error = last.get("error")
-            fields = error if isinstance(error, dict) else {}
-            status = last["status"]
-            outcome = Outcome(
-                OutcomeKind.REFUSED, status=status, code=fields.get("code"), message=fields.get("message")
-            )
-            sent = last.get("headers")
-            headers = {str(k).lower(): str(v) for k, v in sent.items()} if isinstance(sent, dict) else {}
-            return self._observed(
-                exchange, wire=wire, response_status=status, response_headers=headers, outcome=outcome
-            )
+        if last.get("type") == "error" and isinstance(last.get("status"), int):
+            return self._refused_by_frame(exchange, wire, last)
         stated = outcome_of_events([e.event for e in events])
         return self._observed(
             exchange,
@@ -362,6 +335,43 @@ class _Run:
             events=events,
             outcome=stated or Outcome(OutcomeKind.DROPPED, len(events)),
         )
+
+    async def _received(
+        self, live: _Live, exchange: RecordedExchange, wire: dict[str, Any] | None, events: list[RecordedEvent]
+    ) -> OutcomeKind | None:
+        """Send the request on the socket and collect its events into `events` up to an ending one: None, or how
+        the stream broke (a stall, a closed socket, a frame that is not JSON)."""
+        assert live.ws is not None
+        started = time.monotonic()
+        try:
+            await live.ws.send(json.dumps(wire) if wire is not None else exchange.raw_body or "")
+            while True:
+                event = json.loads(await asyncio.wait_for(live.ws.recv(), self._wait(exchange)))
+                if not isinstance(event, dict):
+                    continue
+                events.append(RecordedEvent.of(time.monotonic() - started, event))
+                if event.get("type") in ENDING_TYPES:
+                    return None
+        except TimeoutError:
+            return OutcomeKind.STALLED
+        except ConnectionClosed as closed:
+            live.ws, live.closed_by = None, "server" if closed.rcvd is not None else "tcp"
+            live.close_code = closed.rcvd.code if closed.rcvd is not None else None
+            return OutcomeKind.DROPPED
+        except ValueError:
+            return OutcomeKind.DROPPED
+
+    def _refused_by_frame(
+        self, exchange: RecordedExchange, wire: dict[str, Any] | None, frame: dict[str, Any]
+    ) -> RecordedExchange:
+        """A request refused with an error frame carrying its status (and the error object, and headers)."""
+        error = frame.get("error")
+        fields = error if isinstance(error, dict) else {}
+        status = frame["status"]
+        outcome = Outcome(OutcomeKind.REFUSED, status=status, code=fields.get("code"), message=fields.get("message"))
+        sent = frame.get("headers")
+        headers = {str(k).lower(): str(v) for k, v in sent.items()} if isinstance(sent, dict) else {}
+        return self._observed(exchange, wire=wire, response_status=status, response_headers=headers, outcome=outcome)
 
 
 async def answers_of(base_url: str, cassette: Cassette, *, idle_timeout: float = IDLE_TIMEOUT) -> Cassette:

@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 
 from ..cassette.format import Cassette, RecordedBody, RecordedConnection, RecordedExchange
-from ..cassette.match import JsonPath, shown
 from ..cassette.normalize import VOLATILE_HEADERS
 from ..protocol import events as ev
 from ..protocol.headers import (
@@ -22,9 +21,12 @@ from ..protocol.headers import (
     TURN_METADATA_HEADER,
     WINDOW_ID_HEADER,
 )
+from ..protocol.jsondiff import MISSING, Change, align, pairs_of
+from ..protocol.jsondiff_text import shown
+from ..protocol.jsonpath import JsonPath, Place, covered, place_text
 from ..protocol.request import INPUT_FIELD, input_items
 from .diff_report import DIFF_FORMAT, VIEWS, CassetteSummary, Difference, DiffReport, Kind, Side, View
-from .diff_values import MISSING, VOLATILE_KEYS, Change, Comparer, Path, align, ignored, pairs_of, path_text
+from .diff_values import VOLATILE_KEYS, Comparer
 from .validate import Finding, validate_cassette
 
 __all__ = [
@@ -241,7 +243,7 @@ class _Differ:
     def _add(
         self,
         kind: Kind,
-        path: Path,
+        path: Place,
         a: Any,
         b: Any,
         detail: str = "",
@@ -250,12 +252,12 @@ class _Differ:
         literal: bool = True,
     ) -> None:
         """A difference at `path`; `a`/`b` are values (MISSING where absent), or display strings when `literal`."""
-        if self.comparer.ignore and ignored(path, self.comparer.ignore):
+        if self.comparer.ignore and covered(path, self.comparer.ignore):
             return
         where_a, where_b = self.where
         value_a = None if a is MISSING else (a if literal and isinstance(a, str) else shown(a))
         value_b = None if b is MISSING else (b if literal and isinstance(b, str) else shown(b))
-        text_a, text_b = path_text(path, 0), path_text(path, 1)
+        text_a, text_b = place_text(path, 0), place_text(path, 1)
         side_a = Side(where_a.connection, where_a.exchange, events[0] if events else None, text_a, value_a)
         side_b = Side(where_b.connection, where_b.exchange, events[1] if events else None, text_b, value_b)
         self.found.append(
@@ -339,25 +341,9 @@ class _Differ:
     def _events(self, a: _Stream, b: _Stream) -> None:
         positions = self._event_positions(a, b)
         shifted = len(a.types) != len(b.types) or any(i is None or j is None for i, j in positions)
-        same_text = self.comparer.same_text
         for i, j in positions:
             if i is not None and j is not None:
-                at = (a.indices[i], b.indices[j])
-                step = ("events", at[0] if at[0] == at[1] else at)
-                if a.types[i] != b.types[j]:
-                    self._add(Kind.EVENTS, step, a.types[i], b.types[j], "an event of another type", events=at)
-                    continue
-                if same_text(a.raws[i], b.raws[j]):
-                    continue
-                # the same but for sequence_number (see below) or a volatile value: only the ids to pair
-                if shifted and a.said and a.said[i] == b.said[j] and self.comparer.same_ids(a.raws[i], b.raws[j]):
-                    continue
-                changes = self.comparer.changes(orjson.loads(a.raws[i]), orjson.loads(b.raws[j]), step)
-                if shifted and not self.comparer.strict:
-                    # with an event missing or extra, every later sequence_number is off by as much: validation
-                    # checks each side's numbering, the diff does not repeat it per event
-                    changes = [change for change in changes if change.path[2:] != ("sequence_number",)]
-                self._changes(Kind.EVENT_FIELD, changes, events=at)
+                self._event_pair(a, b, i, j, shifted=shifted)
             elif i is not None:
                 index = a.indices[i]
                 shown_a = _event_shown(a.raws[i])
@@ -366,6 +352,26 @@ class _Differ:
                 index = b.indices[j]
                 shown_b = _event_shown(b.raws[j])
                 self._add(Kind.EVENTS, ("events", index), MISSING, shown_b, "A does not send it", events=(None, index))
+
+    def _event_pair(self, a: _Stream, b: _Stream, i: int, j: int, *, shifted: bool) -> None:
+        """Two aligned events: of another type, or their fields compared (`shifted`: an event is missing or extra
+        somewhere in the exchange)."""
+        at = (a.indices[i], b.indices[j])
+        step = ("events", at[0] if at[0] == at[1] else at)
+        if a.types[i] != b.types[j]:
+            self._add(Kind.EVENTS, step, a.types[i], b.types[j], "an event of another type", events=at)
+            return
+        if self.comparer.same_text(a.raws[i], b.raws[j]):
+            return
+        # the same but for sequence_number (see below) or a volatile value: only the ids to pair
+        if shifted and a.said and a.said[i] == b.said[j] and self.comparer.same_ids(a.raws[i], b.raws[j]):
+            return
+        changes = self.comparer.changes(orjson.loads(a.raws[i]), orjson.loads(b.raws[j]), step)
+        if shifted and not self.comparer.strict:
+            # with an event missing or extra, every later sequence_number is off by as much: validation
+            # checks each side's numbering, the diff does not repeat it per event
+            changes = [change for change in changes if change.path[2:] != ("sequence_number",)]
+        self._changes(Kind.EVENT_FIELD, changes, events=at)
 
     def _event_positions(self, a: _Stream, b: _Stream) -> list[tuple[int | None, int | None]]:
         """Events aligned: one to one when both sent the same types; else on what each event says (so the
@@ -437,17 +443,9 @@ class _Differ:
 
     def _unused_connections(self) -> None:
         """Connections no exchange used (a refused upgrade, say), aligned in order by how they went."""
-        left = [
-            [connection for connection in cassette.connections if connection.id not in used]
-            for cassette, used in (
-                (cassette, {exchange.connection for exchange in cassette.exchanges}) for cassette in self.cassettes
-            )
-        ]
-
-        def signature(connection: RecordedConnection) -> tuple[int | None, str | None, int | None]:
-            return connection.handshake.status, connection.closed_by, connection.close_code
-
-        for i, j in pairs_of(align([signature(c) for c in left[0]], [signature(c) for c in left[1]])):
+        left = [_unused(cassette) for cassette in self.cassettes]
+        signatures = [[(c.handshake.status, c.closed_by, c.close_code) for c in connections] for connections in left]
+        for i, j in pairs_of(align(*signatures)):
             first = left[0][i] if i is not None else None
             second = left[1][j] if j is not None else None
             self.where = (Side(first.id if first else None), Side(second.id if second else None))
@@ -457,6 +455,11 @@ class _Differ:
                 self._add(Kind.CONNECTION, ("connection",), _describe_connection(first), MISSING, "B has no such one")
             elif second is not None:
                 self._add(Kind.CONNECTION, ("connection",), MISSING, _describe_connection(second), "A has no such one")
+
+
+def _unused(cassette: Cassette) -> list[RecordedConnection]:
+    used = {exchange.connection for exchange in cassette.exchanges}
+    return [connection for connection in cassette.connections if connection.id not in used]
 
 
 def _describe_connection(connection: RecordedConnection) -> str:

@@ -3,7 +3,7 @@ stable JSON shape."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -42,13 +42,7 @@ class Side:
     value: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "connection": self.connection,
-            "exchange": self.exchange,
-            "event": self.event,
-            "path": self.path,
-            "value": self.value,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

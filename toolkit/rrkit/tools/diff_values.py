@@ -3,16 +3,16 @@ timestamps, token counts) normalized unless strict."""
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from ..cassette.match import JsonPath, canonical
 from ..cassette.normalize import ID_PATTERN, TIMESTAMP_KEYS, TOKEN_KEYS
+from ..protocol.jsondiff import MISSING, Change, ValueDiff, align, canonical, pairs_of
+from ..protocol.jsonpath import JsonPath, Place, covered
 
 VOLATILE_KEYS = frozenset({"client_metadata", "prompt_cache_key"})
 """Keys left out wherever they appear (requests and the response objects that echo them), unless strict."""
@@ -26,63 +26,6 @@ _ID_TOKEN_BYTES = re.compile(_ID_TOKEN.pattern.encode())
 """An id as a whole JSON string, as it appears in compact JSON text."""
 _ID_WORD = re.compile(f"(?<![A-Za-z0-9_-]){_ID}(?![A-Za-z0-9_-])")
 """An id inside a longer string (an error message naming a response)."""
-
-Step = str | int | tuple[int, int]
-"""A key, a list index on both sides, or (index in A, index in B) where the two lists were aligned."""
-Path = tuple[Step, ...]
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-MISSING: Any = _Missing()
-"""The value on the side that lacks a key, a list item or an event."""
-
-
-def path_text(path: Path, side: int | None = None) -> str:
-    """`input[2].arguments`, the syntax of ignore paths; an aligned index shows A's (side 0) or B's (side 1)."""
-    text = ""
-    for step in path:
-        if isinstance(step, str):
-            text += f".{step}" if text else step
-        elif isinstance(step, int):
-            text += f"[{step}]"
-        else:
-            text += f"[{step[1] if side == 1 else step[0]}]"
-    return text
-
-
-def _step_matches(pattern: str | int | None, step: Step) -> bool:
-    if pattern is None:
-        return True
-    if isinstance(step, str):
-        return pattern == step
-    if isinstance(pattern, str):
-        if not pattern.isdigit():
-            return False
-        pattern = int(pattern)
-    return pattern == step if isinstance(step, int) else pattern in step
-
-
-def ignored(path: Path, patterns: Sequence[JsonPath]) -> bool:
-    """Whether a path is at or under one of the patterns."""
-    for pattern in patterns:
-        steps = pattern.steps
-        if len(steps) <= len(path) and all(_step_matches(p, s) for p, s in zip(steps, path, strict=False)):
-            return True
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class Change:
-    """One place where the values differ; `a` or `b` is MISSING where that side lacks it."""
-
-    path: Path
-    a: Any
-    b: Any
-    note: str = ""
 
 
 @dataclass
@@ -130,13 +73,13 @@ class IdPairs:
         return "; ".join(parts) or "ids of different kinds"
 
 
-class Comparer:
+class Comparer(ValueDiff):
     """Compares values of A and B. Unless `strict`: ids are paired (`IdPairs`), timestamps and token counts and
     `VOLATILE_KEYS` are not compared. `ignore` paths are left out (the walk does not enter them)."""
 
     def __init__(self, *, strict: bool = False, ignore: Sequence[JsonPath] = ()) -> None:
+        super().__init__(ignore=ignore)
         self.strict = strict
-        self.ignore = tuple(ignore)
         self.ids = IdPairs()
 
     # -- fast paths over compact JSON text --------------------------------------------------------------------
@@ -158,10 +101,10 @@ class Comparer:
         found_a, found_b = _ids_in(a), _ids_in(b)
         return (not found_a and not found_b) or self.ids.all_same(found_a, found_b)
 
-    # -- the walk ---------------------------------------------------------------------------------------------
-    def changes(self, a: Any, b: Any, path: Path = ()) -> list[Change]:
+    # -- the walk (`ValueDiff`'s, with these steps) -----------------------------------------------------------
+    def changes(self, a: Any, b: Any, path: Place = ()) -> list[Change]:
         """Every place where `a` and `b` differ, under `path`."""
-        if self.ignore and ignored(path, self.ignore):
+        if self.ignore and covered(path, self.ignore):
             return []
         if isinstance(a, dict | list) and isinstance(b, dict | list):
             try:
@@ -169,56 +112,22 @@ class Comparer:
                     return []
             except TypeError:  # not encodable by orjson (huge ints): the walk compares it
                 pass
-        found: list[Change] = []
-        self._walk(a, b, path, None, found)
-        return found
+        return super().changes(a, b, path)
 
-    def _walk(self, a: Any, b: Any, path: Path, key: str | None, found: list[Change]) -> None:
-        if self.ignore and ignored(path, self.ignore):
-            return
-        if type(a) is dict and type(b) is dict:
-            volatile = () if self.strict else VOLATILE_KEYS
-            for name, value in a.items():
-                if name in volatile:
-                    continue
-                if name in b:
-                    self._walk(value, b[name], (*path, name), name, found)
-                elif not (self.ignore and ignored((*path, name), self.ignore)):
-                    found.append(Change((*path, name), value, MISSING))
-            for name, value in b.items():
-                if name not in a and name not in volatile and not (self.ignore and ignored((*path, name), self.ignore)):
-                    found.append(Change((*path, name), MISSING, value))
-            return
-        if type(a) is list and type(b) is list:
-            self._list(a, b, path, found)
-            return
-        if type(a) is type(b) and a == b:
-            if isinstance(a, str) and not self.strict and _ID_STRING.match(a) and not self.ids.same(a, b):
-                found.append(Change(path, a, b, self.ids.explain(a, b)))
-            return
-        if not self.strict:
-            if key in TIMESTAMP_KEYS and isinstance(a, int | float | str) and isinstance(b, int | float | str):
-                return
-            if key in TOKEN_KEYS and type(a) is int and type(b) is int:
-                return
-            if isinstance(a, str) and isinstance(b, str):
-                if _ID_STRING.match(a) and _ID_STRING.match(b):
-                    if not self.ids.same(a, b):
-                        found.append(Change(path, a, b, self.ids.explain(a, b)))
-                    return
-                if self._same_but_ids(a, b):
-                    return
-        found.append(Change(path, a, b))
+    def _dict(self, a: dict[str, Any], b: dict[str, Any], path: Place, found: list[Change]) -> None:
+        volatile = () if self.strict else VOLATILE_KEYS
+        for name, value in a.items():
+            if name in volatile:
+                continue
+            if name in b:
+                self._walk(value, b[name], (*path, name), name, found)
+            else:
+                self._only((*path, name), value, MISSING, found)
+        for name, value in b.items():
+            if name not in a and name not in volatile:
+                self._only((*path, name), MISSING, value, found)
 
-    def _same_but_ids(self, a: str, b: str) -> bool:
-        """Strings equal but for the ids they name (`Previous response with id 'resp_...' not found.`)."""
-        ids_a = [m.group(0) for m in _ID_WORD.finditer(a)]
-        ids_b = [m.group(0) for m in _ID_WORD.finditer(b)]
-        if not ids_a or _ID_WORD.sub("#", a) != _ID_WORD.sub("#", b):
-            return False
-        return self.ids.all_same(ids_a, ids_b)
-
-    def _list(self, a: list[Any], b: list[Any], path: Path, found: list[Change]) -> None:
+    def _list(self, a: list[Any], b: list[Any], path: Place, found: list[Change]) -> None:
         if len(a) == len(b):
             for index, (x, y) in enumerate(zip(a, b, strict=True)):
                 self._walk(x, y, (*path, index), None, found)
@@ -228,9 +137,44 @@ class Comparer:
             if i is not None and j is not None:
                 self._walk(a[i], b[j], (*path, i if i == j else (i, j)), None, found)
             elif i is not None:
-                found.append(Change((*path, i), a[i], MISSING))
+                self._only((*path, i), a[i], MISSING, found)
             elif j is not None:
-                found.append(Change((*path, j), MISSING, b[j]))
+                self._only((*path, j), MISSING, b[j], found)
+
+    def _leaf(self, a: Any, b: Any, path: Place, key: str | None, found: list[Change]) -> None:
+        if self.strict:
+            super()._leaf(a, b, path, key, found)
+            return
+        change = self._volatile_leaf(a, b, path, key)
+        if change is not None:
+            found.append(change)
+
+    def _volatile_leaf(self, a: Any, b: Any, path: Place, key: str | None) -> Change | None:
+        """Unless strict: ids paired, timestamps and token counts not compared, strings equal but for ids."""
+        if type(a) is type(b) and a == b:
+            return self._id_use(a, b, path) if isinstance(a, str) else None
+        if _volatile_number(key, a, b):
+            return None
+        if isinstance(a, str) and isinstance(b, str):
+            if _ID_STRING.match(a) and _ID_STRING.match(b):
+                return self._id_use(a, b, path)
+            if self._same_but_ids(a, b):
+                return None
+        return Change(path, a, b)
+
+    def _id_use(self, a: str, b: str, path: Place) -> Change | None:
+        """Where A has an id, B's there must be the one it pairs with (the first use pairs them)."""
+        if not _ID_STRING.match(a) or self.ids.same(a, b):
+            return None
+        return Change(path, a, b, self.ids.explain(a, b))
+
+    def _same_but_ids(self, a: str, b: str) -> bool:
+        """Strings equal but for the ids they name (`Previous response with id 'resp_...' not found.`)."""
+        ids_a = [m.group(0) for m in _ID_WORD.finditer(a)]
+        ids_b = [m.group(0) for m in _ID_WORD.finditer(b)]
+        if not ids_a or _ID_WORD.sub("#", a) != _ID_WORD.sub("#", b):
+            return False
+        return self.ids.all_same(ids_a, ids_b)
 
     def signature_of_text(self, text: str) -> bytes:
         """What an event (compact JSON) says, for aligning events: without its `sequence_number` (a missing event
@@ -242,6 +186,13 @@ class Comparer:
         """A value's canonical JSON, ids masked unless strict: what lists and exchanges are aligned by."""
         text = canonical(value)
         return text if self.strict else _mask(text)
+
+
+def _volatile_number(key: str | None, a: Any, b: Any) -> bool:
+    """A timestamp (a number or a string) or a token count (an int) on both sides: not compared."""
+    if key in TIMESTAMP_KEYS:
+        return isinstance(a, int | float | str) and isinstance(b, int | float | str)
+    return key in TOKEN_KEYS and type(a) is int and type(b) is int
 
 
 _SEQUENCE_NUMBER = re.compile(rb'"sequence_number":-?[0-9]+,?')
@@ -265,41 +216,3 @@ def _ids_in(text: str | bytes) -> list[str]:
     if isinstance(text, bytes):
         return [match.group(0)[1:-1].decode() for match in _ID_TOKEN_BYTES.finditer(text)]
     return [match.group(0)[1:-1] for match in _ID_TOKEN.finditer(text)]
-
-
-OpCode = tuple[str, int, int, int, int]
-ALIGN_LIMIT = 2000
-"""Past this many differing items on a side, aligning is left to position (SequenceMatcher grows quadratically)."""
-
-
-def align(a: Sequence[Any], b: Sequence[Any]) -> list[OpCode]:
-    """difflib opcodes for two sequences of hashable signatures: the common head and tail cut off first, so a
-    difference in a long sequence costs what the differing middle costs."""
-    head = 0
-    limit = min(len(a), len(b))
-    while head < limit and a[head] == b[head]:
-        head += 1
-    tail = 0
-    while tail < limit - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
-        tail += 1
-    middle_a, middle_b = a[head : len(a) - tail], b[head : len(b) - tail]
-    codes: list[OpCode] = [("equal", 0, head, 0, head)] if head else []
-    middle: list[OpCode]
-    if max(len(middle_a), len(middle_b)) > ALIGN_LIMIT:
-        middle = [("replace", 0, len(middle_a), 0, len(middle_b))] if middle_a or middle_b else []
-    else:
-        middle = list(difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False).get_opcodes())
-    codes += [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle]
-    if tail:
-        codes.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
-    return codes
-
-
-def pairs_of(codes: Iterable[OpCode]) -> Iterable[tuple[int | None, int | None]]:
-    """Aligned positions: (i, j) for matched items (replace blocks paired in order), (i, None) for an item only A
-    has and (None, j) for one only B has."""
-    for tag, i1, i2, j1, j2 in codes:
-        if tag in ("equal", "replace"):
-            yield from zip(range(i1, i2), range(j1, j2), strict=False)
-        yield from ((i, None) for i in range(i1 + min(i2 - i1, j2 - j1), i2))
-        yield from ((None, j) for j in range(j1 + min(i2 - i1, j2 - j1), j2))

@@ -24,12 +24,13 @@ from ..cassette.replay import CassetteSource
 from ..client import ModelClient, ModelClientError, Prompt
 from ..client.conversation import Conversation
 from ..demo import demo_options
+from ..protocol.exceptions import CassetteError
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
 from ..protocol.vocabulary import Transport
 from ..server.runner import FakeServer
 from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
-from .diff import VIEWS, DiffReport, View, diff_cassettes
+from .diff import DiffReport, View, diff_cassettes
 from .diff_render import render_report
 
 COMMAND_TIMEOUT = 120.0
@@ -60,35 +61,57 @@ def _is_turn_input(item: Item) -> bool:
 def session_plan(cassette: Cassette) -> SessionPlan:
     """Pure: the session a client would replay from this cassette (its longest logical request holds the whole
     conversation up to the last sampling: turns begin where input follows the model's output)."""
-    sampled = [e for e in cassette.exchanges if e.logical_request and not is_warmup(e.wire_request or {})]
+    sampled = [
+        e.logical_request for e in cassette.exchanges if e.logical_request and not is_warmup(e.wire_request or {})
+    ]
     if not sampled:
-        raise ValueError(f"cassette {cassette.name!r} has no request to replay (only warmups, or none at all)")
-    first = sampled[0].logical_request or {}
-    longest = max((e.logical_request or {} for e in sampled), key=lambda request: len(input_items(dict(request))))
+        raise CassetteError(f"cassette {cassette.name!r} has no request to replay (only warmups, or none at all)")
+    first = sampled[0] or {}
+    longest = max((request or {} for request in sampled), key=lambda request: len(input_items(dict(request))))
+    items = input_items(dict(longest))
+    session_id = first.get("prompt_cache_key")
+    return SessionPlan(
+        transport=_transport(cassette),
+        warmup=_warms_up(cassette),
+        prompt=_prompt(first),
+        turns=_turns(items),
+        tool_outputs=_tool_outputs(items),
+        session_id=session_id if isinstance(session_id, str) else None,
+    )
+
+
+def _turns(items: Sequence[Item]) -> tuple[tuple[Item, ...], ...]:
+    """The user input of each turn: a turn begins where input follows the model's output (or tool outputs)."""
     turns: list[list[Item]] = []
-    outputs: dict[str, str] = {}
     opening = True
-    for item in input_items(dict(longest)):
+    for item in items:
         if _is_turn_input(item):
             if not opening or not turns:
                 turns.append([])
             turns[-1].append(item)
-            opening = True
-            continue
-        opening = False
+        opening = _is_turn_input(item)
+    return tuple(tuple(turn) for turn in turns)
+
+
+def _tool_outputs(items: Sequence[Item]) -> dict[str, str]:
+    """call_id -> the output the client gave that tool call."""
+    outputs: dict[str, str] = {}
+    for item in items:
         if str(item.get("type", "")).endswith("_call_output"):
             output = item.get("output")
             outputs[str(item.get("call_id"))] = output if isinstance(output, str) else str(output or "")
+    return outputs
+
+
+def _transport(cassette: Cassette) -> Transport:
     websocket = bool(cassette.connections) or any(e.transport == "ws" for e in cassette.exchanges)
-    warmup = any(e.transport == "ws" and is_warmup(e.wire_request or {}) for e in cassette.exchanges)
-    warmup = warmup or any(is_prewarm(c.handshake.request_headers) for c in cassette.connections)  # e.g. refused
-    return SessionPlan(
-        transport="ws" if websocket else "http",
-        warmup=warmup,
-        prompt=_prompt(first),
-        turns=tuple(tuple(turn) for turn in turns),
-        tool_outputs=outputs,
-        session_id=first.get("prompt_cache_key") if isinstance(first.get("prompt_cache_key"), str) else None,
+    return "ws" if websocket else "http"
+
+
+def _warms_up(cassette: Cassette) -> bool:
+    """A warmup recorded, or a prewarm handshake (e.g. a refused one)."""
+    return any(e.transport == "ws" and is_warmup(e.wire_request or {}) for e in cassette.exchanges) or any(
+        is_prewarm(c.handshake.request_headers) for c in cassette.connections
     )
 
 
@@ -280,7 +303,7 @@ async def run_replays(
     command: Sequence[str] | None = None,
     against: str | None = None,
     match: MatchConfig | None = None,
-    view: str = "both",
+    view: View = "both",
     strict: bool = False,
     ignore: Sequence[str] = (),
     timeout: float = COMMAND_TIMEOUT,
@@ -289,9 +312,6 @@ async def run_replays(
 ) -> list[ReplayResult]:
     """`rrkit replay`: each cassette in turn, with a progress display; then each difference report and a summary
     table (or, `as_json`, one JSON document)."""
-    chosen = next((name for name in VIEWS if name == view), None)
-    if chosen is None:
-        raise ValueError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
     out = console or Console(highlight=False)
     progress_console = Console(stderr=True, highlight=False)
     client: ReplayClient = CommandClient(command, timeout) if command else ReferenceClient()
@@ -306,7 +326,7 @@ async def run_replays(
                 result = await replay_against(against, cassette, strict=strict, ignore=ignore, path=path)
             else:
                 result = await replay_cassette(
-                    cassette, client, match=match, view=chosen, strict=strict, ignore=ignore, path=path
+                    cassette, client, match=match, view=view, strict=strict, ignore=ignore, path=path
                 )
             results.append(result)
             progress.advance(task)

@@ -6,6 +6,7 @@ The renderers (`show_terminal` for rich, `show_html` for one self-contained page
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -99,14 +100,18 @@ class EventRun:
 
 @dataclass(frozen=True, slots=True)
 class OutcomeView:
+    """An exchange's recorded outcome (rrkit.protocol.outcome.Outcome) as a card shows it."""
+
     kind: str  # an OutcomeKind value, or "unknown"
     severity: Severity
     events_sent: int | None = None
+    """Events sent before the outcome (None: no outcome recorded)."""
     code: str | None = None
     reason: str | None = None
     status: int | None = None
     message: str | None = None
     retry: Classification | None = None
+    """How the error code or status is classified and retried (rrkit.protocol.errors), for failures."""
 
     def describe(self) -> str:
         parts = [self.kind]
@@ -199,6 +204,9 @@ class ExchangeView:
     def rows(self, *, max_runs: int | None = None, max_problems: int | None = None) -> tuple[Row, ...]:
         """The card's lines; `max_runs` and `max_problems` shorten a long event sequence and a long list of
         protocol problems (None keeps them whole)."""
+        return (*self._request_rows(), *self._answer_rows(max_runs), *self._problem_rows(max_problems))
+
+    def _request_rows(self) -> list[Row]:
         request = f"wire {self.wire.describe()} · logical {self.logical.describe()}"
         if self.model:
             request += f" · model {self.model}"
@@ -211,8 +219,11 @@ class ExchangeView:
         turn += [f"issued {self.turn_state_issued}"] if self.turn_state_issued else []
         if turn:
             rows.append(Row("turn state", ", ".join(turn)))
+        return rows
+
+    def _answer_rows(self, max_runs: int | None) -> list[Row]:
         pieces = self.event_pieces(max_runs)
-        rows.append(Row("events", "".join(pieces), pieces=pieces))
+        rows = [Row("events", "".join(pieces), pieces=pieces)]
         if self.keepalives:
             rows.append(Row("keep-alive", f"{self.keepalives} SSE comment{'' if self.keepalives == 1 else 's'}"))
         if self.body_bytes is not None:
@@ -224,11 +235,14 @@ class ExchangeView:
             rows.append(Row("message", self.outcome.message))
         if self.response_id:
             rows.append(Row("response", self.response_id))
+        return rows
+
+    def _problem_rows(self, max_problems: int | None) -> list[Row]:
         problems = self.problems if max_problems is None else self.problems[:max_problems]
-        rows.extend(Row("problem", problem, Severity.BAD) for problem in problems)
+        rows = [Row("problem", problem, Severity.BAD) for problem in problems]
         if len(problems) < len(self.problems):
             rows.append(Row("problem", f"... and {len(self.problems) - len(problems)} more", Severity.BAD))
-        return tuple(rows)
+        return rows
 
     def event_pieces(self, max_runs: int | None = None) -> tuple[str, ...]:
         """`12: `, `created, `, `in_progress, `, `8 x output_text.delta, `, ..., `completed`."""
@@ -263,26 +277,27 @@ class Timeline:
         return self.name or self.path or "cassette"
 
     def summary(self) -> tuple[Row, ...]:
-        outcomes: dict[str, int] = {}
-        for exchange in self.exchanges:
-            outcomes[exchange.outcome.kind] = outcomes.get(exchange.outcome.kind, 0) + 1
+        outcomes = Counter(exchange.outcome.kind for exchange in self.exchanges)
         counts = ", ".join(f"{count} {kind}" for kind, count in outcomes.items()) or "none"
         events = sum(exchange.event_count for exchange in self.exchanges)
         problems = sum(len(exchange.problems) for exchange in self.exchanges)
-        websocket = sum(1 for exchange in self.exchanges if exchange.transport == "ws")
         rows = [Row("file", self.path)] if self.path else []
-        rows += [Row("recorded", " · ".join(part for part in (self.source, self.recorded_at) if part) or "unknown")]
         rows += [
-            Row(
-                "exchanges",
-                f"{len(self.exchanges)} ({websocket} ws, {len(self.exchanges) - websocket} http) "
-                f"on {len(self.connections)} WebSocket connection{'' if len(self.connections) == 1 else 's'}",
-            ),
+            Row("recorded", " · ".join(part for part in (self.source, self.recorded_at) if part) or "unknown"),
+            Row("exchanges", self._exchange_counts()),
             Row("outcomes", counts, _worst(exchange.severity for exchange in self.exchanges)),
             Row("events", str(events)),
             Row("problems", str(problems) if problems else "none", Severity.BAD if problems else None),
         ]
         return tuple(rows)
+
+    def _exchange_counts(self) -> str:
+        websocket = sum(1 for exchange in self.exchanges if exchange.transport == "ws")
+        connections = len(self.connections)
+        return (
+            f"{len(self.exchanges)} ({websocket} ws, {len(self.exchanges) - websocket} http) "
+            f"on {connections} WebSocket connection{'' if connections == 1 else 's'}"
+        )
 
 
 def build_timeline(cassette: Cassette, *, path: str | None = None) -> Timeline:
@@ -322,35 +337,39 @@ def _exchange(exchange: RecordedExchange) -> ExchangeView:
     stream = [event for event in entries if event.get("type") != ev.SSE_COMMENT]
     log = tuple((recorded.at, str(event.get("type"))) for recorded, event in zip(exchange.events, entries, strict=True))
     first = next((at for at, kind in log if kind != ev.SSE_COMMENT), None)
-    wire = exchange.wire_request
+    wire = exchange.wire_request or {}
     body = exchange.response_body
     return ExchangeView(
         id=exchange.id,
         transport=exchange.transport,
         connection=exchange.connection,
         incremental=exchange.incremental,
-        warmup=wire is not None and wire.get("generate") is False,
-        model=_text((exchange.logical_request or wire or {}).get("model")),
-        previous_response_id=_text((wire or {}).get("previous_response_id")),
+        warmup=wire.get("generate") is False,
+        model=_text((exchange.logical_request or wire).get("model")),
+        previous_response_id=_text(wire.get("previous_response_id")),
         response_id=exchange.response_id,
-        wire=_size(wire),
+        wire=_size(exchange.wire_request),
         logical=_size(exchange.logical_request),
-        raw_body_bytes=len(exchange.raw_body.encode()) if exchange.raw_body is not None else None,
+        raw_body_bytes=_bytes(exchange.raw_body),
         runs=tuple(compress(str(event.get("type")) for event in stream)),
         event_count=len(stream),
         keepalives=len(entries) - len(stream),
         log=log,
         started_at=exchange.started_at,
-        duration=exchange.events[-1].at if exchange.events else None,
+        duration=log[-1][0] if log else None,
         first_event=first,
         outcome=_outcome(exchange),
         response_status=exchange.response_status,
         body_content_type=body.content_type if body is not None else None,
-        body_bytes=len(body.content) if body is not None else None,
+        body_bytes=_bytes(body.content if body is not None else None),
         turn_state_issued=_header(exchange.response_headers, TURN_STATE_HEADER),
         turn_state_sent=_header(exchange.request_headers, TURN_STATE_HEADER),
         problems=tuple(_problems(stream, exchange.outcome)),
     )
+
+
+def _bytes(content: str | bytes | None) -> int | None:
+    return len(content.encode() if isinstance(content, str) else content) if content is not None else None
 
 
 def compress(types: Iterable[str]) -> list[EventRun]:

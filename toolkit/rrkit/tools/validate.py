@@ -4,7 +4,7 @@ recorded logical request (docs/protocol.md: One exchange, three views; Events; W
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -51,13 +51,7 @@ class Finding:
         return RULES.get(self.rule, self.rule)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "connection": self.connection,
-            "exchange": self.exchange,
-            "event": self.event,
-            "rule": self.rule,
-            "detail": self.detail,
-        }
+        return asdict(self)
 
     def __str__(self) -> str:
         where = f"exchange {self.exchange}"
@@ -111,15 +105,20 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
         Finding(exchange.connection, exchange.id, at(v.index), v.rule.name.lower(), v.detail)
         for v in _one_per_shift(check_order(events, complete=not cut), [events[i] for i in positions])
     ]
-    if outcome is not None and outcome.kind in STATED_KINDS:
-        stated = outcome_of_events([event for event in events if event.get("type") != ev.SSE_COMMENT])
-        if stated is not None and stated.kind is not outcome.kind:
-            terminal = max((i for i, e in enumerate(events) if e.get("type") in ev.ENDING_TYPES), default=None)
-            detail = f"recorded {outcome.kind.value}, the terminal event states {stated.kind.value}"
-            findings.append(
-                Finding(exchange.connection, exchange.id, terminal, Check.OUTCOME_STATED.name.lower(), detail)
-            )
-    return findings
+    return findings + _outcome_findings(exchange, events)
+
+
+def _outcome_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]) -> list[Finding]:
+    """A recorded outcome that the stream's terminal event contradicts."""
+    outcome = exchange.outcome
+    if outcome is None or outcome.kind not in STATED_KINDS:
+        return []
+    stated = outcome_of_events([event for event in events if event.get("type") != ev.SSE_COMMENT])
+    if stated is None or stated.kind is outcome.kind:
+        return []
+    terminal = max((i for i, e in enumerate(events) if e.get("type") in ev.ENDING_TYPES), default=None)
+    detail = f"recorded {outcome.kind.value}, the terminal event states {stated.kind.value}"
+    return [Finding(exchange.connection, exchange.id, terminal, Check.OUTCOME_STATED.name.lower(), detail)]
 
 
 def _one_per_shift(violations: list[Violation], events: Sequence[dict[str, Any]]) -> list[Violation]:

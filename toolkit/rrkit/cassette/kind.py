@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 FileKind = Literal["cassette", "script"]
 
 CASSETTE_KEYS = frozenset({"rrkit_cassette", "exchanges", "connections"})
@@ -17,6 +15,8 @@ SCRIPT_KEYS = frozenset({"responses", "handshakes", "default"})
 def file_kind(path: Path | str) -> FileKind | None:
     """`cassette` (a `rrkit_cassette` version, or `exchanges`), `script` (`responses`, `handshakes` or `default`),
     or None when the file cannot be read or is neither."""
+    import yaml  # only for a file in doubt: opening a cassette loads no YAML parser
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):

@@ -1,0 +1,133 @@
+"""The options `serve` and `record` share: the cassette and its record mode, and what runs the server (address,
+`--lenient`, the upstream's, matching, observing, the admin API, limits, log level) given to each as one
+`ServerOptions`; `folded`, which makes a bundle one parameter."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .common import PORT, RECORD_MODES, log_level_option
+from .options import (
+    Decorator,
+    admin_options,
+    bundle,
+    limit_option,
+    match_config,
+    match_options,
+    observe_options,
+    server_settings,
+    upstream_options,
+)
+from .running import Observe, upstream_source
+
+if TYPE_CHECKING:
+    from ..cassette.match import MatchConfig
+    from ..relay import UpstreamSource
+
+
+def folded(into: str, build: Callable[..., object], *options: Decorator) -> Decorator:
+    """`options` given to the command as one parameter, `into`: what `build` makes of their values (called with
+    them by name, when the command runs)."""
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            own = {name: values.pop(name) for name in names}
+            command(**values, **{into: build(**own)})
+
+        before = list(getattr(command, "__click_params__", []))
+        run.__dict__["__click_params__"] = list(before)  # its own list: the bundle's options go on it
+        decorated = bundle(*options)(run)
+        names = [param.name for param in decorated.__dict__["__click_params__"][len(before) :]]
+        return decorated
+
+    return decorate
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What `server_options` gave: where to listen, how to serve (`settings`, for FakeServer), how to relay,
+    match and observe."""
+
+    host: str
+    port: int
+    lenient: bool
+    upstream_connect_timeout: float
+    upstream_timeout: float
+    upstream_redirects: str
+    match_presets: tuple[str, ...]
+    match_ignore: tuple[str, ...]
+    match_normalize: tuple[str, ...]
+    allow_repeats: bool
+    quiet: bool
+    journal_path: Path | None
+    ready_path: Path | None
+    admin_token: str | None
+    admin_hosts: tuple[str, ...]
+    limits: tuple[str, ...]
+    log_level: str
+    settings: dict[str, Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # once per command: it parses --limit (a usage error) and puts the limits in force for what reads files
+        settings = server_settings(
+            self.host, self.port, self.log_level, self.lenient, self.admin_token, self.admin_hosts, self.limits
+        )
+        object.__setattr__(self, "settings", settings)
+
+    @property
+    def matching_given(self) -> bool:
+        return bool(self.match_presets or self.match_ignore or self.match_normalize or self.allow_repeats)
+
+    def match(self) -> MatchConfig:
+        """The matching options as a MatchConfig (a usage error naming a bad one); loads the cassette modules."""
+        return match_config(self.match_presets, self.match_ignore, self.match_normalize, self.allow_repeats)
+
+    def upstream(self, url: str) -> UpstreamSource:
+        """The relay to `url`, as the upstream options say."""
+        relay = (self.upstream_connect_timeout, self.upstream_timeout, self.upstream_redirects)
+        return upstream_source(url, self.settings["limits"], *relay)
+
+    @property
+    def observe(self) -> Observe:
+        return Observe(self.quiet, self.journal_path, self.ready_path)
+
+
+server_options = folded(
+    "server",
+    ServerOptions,
+    click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default)."),
+    click.option("--port", type=PORT, default=0, show_default=True, help="Port to bind, 0-65535; 0 picks a free one."),
+    click.option(
+        "--lenient",
+        is_flag=True,
+        help='Accept request fields of coercible types (stream: "yes", temperature: "0.5") instead of a 400.',
+    ),
+    upstream_options,
+    match_options,
+    observe_options,
+    admin_options,
+    limit_option,
+    log_level_option,
+)
+"""The options of a command that runs a server in the foreground, as its parameter `server` (a ServerOptions)."""
+
+
+def cassette_options(cassette: str, mode: str, modes: str, *, required: bool = False) -> Decorator:
+    """`--cassette` (`cassette_path`, said by `cassette`) and `--record-mode` (`mode` by default, said by `modes`)."""
+    return bundle(
+        click.option(
+            "--cassette",
+            "cassette_path",
+            required=required,
+            type=click.Path(path_type=Path, dir_okay=False),
+            help=cassette,
+        ),
+        click.option("--record-mode", type=click.Choice(RECORD_MODES), default=mode, show_default=True, help=modes),
+    )
