@@ -97,6 +97,12 @@ def test_nothing_imports_the_front_ends() -> None:
             assert not {target for target in imported if _front_end(target)}, (module, imported)
 
 
+def test_the_demo_is_a_job_of_its_own_that_only_the_command_line_runs() -> None:
+    """`rrkit demo` composes the client, the server and the cassettes; the tools share nothing through it."""
+    importers = {module for module, imported in _graph().items() if "rrkit.demo" in imported}
+    assert importers and all(_front_end(module) for module in importers), importers
+
+
 def _assert_acyclic(edges: dict[str, set[str]], what: str) -> None:
     try:
         tuple(TopologicalSorter(edges).static_order())
@@ -148,6 +154,8 @@ def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_
         "rrkit.lazy",
         "rrkit.cassette",
         "rrkit.cassette.recordmode",
+        "rrkit.protocol",  # its names load lazily
+        "rrkit.protocol.exceptions",  # a bad --rrkit-record-mode is a SettingError
     }
 
 

@@ -167,8 +167,9 @@ def test_settings_add_to_the_volatile_defaults_and_accept_one_or_many_regexes() 
         ({"zzz": 1}, "unknown match setting 'zzz'; valid: on, fields, ignore"),
         ({"presets": ["codx"]}, "unknown match preset 'codx' (did you mean 'codex'?); valid: codex, openai-sdk"),
         ({"allow_repeats": "yes"}, "match setting 'allow_repeats' is true or false, got 'yes'"),
-        ({"ignore": 3}, "match setting 'ignore' is a string or a list of strings, got 3"),
+        ({"ignore": 3}, "match setting 'ignore' must be a string or a list of strings, got 3"),
         ({"normalize": ["x"]}, "match setting 'normalize' maps a path to a regex"),
+        ({"normalize": {"input": 3}}, "match setting 'normalize' at 'input' must be a string or a list of strings"),
         ({"on": "wires"}, "invalid match 'on' 'wires': it is 'logical' or 'wire'"),
     ],
 )

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from rrkit.cassette import Cassette, RecordedExchange, Redactor
+from rrkit.cli import main
+from rrkit.protocol.exceptions import SettingError
 
 SECRET = "sk-proj-9f3a7c21d4e5b6a8c0d2"
 
@@ -30,3 +35,30 @@ def test_one_policy_redacts_each_cassette_on_its_own_and_cannot_be_changed() -> 
 def test_known_secrets_are_scrubbed_wherever_they_appear() -> None:
     redacted = Redactor().knowing([SECRET]).apply(cassette({}, f"the upstream said {SECRET}"))
     assert redacted.exchanges[0].wire_request == {"model": "m", "input": "the upstream said [REDACTED]"}
+
+
+def _exchange(request: dict[str, object]) -> Cassette:
+    return Cassette(exchanges=[RecordedExchange(id=0, transport="http", wire_request=request)])
+
+
+@pytest.mark.parametrize("path", ["input.*.content", "input[*].content", "input[1].content", "input.1.content"])
+def test_redact_paths_speak_the_one_path_language_and_scrub_the_value_elsewhere_too(path: str) -> None:
+    request = {"input": [{"content": "kept"}, {"content": "card 4111-1111"}], "instructions": "card 4111-1111"}
+    redacted = Redactor(paths=(path,)).apply(_exchange(request)).exchanges[0].wire_request
+    assert redacted["input"][1] == {"content": "[REDACTED]"}
+    assert redacted["instructions"] == "[REDACTED]"  # the value found at the path, scrubbed wherever it appears
+    assert redacted["input"][0] == ({"content": "[REDACTED]"} if "*" in path else {"content": "kept"})
+
+
+def test_a_bad_redact_path_is_refused_when_the_policy_is_made_naming_it() -> None:
+    with pytest.raises(SettingError, match=re.escape("invalid redact path 'input[': ")):
+        Redactor(paths=("input[",))
+
+
+def test_record_refuses_a_bad_redact_path_before_it_serves(tmp_path: Path) -> None:
+    cassette_path = tmp_path / "c.json"
+    args = ["record", "--upstream", "http://127.0.0.1:9/v1", "--cassette", str(cassette_path), "--redact-path", "a..b"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "invalid redact path 'a..b'" in result.output
+    assert not cassette_path.exists()

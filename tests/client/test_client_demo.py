@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.demo import SHIPPED_FIXTURES, DemoRow, Seen, check, expectation, find_fixtures, format_table
+from rrkit.demo import DemoRow, Seen, check, expectation, format_table
 from rrkit.script import load_script
+from rrkit.script.shipped import fixtures_folder, shipped_directory
 
 REPO_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -62,12 +63,12 @@ def test_rrkit_demo_prints_its_table_within_the_terminal_width() -> None:
 def test_demo_finds_the_fixtures_given_else_next_to_the_current_directory_else_the_shipped_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert find_fixtures(tmp_path) == tmp_path
+    assert fixtures_folder(tmp_path) == tmp_path
     monkeypatch.chdir(tmp_path)
-    assert find_fixtures(None) == SHIPPED_FIXTURES
-    assert SHIPPED_FIXTURES.resolve() == REPO_FIXTURES.resolve()  # the repository's fixtures/ links to them
+    assert fixtures_folder(None) == shipped_directory()
+    assert shipped_directory().resolve() == REPO_FIXTURES.resolve()  # the repository's fixtures/ links to them
     (tmp_path / "fixtures").mkdir()
-    assert find_fixtures(None) == tmp_path / "fixtures"
+    assert fixtures_folder(None) == tmp_path / "fixtures"
 
 
 def test_a_websocket_only_fault_expects_only_the_final_outcome_over_http() -> None:

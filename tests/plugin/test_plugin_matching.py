@@ -150,7 +150,7 @@ def rrkit_config(rrkit_config):
             '"record_mode": "often"',
             "*rrkit_config key 'record_mode': invalid record mode 'often'; valid modes are: none, once*",
         ),
-        ('cassette="talk"', '"redact_paths": [1]', "*rrkit_config key 'redact_paths' must be a name or a list*"),
+        ('cassette="talk"', '"redact_paths": [1]', "*rrkit_config key 'redact_paths' must be a string or a list*"),
     ],
 )
 def test_unknown_or_invalid_settings_are_usage_errors_with_the_closest_valid_name(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rrkit.demo import quiet_server_logs
 from rrkit.differential.appserver import run_codex_turns
 from rrkit.differential.observation import Attempt, WaitRanges
 from rrkit.differential.run import next_turns_marked, observe_reference
 from rrkit.script import Script, reject, reply
 from rrkit.server import FakeServer
+from rrkit.server.logs import quiet_server_logs
 
 from .codex import require_codex
 from .differential_cases import render

@@ -7,9 +7,7 @@ is written as `<fixture>.<transport>.json`: the golden cassettes.
 from __future__ import annotations
 
 import io
-import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +20,8 @@ from .cassette.format import Cassette
 from .cassette.normalize import stabilize_cassette
 from .cassette.record import cassette_from_capture
 from .cassette.store import save_cassette
-from .client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy, TraceEntry
+from .client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, TraceEntry
 from .client.check import view_mismatches
-from .client.retry import RecordingSleep
 from .protocol.ids import IdGenerator
 from .protocol.outcome import Outcome, OutcomeKind
 from .protocol.request import Item
@@ -32,7 +29,8 @@ from .protocol.vocabulary import TRANSPORTS
 from .script.loader import load_script
 from .script.models import Script
 from .script.select import ReplySource
-from .script.shipped import script_files, shipped_directory
+from .script.shipped import script_files
+from .server.logs import quiet_server_logs
 from .server.runner import FakeServer
 
 DEMO_USER_INPUT = "What is the weather in Paris?"
@@ -52,33 +50,6 @@ DEMO_PROMPT = Prompt(
         {"type": "custom", "name": "apply_patch", "description": "Apply a patch to the workspace."},
     ),
 )
-
-
-def demo_options() -> ClientOptions:
-    """Short retry delays and timeouts: the demo takes seconds, whatever the fixtures ask for.
-
-    Delays are recorded at their nominal value (e.g. a 1 s Retry-After) but waited at most 20 ms.
-    """
-    return ClientOptions(
-        retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05),
-        idle_timeout=0.75,
-        connect_timeout=2.0,
-        websocket_connect_timeout=2.0,
-        warmup_timeout=1.0,
-        sleep=RecordingSleep(cap=0.02),
-    )
-
-
-SHIPPED_FIXTURES = shipped_directory()
-"""The scripts installed with rrkit (the repository's `fixtures/` links here)."""
-
-
-def find_fixtures(explicit: Path | None = None) -> Path:
-    """`--fixtures DIR`, else `./fixtures`, else the scripts shipped with rrkit."""
-    if explicit is not None:
-        return explicit
-    here = Path.cwd() / "fixtures"
-    return here if here.is_dir() else SHIPPED_FIXTURES
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +146,7 @@ async def run_one(
     row = DemoRow(script.name, transport)
     expect = expectation(script.expect, transport)
     row.expected = _describe_expectation(expect)
-    options = demo_options()
+    options = ClientOptions.quick()
     async with ModelClient(
         server.http_url, supports_websockets=transport == "ws", session_id=DEMO_SESSION_ID, options=options
     ) as client:
@@ -198,18 +169,6 @@ async def run_one(
     row.problems += check(expect, row.first, row.final)
     row.problems += view_mismatches(trace, server.exchanges)
     return row
-
-
-@contextmanager
-def quiet_server_logs() -> Iterator[None]:
-    """Scripted faults make the server warn (e.g. an unmatched retry); the table says what matters."""
-    logger = logging.getLogger("rrkit")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def golden_name(fixture: Path, transport: str) -> str:

@@ -6,16 +6,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .cassette.match import MatchConfig, unknown_name
+from .cassette.match import MatchConfig
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.exceptions import ScriptError
+from .protocol.exceptions import ScriptError, SettingError
+from .protocol.jsonpath import JsonPath
+from .protocol.names import names_of, unknown_name
 from .script.loader import load_script
 from .script.models import Script
 from .script.shipped import FIXTURE_PREFIX
@@ -55,28 +57,30 @@ class RRKitConfig(Mapping[str, Any]):
         """Check every value, so that a bad one fails naming its key; names lists become tuples."""
         try:
             object.__setattr__(self, "record_mode", parse_record_mode(self.record_mode))
-        except ValueError as error:
-            raise ValueError(f"rrkit_config key 'record_mode': {error}") from None
+        except SettingError as error:
+            raise SettingError(f"rrkit_config key 'record_mode': {error}") from None
         for key, (kinds, what) in _KINDS.items():
             value = getattr(self, key)
             if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-                raise ValueError(f"rrkit_config key {key!r} must be {what}, got {value!r}")
+                raise SettingError(f"rrkit_config key {key!r} must be {what}, got {value!r}")
         for key in ("redact_headers", "redact_paths"):
-            object.__setattr__(self, key, _names(key, getattr(self, key)))
+            object.__setattr__(self, key, names_of(f"rrkit_config key {key!r}", getattr(self, key)))
+        for path in self.redact_paths:
+            JsonPath.parse(path, "rrkit_config key 'redact_paths': path")
         if self.match_preset is not None:
-            object.__setattr__(self, "match_preset", _names("match_preset", self.match_preset))
+            object.__setattr__(self, "match_preset", names_of("rrkit_config key 'match_preset'", self.match_preset))
 
     @classmethod
     def of(cls, settings: RRKitConfig | Mapping[str, Any]) -> RRKitConfig:
-        """`settings` as an RRKitConfig: a mapping's keys over the defaults; ValueError naming an unknown key
+        """`settings` as an RRKitConfig: a mapping's keys over the defaults; SettingError naming an unknown key
         (with the closest valid one) or a bad value."""
         if isinstance(settings, RRKitConfig):
             return settings
         if not isinstance(settings, Mapping):
-            raise ValueError(f"rrkit_config must return an RRKitConfig or a mapping, got {settings!r}")
+            raise SettingError(f"rrkit_config must return an RRKitConfig or a mapping, got {settings!r}")
         problem = _unknown_keys(settings, CONFIG_KEYS, "rrkit_config key")
         if problem:
-            raise ValueError(problem)
+            raise SettingError(problem)
         return cls(**settings)
 
     def __getitem__(self, key: str) -> Any:
@@ -93,14 +97,6 @@ class RRKitConfig(Mapping[str, Any]):
 
 CONFIG_KEYS = tuple(field.name for field in fields(RRKitConfig))
 """The keys of `rrkit_config`."""
-
-
-def _names(key: str, value: object) -> tuple[str, ...]:
-    """A name or a list of names, as a tuple."""
-    names = (value,) if isinstance(value, str) else tuple(value) if isinstance(value, Iterable) else None
-    if names is None or not all(isinstance(name, str) for name in names):
-        raise ValueError(f"rrkit_config key {key!r} must be a name or a list of names, got {value!r}")
-    return names
 
 
 DEFAULT_CONFIG = RRKitConfig()
@@ -176,7 +172,7 @@ def _marked_and_config(
     if problem is None:
         try:
             return marked, RRKitConfig.of(config)
-        except ValueError as error:
+        except SettingError as error:
             problem = str(error)
     raise pytest.UsageError(f"{request.node.nodeid}: {problem}")
 
@@ -247,14 +243,14 @@ def _match(test: str, marked: dict[str, Any], config: RRKitConfig) -> MatchConfi
         elif isinstance(given, Mapping):
             match = MatchConfig.from_settings(given)
         else:
-            raise ValueError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
+            raise SettingError(f"`match` is a MatchConfig or a mapping of settings, got {given!r}")
         preset = marked.get("match_preset", config.match_preset)
         if preset:
             match = replace(match, presets=(*match.presets, *((preset,) if isinstance(preset, str) else preset)))
         repeats = marked.get("allow_repeats", config.allow_repeats)
         if repeats is not None:
             match = replace(match, allow_repeats=bool(repeats))
-    except ValueError as error:
+    except SettingError as error:
         raise pytest.UsageError(f"{test}: rrkit match configuration: {error}") from None
     return match
 
@@ -268,7 +264,7 @@ def options_of(request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str
         cli_mode = RecordMode.REWRITE  # --rrkit-update: record every cassette afresh (and refresh snapshots)
     try:
         mode = parse_record_mode(cli_mode or marked.get("record_mode") or checked.record_mode)
-    except ValueError as error:
+    except SettingError as error:
         raise pytest.UsageError(f"{request.node.nodeid}: {error}") from None
     cassette = None
     if "cassette" in marked or "record_mode" in marked:

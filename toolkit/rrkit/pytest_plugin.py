@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .cassette.recordmode import RecordMode, parse_record_mode
+from .protocol.exceptions import SettingError
 
 if TYPE_CHECKING:
     from .plugin_options import RRKitConfig
@@ -87,7 +88,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode is not None:
         try:
             parse_record_mode(mode)
-        except ValueError as error:
+        except SettingError as error:
             raise pytest.UsageError(f"--rrkit-record-mode: {error}") from None
 
 

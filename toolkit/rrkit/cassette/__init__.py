@@ -12,6 +12,7 @@ from ..lazy import lazy_exports
 if TYPE_CHECKING:
     from ..protocol.exceptions import CassetteError
     from ..relay.source import UpstreamSource
+    from .file import CassetteFile
     from .format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange
     from .match import MatchConfig
     from .modes import CassetteDeck
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from .store import dump_cassette, load_cassette, parse_cassette, save_cassette
 
 _HOMES = {
+    ".file": ("CassetteFile",),
     ".format": ("Cassette", "RecordedConnection", "RecordedEvent", "RecordedExchange"),
     ".match": ("MatchConfig",),
     ".modes": ("CassetteDeck",),
@@ -43,6 +45,7 @@ __all__ = [
     "Cassette",
     "CassetteDeck",
     "CassetteError",
+    "CassetteFile",
     "CassetteSource",
     "MatchConfig",
     "RecordMode",

@@ -14,7 +14,7 @@ from base64 import b64decode
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, Literal, overload
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_valid
 from ..protocol.encoding import body_form
 from ..protocol.events import SSE_COMMENT
 from ..protocol.jsontext import MAX_DEPTH, parse_json
+from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome
 from ..protocol.vocabulary import ClosedBy, Transport
 
@@ -113,7 +114,7 @@ def _decoded(data: bytes) -> str:
     return data.decode("utf-8", "surrogatepass")
 
 
-class RecordedEvents(Sequence[RecordedEvent]):
+class RecordedEvents(MadeOnRead[RecordedEvent]):
     """An exchange's events, held as one string of their JSON texts (ASCII text, else UTF-8 bytes), where each
     ends, and an array of their offsets; each RecordedEvent is made when it is read. Equal to any sequence of equal
     events."""
@@ -154,14 +155,7 @@ class RecordedEvents(Sequence[RecordedEvent]):
     def __len__(self) -> int:
         return len(self._ats)
 
-    @overload
-    def __getitem__(self, index: int) -> RecordedEvent: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[RecordedEvent]: ...
-    def __getitem__(self, index: int | slice) -> RecordedEvent | list[RecordedEvent]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(len(self))[index]]
-        index = range(len(self))[index]  # negative indices counted from the end; an IndexError beyond it
+    def _made_at(self, index: int) -> RecordedEvent:
         start, end = self._ends[index - 1] if index else 0, self._ends[index]
         text = self._text
         return RecordedEvent(self._ats[index], text[start:end] if isinstance(text, str) else _decoded(text[start:end]))
@@ -172,11 +166,7 @@ class RecordedEvents(Sequence[RecordedEvent]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, RecordedEvents):
             return (self._ats, self._ends, self._text) == (other._ats, other._ends, other._text)
-        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
-            return NotImplemented
-        return len(self) == len(other) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]  # equal to lists, which have none
+        return super().__eq__(other)
 
     def __repr__(self) -> str:
         return repr(list(self))

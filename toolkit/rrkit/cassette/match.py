@@ -3,7 +3,6 @@ ignored, strings normalized, presets merged), its digest, and a report of the cl
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 import hashlib
@@ -12,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..protocol.exceptions import SettingError
 from ..protocol.jsondiff import canonical as canonical
 from ..protocol.jsondiff_text import DIFF_VALUE_LIMIT as DIFF_VALUE_LIMIT
 from ..protocol.jsondiff_text import diff_lines
 from ..protocol.jsondiff_text import shown as shown
 from ..protocol.jsonpath import JsonPath as JsonPath
 from ..protocol.lite import from_lite
+from ..protocol.names import names_of, unknown_name
 from ..protocol.request import INPUT_FIELD, input_items
 from ..protocol.secrets import mask_request
 from .format import RecordedExchange
@@ -68,12 +69,12 @@ def _normalized(value: Any, patterns: tuple[re.Pattern[str], ...]) -> Any:
 
 def _compile(path: str, pattern: str) -> re.Pattern[str]:
     if not isinstance(pattern, str):
-        raise ValueError(f"normalize {path!r}: a regex is a string, got {type(pattern).__name__}")
+        raise SettingError(f"normalize {path!r}: a regex is a string, got {type(pattern).__name__}")
     try:
         return re.compile(pattern)
     except re.error as error:
         where = f" at position {error.pos}" if error.pos is not None else ""
-        raise ValueError(f"normalize {path!r}: invalid regex {pattern!r}: {error.msg}{where}") from None
+        raise SettingError(f"normalize {path!r}: invalid regex {pattern!r}: {error.msg}{where}") from None
 
 
 # -- comparing values -------------------------------------------------------------------------------------------
@@ -125,7 +126,7 @@ class MatchConfig:
 
     def __post_init__(self) -> None:
         if self.on not in ("logical", "wire"):
-            raise ValueError(f"invalid match 'on' {self.on!r}: it is 'logical' or 'wire'")
+            raise SettingError(f"invalid match 'on' {self.on!r}: it is 'logical' or 'wire'")
         for name, value in _settled(self).items():  # a frozen dataclass: its own inputs, made tuples once
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_compiled", _Compiled.of(self))
@@ -140,10 +141,10 @@ class MatchConfig:
         """From plain data (a marker, a config file): the keys of `SETTINGS`. `ignore` adds to the volatile
         defaults; `normalize` maps a path to a regex or a list of them; `preset` / `presets` name presets."""
         if not isinstance(settings, Mapping):
-            raise ValueError(f"match settings are a mapping of {', '.join(SETTINGS)}; got {type(settings).__name__}")
+            raise SettingError(f"match settings are a mapping of {', '.join(SETTINGS)}; got {type(settings).__name__}")
         for key in settings:
             if key not in SETTINGS:
-                raise ValueError(unknown_name("match setting", str(key), SETTINGS))
+                raise SettingError(unknown_name("match setting", str(key), SETTINGS))
         options: dict[str, Any] = {}
         if "on" in settings:
             options["on"] = settings["on"]
@@ -162,7 +163,7 @@ class MatchConfig:
             options["normalize"] = _normalize_setting(settings["normalize"])
         if "allow_repeats" in settings:
             if not isinstance(settings["allow_repeats"], bool):
-                raise ValueError(f"match setting 'allow_repeats' is true or false, got {settings['allow_repeats']!r}")
+                raise SettingError(f"match setting 'allow_repeats' is true or false, got {settings['allow_repeats']!r}")
             options["allow_repeats"] = settings["allow_repeats"]
         return cls(**options)
 
@@ -247,31 +248,22 @@ def header_named(name: str, patterns: Sequence[str]) -> bool:
 
 
 def _names(key: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence) and all(isinstance(item, str) for item in value):
-        return tuple(value)
-    raise ValueError(f"match setting {key!r} is a string or a list of strings, got {value!r}")
+    return names_of(f"match setting {key!r}", value)
 
 
 def _normalize_setting(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, Mapping):
-        raise ValueError(f"match setting 'normalize' maps a path to a regex (or a list of them), got {value!r}")
+        raise SettingError(f"match setting 'normalize' maps a path to a regex (or a list of them), got {value!r}")
     return tuple(
-        (str(path), regex) for path, regexes in value.items() for regex in _names(f"normalize {path!r}", regexes)
+        (str(path), regex)
+        for path, regexes in value.items()
+        for regex in names_of(f"match setting 'normalize' at {path!r}", regexes)
     )
-
-
-def unknown_name(what: str, name: str, valid: Sequence[str], *, list_valid: bool = False) -> str:
-    """`unknown <what> 'x' (did you mean 'y'?)`, followed by the valid names when none is close (or always)."""
-    close = difflib.get_close_matches(name, valid, n=1)
-    message = f"unknown {what} {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
-    return message + (f"; valid: {', '.join(valid)}" if list_valid or not close else "")
 
 
 def preset_named(name: str) -> Preset:
     if name not in PRESETS:
-        raise ValueError(unknown_name("match preset", name, sorted(PRESETS), list_valid=True))
+        raise SettingError(unknown_name("match preset", name, sorted(PRESETS), list_valid=True))
     return PRESETS[name]
 
 
@@ -279,12 +271,12 @@ def match_config_from_cli(
     ignore: Sequence[str] = (), normalize: Sequence[str] = (), presets: Sequence[str] = (), allow_repeats: bool = False
 ) -> MatchConfig:
     """From command-line strings: ignore paths (added to the volatile defaults), `PATH=REGEX` normalizations
-    (split at the first `=`), preset names. Raises ValueError saying what is wrong."""
+    (split at the first `=`), preset names. Raises SettingError saying what is wrong."""
     pairs = []
     for entry in normalize:
         path, equals, regex = entry.partition("=")
         if not equals or not path or not regex:
-            raise ValueError(f"normalize {entry!r}: expected PATH=REGEX, e.g. 'input[*].output=Wall time: ([0-9.]+)'")
+            raise SettingError(f"normalize {entry!r}: expected PATH=REGEX, e.g. 'input[*].output=Wall time: ([0-9.]+)'")
         pairs.append((path, regex))
     return MatchConfig(
         ignore=(*VOLATILE_FIELDS, *ignore), normalize=tuple(pairs), presets=tuple(presets), allow_repeats=allow_repeats

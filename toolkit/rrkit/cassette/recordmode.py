@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ..protocol.exceptions import SettingError
+
 
 class RecordMode(StrEnum):
     NONE = "none"  # replay only; an unmatched request is an error
@@ -18,4 +20,4 @@ def parse_record_mode(value: str | RecordMode) -> RecordMode:
         return RecordMode(value)
     except ValueError:
         valid = ", ".join(mode.value for mode in RecordMode)
-        raise ValueError(f"invalid record mode {value!r}; valid modes are: {valid}") from None
+        raise SettingError(f"invalid record mode {value!r}; valid modes are: {valid}") from None

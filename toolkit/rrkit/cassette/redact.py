@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from ..protocol.jsonpath import JsonPath
 from ..protocol.secrets import (
     MIN_SECRET,
     SECRET_HEADERS,
@@ -43,6 +44,10 @@ class Redactor:
     known_secrets: tuple[str, ...] = ()
     bodies: bool = True
 
+    def __post_init__(self) -> None:
+        for path in self.paths:
+            JsonPath.parse(path, "redact path")  # a bad one fails here, before anything is recorded
+
     @classmethod
     def with_extra(cls, headers: Iterable[str] = (), paths: Iterable[str] = ()) -> Redactor:
         return cls(tuple(dict.fromkeys([*DEFAULT_HEADERS, *(h.lower() for h in headers)])), tuple(paths))
@@ -62,6 +67,7 @@ class _Pass:
     def __init__(self, policy: Redactor) -> None:
         self.headers, self.paths, self.marker = policy.headers, policy.paths, policy.marker
         self.bodies = policy.bodies
+        self._paths = [JsonPath.parse(path, "redact path") for path in policy.paths]
         self.secrets: set[str] = set()
         for secret in policy.known_secrets:
             self._remember(secret)
@@ -89,8 +95,8 @@ class _Pass:
                 self.secrets.add(part)
 
     def redact_json(self, value: Any) -> Any:
-        for path in self.paths:
-            value = self._redact_path(value, path.split("."))
+        for path in self._paths:
+            value = path.rewrite(value, self._redacted)
         return value
 
     def redact_request(self, value: Any) -> Any:
@@ -99,19 +105,12 @@ class _Pass:
             value = mask_request(value, self.marker, self.headers, found=self._remember)
         return value
 
-    def _redact_path(self, value: Any, parts: list[str]) -> Any:
-        if not parts:
-            if isinstance(value, str):
-                self._remember(value)
-            elif value is not None:
-                self._remember(json.dumps(value))
-            return self.marker
-        head, rest = parts[0], parts[1:]
-        if isinstance(value, dict):
-            return {k: (self._redact_path(v, rest) if head in ("*", k) else v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._redact_path(v, rest) if head in ("*", str(i)) else v for i, v in enumerate(value)]
-        return value
+    def _redacted(self, value: Any) -> str:
+        if isinstance(value, str):
+            self._remember(value)
+        elif value is not None:
+            self._remember(json.dumps(value))
+        return self.marker
 
     def scrub(self, text: str) -> str:
         for secret in sorted(self.secrets, key=len, reverse=True):

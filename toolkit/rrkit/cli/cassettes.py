@@ -57,6 +57,7 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
       rrkit demo --record /tmp/now
       rrkit diff cassettes/tool-loop.ws.json /tmp/now/tool-loop.ws.json --ignore 'input[*].output'
     """
+    from ..protocol.exceptions import SettingError
     from ..tools.diff import VIEWS, diff_cassettes
     from ..tools.diff_render import render_report
 
@@ -66,7 +67,7 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
         report = diff_cassettes(
             first, second, strict=strict, ignore=ignore, view=chosen, names=(str(a_path), str(b_path))
         )
-    except ValueError as error:
+    except SettingError as error:
         raise click.UsageError(str(error)) from None
     conclude(report.equal, as_json, report.to_json, lambda console: render_report(report, console))
 

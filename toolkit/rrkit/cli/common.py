@@ -34,9 +34,9 @@ fixtures_option = click.option(
 
 def fixtures_directory(given: Path | None) -> Path:
     """The folder of scripts a command runs: --fixtures, else ./fixtures, else the shipped ones."""
-    from ..demo import find_fixtures
+    from ..script.shipped import fixtures_folder
 
-    directory = find_fixtures(given)
+    directory = fixtures_folder(given)
     if not directory.is_dir():
         raise FileError(f"no fixtures directory at {directory} (use --fixtures DIR)")
     return directory

@@ -14,10 +14,10 @@ from ..protocol.exceptions import (
     CassetteError,
     CodexNotFound,
     ConformError,
-    LimitError,
     LockHeld,
     RRKitError,
     ScriptError,
+    SettingError,
 )
 
 
@@ -39,7 +39,7 @@ EXIT_STATUSES: tuple[tuple[type[RRKitError], ExitStatus], ...] = (
     (ScriptError, ExitStatus.USAGE),
     (CassetteError, ExitStatus.USAGE),
     (ConformError, ExitStatus.USAGE),
-    (LimitError, ExitStatus.USAGE),
+    (SettingError, ExitStatus.USAGE),
     (CodexNotFound, ExitStatus.USAGE),
     (RRKitError, ExitStatus.FAILED),
 )

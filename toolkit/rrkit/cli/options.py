@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..protocol.exceptions import LimitError
+from ..protocol.exceptions import LimitError, SettingError
 from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, configured, given_limits
 
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
@@ -170,7 +170,7 @@ def match_config(
 
     try:
         return match_config_from_cli(ignore, normalize, presets, repeats)
-    except ValueError as error:
+    except SettingError as error:
         raise click.UsageError(str(error)) from None
 
 

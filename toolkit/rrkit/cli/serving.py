@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 import click
 
 from ..cassette.recordmode import RecordMode, parse_record_mode
-from ..protocol.exceptions import ScriptError
+from ..protocol.exceptions import ScriptError, SettingError
 from ..script.loader import default_script, load_script
 from ..server.runner import FakeServer
 
@@ -91,7 +91,7 @@ def serve(
         script = script or default_script()
         try:
             fake = FakeServer(script, keep=keep, **server.settings)
-        except ValueError as error:
+        except SettingError as error:
             raise click.ClickException(str(error)) from None
         served = f"rrkit: serving script {script.name!r} ({len(script.responses)} steps)"
         serve_then_save(fake, None, server, served, "Press Ctrl-C to stop.", kept="rrkit: stopped")
@@ -130,7 +130,7 @@ def _relayed(server: ServerOptions, url: str) -> UpstreamSource:
     """The relay to `url`; an error (exit status 1) for a URL it cannot relay to."""
     try:
         return server.upstream(url)
-    except ValueError as error:
+    except SettingError as error:
         raise click.ClickException(str(error)) from None
 
 
@@ -170,8 +170,8 @@ def record(
     source = _relayed(server, upstream)
     try:
         redactor = Redactor.with_extra(headers, paths).knowing(source.secrets)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
+    except SettingError as error:
+        raise click.UsageError(str(error)) from None
     mode = parse_record_mode(record_mode)
     hint = "give a new cassette file to record into, e.g. --cassette session.json"
     proxy, deck = cassette_server(
@@ -217,7 +217,7 @@ def cassette_server(
     try:
         fake = FakeServer(source=deck.source(), keep=None if deck.records else keep, **server.settings)
         deck.journal_to(fake.state.capture)  # each exchange on disk as it ends: a crash loses none
-    except ValueError as error:  # a CassetteError is a ValueError: a folder that cannot hold the journal
+    except (SettingError, CassetteError) as error:  # a folder that cannot hold the journal
         raise click.ClickException(str(error)) from None
     return fake, deck
 

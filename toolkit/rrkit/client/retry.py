@@ -61,6 +61,20 @@ class ClientOptions:
     """Turn ids; None: a UUID derived from the thread id and the turn's number, so a session with a fixed id
     sends the same requests in every run (and recordings repeat)."""
 
+    @classmethod
+    def quick(cls) -> ClientOptions:
+        """Short retry delays and timeouts, for runs against a local server (`rrkit demo`, `rrkit replay`): seconds,
+        whatever the scripts ask for. Delays are recorded at their nominal value (a 1 s Retry-After) but waited at
+        most 20 ms."""
+        return cls(
+            retry=RetryPolicy(max_retries=3, base_delay=0.01, max_delay=0.05),
+            idle_timeout=0.75,
+            connect_timeout=2.0,
+            websocket_connect_timeout=2.0,
+            warmup_timeout=1.0,
+            sleep=RecordingSleep(cap=0.02),
+        )
+
 
 class Step(StrEnum):
     RETRY = "retry"

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast
 
-from ..demo import quiet_server_logs
 from ..differential.observation import WaitRanges, named_delays, observe
 from ..differential.run import reference_turn
 from ..differential.settings import DEFAULT_BUDGETS, Budgets
@@ -23,6 +22,7 @@ from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import TOOL_OUTPUT_TYPES, input_items
 from ..server.capture import Exchange
+from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from ..tools.replay import ServerURLs
 from .checks import ConformRun

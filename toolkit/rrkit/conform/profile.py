@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..protocol.exceptions import ConformError
+from ..protocol.names import did_you_mean
 from ..script.loader import read_document, validate_document
 from .scenario import Expectation, Scenario
 
@@ -39,9 +39,7 @@ class Profile(BaseModel):
         names = [scenario.name for scenario in scenarios]
         for name in self.rules:
             if name not in names:
-                close = difflib.get_close_matches(name, names, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ConformError(f"{where}: rules for {name!r}, which is no scenario{hint}")
+                raise ConformError(f"{where}: rules for {name!r}, which is no scenario{did_you_mean(name, names)}")
 
 
 _KEYS = sorted({*Profile.model_fields, *Expectation.model_fields, "is"})
@@ -59,8 +57,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     else:
         path = Path(name_or_path)
         if not path.is_file():
-            close = difflib.get_close_matches(str(name_or_path), list(shipped), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(str(name_or_path), list(shipped))
             raise ConformError(
                 f"no profile named {str(name_or_path)!r}{hint} and no such file; shipped: {', '.join(shipped)}"
             )

@@ -3,7 +3,6 @@ expectations a client's run is judged by; the catalogue shipped with rrkit, and 
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
@@ -11,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..differential.observation import WATCHED_HEADERS
 from ..protocol.exceptions import ConformError, ScriptError
+from ..protocol.names import did_you_mean
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from ..script.loader import load_script, read_document, validate_document
 from ..script.models import Script
@@ -171,8 +171,7 @@ def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenar
     names = [scenario.name for scenario in scenarios]
     for name in only:
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(name, names)
             raise ConformError(f"no scenario named {name!r}{hint}; `rrkit conform --list` lists them")
     return [scenario for scenario in scenarios if not only or scenario.name in only]
 

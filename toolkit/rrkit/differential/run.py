@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
-from ..demo import quiet_server_logs
 from ..protocol.ids import IdGenerator
 from ..protocol.request import Item
 from ..script.models import Script
+from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from .appserver import run_codex_turns
 from .codex import run_codex

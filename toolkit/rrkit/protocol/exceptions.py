@@ -6,7 +6,8 @@ all). Each names the file, field, request or setting at fault and says what to d
     ├── CassetteError            a cassette file that cannot be used, read or written
     │   └── LockHeld             another process writing cassettes in the folder for too long
     ├── ConformError             a conformance scenario or profile that cannot be used
-    ├── LimitError               a `--limit` / RRKIT_LIMITS setting that cannot be read
+    ├── SettingError             an option, keyword argument or configuration key that cannot be used
+    │   └── LimitError           ... a `--limit` / RRKIT_LIMITS setting that cannot be read
     ├── BodyEncodingError        a request body that cannot be decoded as its Content-Encoding says
     │   └── BodyTooLarge         ... or that decodes past the decoded-body limit
     ├── SSEMessageTooLong        an SSE line or message past the decoder's limit
@@ -17,8 +18,8 @@ all). Each names the file, field, request or setting at fault and says what to d
     ├── AppServerError           `codex app-server` answered with an error, or stopped answering
     └── ModelClientError         the reference client's errors (rrkit.client.errors: retryable or not, by kind)
 
-Defined here but `StreamCut` (with the plans it cuts) and `ModelClientError`'s family. The file errors are
-ValueErrors too, `CodexNotFound` a LookupError and `AppServerError` a RuntimeError, as the
+Defined here but `StreamCut` (with the plans it cuts) and `ModelClientError`'s family. The file and setting
+errors are ValueErrors too, `CodexNotFound` a LookupError and `AppServerError` a RuntimeError, as the
 standard library's callers expect."""
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ class ConformError(RRKitError, ValueError):
     """A scenario file (or name) that cannot be used; the message names the file, the place and the problem."""
 
 
-class LimitError(RRKitError, ValueError):
+class SettingError(RRKitError, ValueError):
+    """A setting that cannot be used (a match setting, a record mode, a view, a relay's URL, a plugin key): the
+    message names it and says what to give."""
+
+
+class LimitError(SettingError):
     """A limit setting that cannot be used; the message names it and says what to give."""
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .exceptions import SettingError
+
 PatternStep = str | int | None
 """A step of a path: a key, a list index, or None for every key or item (`*`)."""
 Step = str | int | tuple[int, int]
@@ -32,7 +34,7 @@ class JsonPath:
 
     @classmethod
     def parse(cls, text: str, what: str = "path") -> JsonPath:
-        """Raises ValueError naming `what` (say, `ignore path`), the path and what is wrong with it."""
+        """Raises SettingError naming `what` (say, `ignore path`), the path and what is wrong with it."""
         if not isinstance(text, str) or not text:
             raise _bad(what, text, "a path is a non-empty string such as 'input[*].output'")
         steps: list[PatternStep] = []
@@ -79,11 +81,11 @@ def place_text(place: Place, side: int | None = None) -> str:
     return text
 
 
-def _bad(what: str, text: str, why: str) -> ValueError:
-    return ValueError(f"invalid {what} {text!r}: {why}")
+def _bad(what: str, text: str, why: str) -> SettingError:
+    return SettingError(f"invalid {what} {text!r}: {why}")
 
 
-def _take(token: re.Match[str], steps: list[PatternStep], after_dot: bool, bad: Callable[[str], ValueError]) -> bool:
+def _take(token: re.Match[str], steps: list[PatternStep], after_dot: bool, bad: Callable[[str], SettingError]) -> bool:
     """Adds a token's step (if it is one) to `steps`; whether the token was a dot."""
     index, name, dot = token.groups()
     position = token.start()

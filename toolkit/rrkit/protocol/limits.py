@@ -7,12 +7,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .exceptions import LimitError
+from .names import did_you_mean
 
 MiB = 1024 * 1024
 LIMITS_ENV = "RRKIT_LIMITS"
@@ -64,8 +64,7 @@ class Limits:
             name, sep, size = setting.partition("=")
             name = name.strip().lower()
             if not sep or name not in self.names():
-                close = difflib.get_close_matches(name, self.names(), n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = did_you_mean(name, self.names())
                 raise LimitError(
                     f"limit {setting!r}: give NAME=SIZE, NAME one of {', '.join(self.names())}{hint}, e.g. body=32MiB"
                 )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ..protocol.exceptions import SettingError
 from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits
 from ..protocol.secrets import URL_MARKER, redact_url, url_secrets
 
@@ -39,7 +40,7 @@ class RelaySettings:
         """The settings of a relay to the Responses endpoint under `base_url` (`.../v1`); ValueError, the URL
         redacted, for a URL that is not http(s) or ws(s) or a `redirects` that is not one of REDIRECTS."""
         if options.get("redirects", "none") not in REDIRECTS:
-            raise ValueError(f"redirects={options['redirects']!r}: give one of {', '.join(REDIRECTS)}")
+            raise SettingError(f"redirects={options['redirects']!r}: give one of {', '.join(REDIRECTS)}")
         base = base_url.strip()
         http_url, ws_url = endpoints(base)
         return cls(base, http_url, ws_url, redact_url(base), tuple(url_secrets(base)), **options)
@@ -58,10 +59,10 @@ def endpoints(base_url: str) -> tuple[str, str]:
         parts = urlsplit(base_url.strip())
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as error:
-        raise ValueError(f"invalid upstream URL {shown!r}: {error}") from None
+        raise SettingError(f"invalid upstream URL {shown!r}: {error}") from None
     schemes = {"http": ("http", "ws"), "https": ("https", "wss"), "ws": ("http", "ws"), "wss": ("https", "wss")}
     if parts.scheme.lower() not in schemes or not parts.hostname:
-        raise ValueError(
+        raise SettingError(
             f"invalid upstream URL {shown!r}: expected http(s)://host[:port][/path], "
             "the base URL of a Responses endpoint (for example https://api.openai.com/v1)"
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..protocol.errors import UPGRADE_REQUIRED, failure_message
 from ..protocol.vocabulary import CloseKind
@@ -87,20 +87,21 @@ def error_event(message: str, code: str | None = None, param: str | None = None)
     return Reply(error_event=ErrorEvent(message=message, code=code, param=param))
 
 
-def reject(
-    status: int,
-    code: str | None = None,
-    message: str | None = None,
-    *,
-    type: str | None = None,
-    headers: dict[str, str] | None = None,
-    retry_after: float | None = None,
-    retry_after_ms: int | None = None,
-) -> Reply:
+class ErrorDetails(TypedDict, total=False):
+    """What a rejection and an error frame may say alike besides the code and message: the error's `type`, the
+    headers that go with it, and `retry_after` (seconds) / `retry_after_ms` as those headers."""
+
+    type: str | None
+    headers: dict[str, str] | None
+    retry_after: float | None
+    retry_after_ms: int | None
+
+
+def reject(status: int, code: str | None = None, message: str | None = None, **details: Unpack[ErrorDetails]) -> Reply:
     """An error before the stream: HTTP status + JSON body, or a WebSocket `error` frame with that status.
 
     `retry_after` (seconds) and `retry_after_ms` add those headers (in the frame's `headers` over WebSocket)."""
-    fields = _error_fields(code, message, type, headers, retry_after, retry_after_ms)
+    fields = _error_fields(code, message, details)
     return Reply(reject=Reject.model_validate({"status": status, **fields}))
 
 
@@ -109,34 +110,16 @@ def error_frame(
     message: str | None = None,
     *outputs: Output,
     status: int | None = None,
-    type: str | None = None,
-    headers: dict[str, str] | None = None,
-    retry_after: float | None = None,
-    retry_after_ms: int | None = None,
+    **details: Unpack[ErrorDetails],
 ) -> Reply:
     """A WebSocket `error` frame inside the stream (after any output items), with `status` only when given;
     the message defaults from the catalogue. Over HTTP the same JSON is an SSE `error` event."""
-    fields = _error_fields(code, message, type, headers, retry_after, retry_after_ms)
+    fields = _error_fields(code, message, details)
     return Reply(output=list(outputs), error_frame=ErrorFrame.model_validate({"status": status, **fields}))
 
 
-def _error_fields(
-    code: str | None,
-    message: str | None,
-    type: str | None,
-    headers: dict[str, str] | None,
-    retry_after: float | None,
-    retry_after_ms: int | None,
-) -> dict[str, Any]:
-    """What a rejection and an error frame say alike: the error's fields and the headers that go with it."""
-    return {
-        "code": code,
-        "message": message,
-        "type": type,
-        "headers": headers or {},
-        "retry_after": retry_after,
-        "retry_after_ms": retry_after_ms,
-    }
+def _error_fields(code: str | None, message: str | None, details: ErrorDetails) -> dict[str, Any]:
+    return {"code": code, "message": message, **details, "headers": details.get("headers") or {}}
 
 
 def refuse_upgrade(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..protocol.exceptions import LimitError, ScriptError
 from ..protocol.limits import LIMITS_ENV, configured, shown_size
+from ..protocol.names import did_you_mean
 from . import models
 from .models import MessageOut, Reply, Script
 from .shipped import script_path
@@ -63,8 +63,7 @@ def _file_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
 def _problem(problem: ErrorDetails, loc: tuple[int | str, ...], known: Sequence[str]) -> str:
     if problem["type"] == "extra_forbidden" and loc:
         key = str(loc[-1])
-        close = difflib.get_close_matches(key, known, n=1)
-        return f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        return f"unknown key {key!r}{did_you_mean(key, known)}"
     if problem["type"] == "value_error" and "error" in problem.get("ctx", {}):
         return str(problem["ctx"]["error"])  # a validator's own message, without pydantic's "Value error, "
     return problem["msg"]

@@ -20,6 +20,15 @@ def script_files(directory: Path) -> list[Path]:
     return sorted(path for path in directory.iterdir() if path.suffix in SCRIPT_SUFFIXES and path.is_file())
 
 
+def fixtures_folder(explicit: Path | None = None) -> Path:
+    """The scripts to run (`rrkit demo`, `rrkit compare-codex`): `explicit`, else `./fixtures`, else the
+    shipped ones."""
+    if explicit is not None:
+        return explicit
+    here = Path.cwd() / "fixtures"
+    return here if here.is_dir() else shipped_directory()
+
+
 def shipped_fixtures() -> dict[str, Path]:
     """The shipped scripts by name (their file stem), in name order."""
     return {path.stem: path for path in script_files(shipped_directory())}

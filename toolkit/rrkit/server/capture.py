@@ -6,13 +6,15 @@ import contextvars
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 from ..protocol.errors import REQUEST_TOO_LARGE
 from ..protocol.events import ENDING_TYPES
+from ..protocol.exceptions import SettingError
 from ..protocol.jsontext import json_size
+from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome
 from ..protocol.plan import PlannedEvent, event_of_wire, type_of_wire
 from ..protocol.vocabulary import ClosedBy, Transport
@@ -56,7 +58,7 @@ class SentEvent:
         return f"SentEvent(at={self.at!r}, event={self.event!r})"
 
 
-class SentEvents(Sequence[SentEvent]):
+class SentEvents(MadeOnRead[SentEvent]):
     """An exchange's events as sent, kept compact: each as its offset and its wire form (bytes or text, which
     the garbage collector never walks, however long the stream); a SentEvent is made as one is read."""
 
@@ -94,15 +96,7 @@ class SentEvents(Sequence[SentEvent]):
         at, kept = item
         return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
 
-    @overload
-    def __getitem__(self, index: int) -> SentEvent: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[SentEvent]: ...
-
-    def __getitem__(self, index: int | slice) -> SentEvent | list[SentEvent]:
-        if isinstance(index, slice):
-            return [self._made(item) for item in self._items[index]]
+    def _made_at(self, index: int) -> SentEvent:
         return self._made(self._items[index])
 
     def __len__(self) -> int:
@@ -110,11 +104,6 @@ class SentEvents(Sequence[SentEvent]):
 
     def __iter__(self) -> Iterator[SentEvent]:
         return (self._made(item) for item in list(self._items))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"SentEvents({list(self)!r})"
@@ -249,7 +238,7 @@ class Capture:
 
     def __init__(self, keep: int | None = None, max_bytes: int | None = None) -> None:
         if keep is not None and keep < 0:
-            raise ValueError(f"keep must be a number of exchanges (0 or more), got {keep}")
+            raise SettingError(f"keep must be a number of exchanges (0 or more), got {keep}")
         self.keep = keep
         self.max_bytes = max_bytes if keep is not None else None  # a capture that keeps every one has no budget
         self.kept_bytes = 0  # of the ended exchanges still kept, when there is a budget

@@ -16,7 +16,7 @@ from starlette.types import Scope
 
 from ..protocol import errors
 from ..protocol.events import ITEM_DONE, done_items, response_id_of
-from ..protocol.exceptions import BadRequest
+from ..protocol.exceptions import BadRequest, SettingError
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, json_size
@@ -57,7 +57,7 @@ class ResponseStore(MutableMapping[str, Stored]):
 
     def __init__(self, size: int = HTTP_STORE_SIZE, max_bytes: int | None = None) -> None:
         if size < 1:
-            raise ValueError(f"a response store keeps at least one response, got size {size}")
+            raise SettingError(f"a response store keeps at least one response, got size {size}")
         self.size = size
         self.max_bytes = max_bytes  # None: bounded by `size` alone
         self.kept_bytes = 0

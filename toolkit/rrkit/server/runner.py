@@ -13,6 +13,7 @@ from typing import Any, Self, TypeVar
 import uvicorn
 from starlette.types import ASGIApp
 
+from ..protocol.exceptions import SettingError
 from ..protocol.ids import IdGenerator
 from ..protocol.limits import Limits
 from ..script.loader import default_script
@@ -229,7 +230,7 @@ class FakeServer(LoopbackServer):
         limits: Limits | None = None,
     ) -> None:
         if script is not None and source is not None:
-            raise ValueError("give a script or a reply source (such as a cassette replay), not both")
+            raise SettingError("give a script or a reply source (such as a cassette replay), not both")
         _check_source(source)
         super().__init__(host=host, port=port, log_level=log_level)
         self.state = ServerState(

@@ -14,6 +14,7 @@ import orjson
 from ..cassette.format import Cassette, RecordedBody, RecordedConnection, RecordedExchange
 from ..cassette.normalize import VOLATILE_HEADERS
 from ..protocol import events as ev
+from ..protocol.exceptions import SettingError
 from ..protocol.headers import (
     CLIENT_REQUEST_ID_HEADER,
     SESSION_ID_HEADER,
@@ -78,7 +79,7 @@ def diff_cassettes(
     rest rooted as reported (`events[*].delta`, `outcome.message`, `response_headers.retry-after`).
     """
     if view not in VIEWS:
-        raise ValueError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
+        raise SettingError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
     ignore = (ignore,) if isinstance(ignore, str) else tuple(ignore)
     paths = tuple(JsonPath.parse(text, "ignore path") for text in ignore)
     name_a, name_b = names or (a.name or "A", b.name or "B")

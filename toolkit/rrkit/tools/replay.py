@@ -21,9 +21,8 @@ from ..cassette.format import Cassette
 from ..cassette.match import MatchConfig
 from ..cassette.record import cassette_from_capture
 from ..cassette.replay import CassetteSource
-from ..client import ModelClient, ModelClientError, Prompt
+from ..client import ClientOptions, ModelClient, ModelClientError, Prompt
 from ..client.conversation import Conversation
-from ..demo import demo_options
 from ..protocol.exceptions import CassetteError
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
@@ -174,7 +173,7 @@ class ReferenceClient:
             urls.http_url,
             supports_websockets=plan.transport == "ws",
             session_id=plan.session_id,
-            options=demo_options(),
+            options=ClientOptions.quick(),
         ) as client:
             conversation = Conversation(client, plan.prompt)
             try:

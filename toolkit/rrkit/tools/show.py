@@ -100,29 +100,33 @@ class EventRun:
 
 @dataclass(frozen=True, slots=True)
 class OutcomeView:
-    """An exchange's recorded outcome (rrkit.protocol.outcome.Outcome) as a card shows it."""
+    """An exchange's recorded outcome as a card shows it: how severe it is, and how a client retries it."""
 
-    kind: str  # an OutcomeKind value, or "unknown"
+    recorded: Outcome | None  # None: the exchange has no outcome recorded
     severity: Severity
-    events_sent: int | None = None
-    """Events sent before the outcome (None: no outcome recorded)."""
-    code: str | None = None
-    reason: str | None = None
-    status: int | None = None
-    message: str | None = None
     retry: Classification | None = None
     """How the error code or status is classified and retried (rrkit.protocol.errors), for failures."""
 
+    @property
+    def kind(self) -> str:
+        """An OutcomeKind value, or "unknown"."""
+        return self.recorded.kind.value if self.recorded is not None else "unknown"
+
+    @property
+    def message(self) -> str | None:
+        return (self.recorded.message or None) if self.recorded is not None else None
+
     def describe(self) -> str:
         parts = [self.kind]
-        if self.status is not None:
-            parts.append(f"status {self.status}")
-        if self.code:
-            parts.append(f"code {self.code}")
-        if self.reason:
-            parts.append(f"reason {self.reason}")
-        if self.events_sent is not None:
-            parts.append(f"{self.events_sent} event{'' if self.events_sent == 1 else 's'} sent")
+        outcome = self.recorded
+        if outcome is not None:
+            if outcome.status is not None:
+                parts.append(f"status {outcome.status}")
+            if outcome.code:
+                parts.append(f"code {outcome.code}")
+            if outcome.reason:
+                parts.append(f"reason {outcome.reason}")
+            parts.append(f"{outcome.events_sent} event{'' if outcome.events_sent == 1 else 's'} sent")
         if self.retry is not None:
             delay = f" after {format_seconds(self.retry.delay)}" if self.retry.delay is not None else ""
             parts.append(f"retryable{delay}" if self.retry.retryable else "not retryable")
@@ -393,17 +397,8 @@ def _problems(stream: Sequence[dict[str, Any]], outcome: Outcome | None) -> list
 def _outcome(exchange: RecordedExchange) -> OutcomeView:
     outcome = exchange.outcome
     if outcome is None:
-        return OutcomeView("unknown", Severity.UNKNOWN)
-    return OutcomeView(
-        kind=outcome.kind.value,
-        severity=SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN),
-        events_sent=outcome.events_sent,
-        code=outcome.code,
-        reason=outcome.reason,
-        status=outcome.status,
-        message=outcome.message or None,
-        retry=_retry(exchange, outcome),
-    )
+        return OutcomeView(None, Severity.UNKNOWN)
+    return OutcomeView(outcome, SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN), _retry(exchange, outcome))
 
 
 def _retry(exchange: RecordedExchange, outcome: Outcome) -> Classification | None:

@@ -21,7 +21,7 @@ from rrkit.script import (
     reply,
 )
 
-from .faultclient import Serve, body, finished, post_sse, ws_connect, ws_read, ws_request
+from ..server.faultclient import Serve, body, finished, post_sse, ws_connect, ws_read, ws_request
 
 METADATA = {"session_id": "s-1", "x-codex-turn-state": "ts-echoed"}
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from rrkit.cli import main
 
-CASSETTES = Path(__file__).parents[1] / "cassettes"
+CASSETTES = Path(__file__).parents[2] / "cassettes"
 CASSETTE = CASSETTES / "text.http.json"
 SCRIPT_YAML = "name: hello\nresponses:\n  - output:\n      - text: hi\n"
 SCRIPT_JSON = json.dumps({"name": "hello", "responses": [{"output": [{"text": "hi"}]}]})

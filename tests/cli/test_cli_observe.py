@@ -24,8 +24,8 @@ from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.server.capture import Capture, Exchange
 from rrkit.server.exchange_log import LinePrinter, exchange_line, exchange_record
 
-from .rrkit_process import start
-from .server.test_shutdown import CEILING, assert_stopped_quietly
+from ..rrkit_process import start
+from ..server.test_shutdown import CEILING, assert_stopped_quietly
 
 BODY = {"model": "gpt-5", "input": "hi", "stream": True}
 LINE = re.compile(r"^#(\d+)\s+(http|ws)\s+(full|incr|warmup)\s+(\S+)\s+(\d+) ev\s+(.+?)\s+(\d+) ms")

@@ -9,7 +9,7 @@ from rrkit.protocol import check_order
 from rrkit.script import Script, failed, reply
 from rrkit.server import FakeServer
 
-from .errortrap import Serve
+from ..errortrap import Serve
 
 
 def strict_client(server: FakeServer) -> openai.OpenAI:

@@ -11,7 +11,7 @@ from rrkit.protocol import OutcomeKind
 from rrkit.script import Match, Script, reply
 from rrkit.server import NO_MATCH_CODE, FakeServer
 
-from .faultclient import (
+from ..server.faultclient import (
     BODY,
     USER,
     Serve,

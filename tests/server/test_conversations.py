@@ -15,7 +15,7 @@ from rrkit.protocol.incremental import Incremental
 from rrkit.script import Script, function_call, reply, text
 from rrkit.script.render import render_reply
 
-from .errortrap import Serve
+from ..errortrap import Serve
 
 BASE: dict[str, Any] = {
     "model": "gpt-test",

@@ -15,7 +15,7 @@ from rrkit.protocol import OutcomeKind
 from rrkit.script import ScriptError, load_script
 from rrkit.server import FakeServer
 
-from .faultclient import WAIT, Serve, finished, post_sse, ws_connect, ws_request
+from ..server.faultclient import WAIT, Serve, finished, post_sse, ws_connect, ws_request
 
 FIXTURES_DIR = Path(__file__).resolve().parents[2] / "fixtures"
 FIXTURES = sorted(FIXTURES_DIR.glob("*.yaml"))

@@ -11,7 +11,7 @@ from rrkit.protocol import OutcomeKind, check_order
 from rrkit.script import Script, custom_tool_call, function_call, reasoning, refusal, reply, text
 from rrkit.server import FakeServer
 
-from .faultclient import BODY, Serve, finished, post_sse, sdk, text_of, types, ws_connect, ws_request
+from ..server.faultclient import BODY, Serve, finished, post_sse, sdk, text_of, types, ws_connect, ws_request
 
 TRANSPORTS = ["http", "ws"]
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rrkit.cli import main
 from rrkit.script.shipped import shipped_directory, shipped_fixtures
 
-from .rrkit_process import start
+from ..rrkit_process import start
 
 
 def test_serve_prints_loopback_urls_answers_and_stops_cleanly_on_ctrl_c() -> None:
