@@ -154,8 +154,6 @@ def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_
         "rrkit.lazy",
         "rrkit.cassette",
         "rrkit.cassette.recordmode",
-        "rrkit.protocol",  # its names load lazily
-        "rrkit.protocol.exceptions",  # a bad --rrkit-record-mode is a SettingError
     }
 
 

@@ -94,6 +94,12 @@ CASES = [
     Case("conform", ExitStatus.USAGE, "an unknown scenario", lambda _: ["conform", "--only", "no-such-scenario"]),
     Case("conform", ExitStatus.USAGE, "an unknown profile", lambda _: ["conform", "--profile", "no-such-profile"]),
     Case(
+        "conform",
+        ExitStatus.USAGE,
+        "a --server where nothing answers",
+        lambda _: ["conform", "--server", "http://127.0.0.1:9/v1", "--only", "sse-text"],
+    ),
+    Case(
         "compare-codex",
         ExitStatus.USAGE,
         "no Codex CLI there",

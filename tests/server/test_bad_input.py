@@ -370,3 +370,18 @@ def test_a_model_that_is_no_header_value_is_echoed_over_a_websocket(server: Fake
 def test_cli_serve_and_record_offer_lenient(command: str) -> None:
     result = CliRunner().invoke(main, [command, "--help"])
     assert result.exit_code == 0 and "--lenient" in result.output
+
+
+def test_a_request_without_a_model_gets_400_missing_required_parameter(server: FakeServer) -> None:
+    without = {key: value for key, value in BODY.items() if key != "model"}
+    http = http_error(server, json.dumps(without).encode())
+    ws = ws_error(server, json.dumps({"type": "response.create", **without}))
+    for error in (http, ws):
+        assert (error["param"], error["code"]) == ("model", "missing_required_parameter")
+        assert error["message"] == "Missing required parameter: 'model'."
+
+
+def test_a_stored_prompt_may_stand_for_the_model(server: FakeServer) -> None:
+    without = {key: value for key, value in BODY.items() if key != "model"}
+    result = post_sse(server, {**without, "prompt": {"id": "pmpt_1"}})
+    assert result.events[-1]["type"] == "response.completed"

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .cassette.recordmode import RecordMode, parse_record_mode
-from .protocol.exceptions import SettingError
 
 if TYPE_CHECKING:
     from .plugin_options import RRKitConfig
@@ -88,7 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode is not None:
         try:
             parse_record_mode(mode)
-        except SettingError as error:
+        except ValueError as error:  # a SettingError, named without loading rrkit.protocol at start-up
             raise pytest.UsageError(f"--rrkit-record-mode: {error}") from None
 
 

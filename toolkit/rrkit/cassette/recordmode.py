@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from ..protocol.exceptions import SettingError
-
 
 class RecordMode(StrEnum):
     NONE = "none"  # replay only; an unmatched request is an error
@@ -19,5 +17,7 @@ def parse_record_mode(value: str | RecordMode) -> RecordMode:
     try:
         return RecordMode(value)
     except ValueError:
+        from ..protocol.exceptions import SettingError  # here: the plugin loads this module at pytest start-up
+
         valid = ", ".join(mode.value for mode in RecordMode)
         raise SettingError(f"invalid record mode {value!r}; valid modes are: {valid}") from None

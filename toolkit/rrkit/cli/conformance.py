@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +45,26 @@ from .options import timeout_option
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Also write the report as one self-contained HTML page.",
 )
+@click.option(
+    "--server",
+    "server_url",
+    metavar="URL",
+    help="Judge a Responses server instead: its base URL (http://HOST:PORT/v1), sent the probe battery.",
+)
+@click.option("--model", default="gpt-4.1-mini", show_default=True, help="With --server: the model every probe names.")
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    default="OPENAI_API_KEY",
+    show_default=True,
+    help="With --server: the environment variable holding the API key sent (a placeholder when unset).",
+)
 @click.pass_context
 def conform(
     ctx: click.Context,
+    server_url: str | None,
+    model: str,
+    api_key_env: str,
     list_only: bool,
     only: tuple[str, ...],
     profile: str | None,
@@ -72,13 +91,21 @@ def conform(
     With --profile, a kind of client's finer rules are judged too (`codex`: the Codex CLI's observed retries,
     waits and fallbacks; `openai-sdk`: the official SDKs' documented retries).
 
-    Exit status: 0 every must (and profile rule) held, 1 one broken, 2 a usage or file error.
+    With --server URL, a Responses server (a gateway, a proxy, another mock) is judged instead: each probe of
+    its battery (--list) is sent over HTTP and WebSocket, and every answer is checked for shape, order and state,
+    never for words: the event order rules of every family, the SDK's types, previous_response_id, warmups, the
+    upgrade, error frames and refusals. Each finding names the probe, the step, the event and field, what the
+    protocol requires and its severity (`must` breaks real clients; `should` departs from the real service).
+
+    Exit status: 0 every must (and profile rule) held, 1 one broken, 2 a usage or file error, or a --server
+    where nothing answers.
 
     \b
     Examples:
       rrkit conform --list
       rrkit conform --profile codex
       rrkit conform --transport http --junit conform.xml -- python my_client.py
+      rrkit conform --server http://127.0.0.1:8000/v1 --transport both --junit server.xml
     """
     from rich.console import Console
 
@@ -89,6 +116,12 @@ def conform(
     from ..tools.show_html import write_page
 
     command = client_command(ctx)
+    if server_url is not None:
+        if command or profile is not None:
+            raise click.UsageError("--server judges a server: give no client command and no --profile with it")
+        outputs = Outputs(as_json, junit_path, html_path)
+        _conform_server(server_url, model, api_key_env, list_only, only, transport, timeout, outputs)
+        return
     every = catalogue()
     scenarios = select(every, only)
     judged_by = load_profile(profile) if profile is not None else None
@@ -116,6 +149,52 @@ def conform(
     if html_path is not None:
         write_file(html_path, "the HTML report", lambda: write_html(report, html_path))
     conclude(report.ok, as_json, report.to_json, lambda console: render_report(report, console))
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Where a report goes besides the terminal."""
+
+    as_json: bool
+    junit_path: Path | None
+    html_path: Path | None
+
+
+def _conform_server(
+    url: str,
+    model: str,
+    key_env: str,
+    list_only: bool,
+    only: tuple[str, ...],
+    transport: str,
+    timeout: float,
+    outputs: Outputs,
+) -> None:
+    from rich.console import Console
+
+    from ..conform.server import Target, probe_catalogue, run_server, select_probes
+    from ..conform.server.render import render_probes, render_server_report, write_server_html
+    from ..tools.show_html import write_page
+
+    probes = select_probes(probe_catalogue(), only)
+    if list_only:
+        render_probes(probes, Console(highlight=False))
+        return
+    target = Target(url, model=model, api_key=os.environ.get(key_env) or "rrkit-conform", timeout=timeout)
+    progress = Console(stderr=True, highlight=False)
+
+    def said(result: Any) -> None:
+        progress.print(f"{result.probe} [{result.transport}] {'ok' if result.ok else 'FAILED'}", markup=False)
+
+    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
+    report = run_server(target, only=only, transports=transports, probes=probes, on_result=said)
+    if outputs.junit_path is not None:
+        path = outputs.junit_path
+        write_file(path, "the JUnit report", lambda: write_page(report.to_junit(), path))
+    if outputs.html_path is not None:
+        html = outputs.html_path
+        write_file(html, "the HTML report", lambda: write_server_html(report, html))
+    conclude(report.ok, outputs.as_json, report.to_json, lambda console: render_server_report(report, console))
 
 
 @main.command("compare-codex")

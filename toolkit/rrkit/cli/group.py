@@ -17,6 +17,7 @@ from ..protocol.exceptions import (
     LockHeld,
     RRKitError,
     ScriptError,
+    ServerUnreachable,
     SettingError,
 )
 
@@ -41,6 +42,7 @@ EXIT_STATUSES: tuple[tuple[type[RRKitError], ExitStatus], ...] = (
     (ConformError, ExitStatus.USAGE),
     (SettingError, ExitStatus.USAGE),
     (CodexNotFound, ExitStatus.USAGE),
+    (ServerUnreachable, ExitStatus.USAGE),
     (RRKitError, ExitStatus.FAILED),
 )
 """The exit status of an error a command lets through to the group, by its type."""

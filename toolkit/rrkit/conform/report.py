@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from xml.etree import ElementTree
 
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from .checks import ScenarioResult, Verdict, judge
 from .drive import ConformClient, as_client, play
+from .junit import Case, Suite
 from .profile import Profile, load_profile
 from .scenario import Scenario, catalogue, select
 
@@ -58,28 +58,20 @@ class ConformReport:
 
     def to_junit(self) -> str:
         """JUnit XML: one test suite, one test case per scenario and transport, a failure per broken must."""
-        suite = ElementTree.Element(
-            "testsuite",
-            name="rrkit conform",
-            tests=str(len(self.results)),
-            failures=str(sum(not result.ok for result in self.results)),
-            errors="0",
-            skipped="0",
-        )
-        ElementTree.SubElement(
-            ElementTree.SubElement(suite, "properties"), "property", name="client", value=self.client
-        )
-        for result in self.results:
-            case = ElementTree.SubElement(
-                suite, "testcase", classname=f"rrkit.conform.{result.run.transport}", name=result.run.scenario
+        cases = [
+            Case(
+                f"rrkit.conform.{result.run.transport}",
+                result.run.scenario,
+                [
+                    (f"{verdict.expectation} ({verdict.strength}): {verdict.seen}", verdict.why)
+                    for verdict in result.verdicts
+                    if not verdict.held
+                ],
+                "\n".join(str(attempt) for attempt in result.run.attempts),
             )
-            for verdict in result.verdicts:
-                if not verdict.held:
-                    message = f"{verdict.expectation} ({verdict.strength}): {verdict.seen}"
-                    failure = ElementTree.SubElement(case, "failure", message=message)
-                    failure.text = verdict.why
-            ElementTree.SubElement(case, "system-out").text = "\n".join(str(a) for a in result.run.attempts)
-        return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+            for result in self.results
+        ]
+        return Suite("rrkit conform", {"client": self.client}, cases).to_xml()
 
 
 def run(

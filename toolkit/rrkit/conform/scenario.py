@@ -4,7 +4,7 @@ expectations a client's run is judged by; the catalogue shipped with rrkit, and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, get_args
+from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -165,15 +165,28 @@ def catalogue() -> list[Scenario]:
     return [load_scenario(path) for path in sorted(CATALOGUE.glob("*.yaml"))]
 
 
-def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenario]:
-    """The scenarios named in `only` (all when empty), in catalogue order; an unknown name is an error that
-    suggests the closest."""
-    names = [scenario.name for scenario in scenarios]
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
+
+
+def select_named(items: list[N], only: tuple[str, ...], noun: str, listed_by: str) -> list[N]:
+    """The items named in `only` (all when empty), in their order; an unknown name is an error that suggests the
+    closest and says which command lists them."""
+    names = [item.name for item in items]
     for name in only:
         if name not in names:
             hint = did_you_mean(name, names)
-            raise ConformError(f"no scenario named {name!r}{hint}; `rrkit conform --list` lists them")
-    return [scenario for scenario in scenarios if not only or scenario.name in only]
+            raise ConformError(f"no {noun} named {name!r}{hint}; `{listed_by}` lists them")
+    return [item for item in items if not only or item.name in only]
+
+
+def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenario]:
+    """The scenarios named in `only` (all when empty), in catalogue order."""
+    return select_named(scenarios, only, "scenario", "rrkit conform --list")
 
 
 __all__ = [

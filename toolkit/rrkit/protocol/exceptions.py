@@ -15,12 +15,13 @@ all). Each names the file, field, request or setting at fault and says what to d
     ├── StreamCut                raised by a plan's events (rrkit.protocol.plan): cut the client's stream alike
     ├── TooManySamples           a turn that kept sampling past its limit
     ├── CodexNotFound            no Codex CLI of the version asked for
+    ├── ServerUnreachable        nothing answers at the server a command was pointed at
     ├── AppServerError           `codex app-server` answered with an error, or stopped answering
     └── ModelClientError         the reference client's errors (rrkit.client.errors: retryable or not, by kind)
 
 Defined here but `StreamCut` (with the plans it cuts) and `ModelClientError`'s family. The file and setting
-errors are ValueErrors too, `CodexNotFound` a LookupError and `AppServerError` a RuntimeError, as the
-standard library's callers expect."""
+errors are ValueErrors too, `CodexNotFound` a LookupError, `ServerUnreachable` a ConnectionError and
+`AppServerError` a RuntimeError, as the standard library's callers expect."""
 
 from __future__ import annotations
 
@@ -80,6 +81,10 @@ class TooManySamples(RRKitError, RuntimeError):
 
 class CodexNotFound(RRKitError, LookupError):
     """No Codex CLI of the pinned version where it was looked for."""
+
+
+class ServerUnreachable(RRKitError, ConnectionError):
+    """Nothing accepts connections at the URL a command was given (`rrkit conform --server`)."""
 
 
 class AppServerError(RRKitError, RuntimeError):

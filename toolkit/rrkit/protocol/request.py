@@ -102,6 +102,8 @@ def check_request(body: object, *, frame: bool = False, lenient: bool = False) -
     what = "response.create frame" if frame else "request body"
     if not isinstance(body, dict):
         raise BadRequest(f"The {what} must be a JSON object, got {_json_type(body)}.")
+    if "model" not in body and "prompt" not in body:  # a stored prompt may name the model
+        raise BadRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
     model = ResponseCreateFrame if frame else ResponsesRequest
     try:
         parsed = model.model_validate(body, strict=not lenient)

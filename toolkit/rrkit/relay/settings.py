@@ -52,18 +52,19 @@ class RelaySettings:
         return text
 
 
-def endpoints(base_url: str) -> tuple[str, str]:
-    """(HTTP URL, WebSocket URL) of `{base_url}/responses`; a URL that is not http(s) or ws(s) is an error."""
+def endpoints(base_url: str, what: str = "upstream URL") -> tuple[str, str]:
+    """(HTTP URL, WebSocket URL) of `{base_url}/responses`; a URL that is not http(s) or ws(s) is a SettingError
+    naming it as `what`."""
     shown = redact_url(base_url.strip())
     try:
         parts = urlsplit(base_url.strip())
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError as error:
-        raise SettingError(f"invalid upstream URL {shown!r}: {error}") from None
+        raise SettingError(f"invalid {what} {shown!r}: {error}") from None
     schemes = {"http": ("http", "ws"), "https": ("https", "wss"), "ws": ("http", "ws"), "wss": ("https", "wss")}
     if parts.scheme.lower() not in schemes or not parts.hostname:
         raise SettingError(
-            f"invalid upstream URL {shown!r}: expected http(s)://host[:port][/path], "
+            f"invalid {what} {shown!r}: expected http(s)://host[:port][/path], "
             "the base URL of a Responses endpoint (for example https://api.openai.com/v1)"
         )
     http_scheme, ws_scheme = schemes[parts.scheme.lower()]

@@ -1,0 +1,27 @@
+"""`rrkit conform --server URL`: a battery of requests sent to any Responses server, each answer checked for
+shape, order and state (never for words), as findings with their place and severity."""
+
+from __future__ import annotations
+
+from .checks import CHECKS, Finding, Severity, accept_key
+from .drive import Target
+from .probe import PROBES, Expect, Probe, Step, load_probe, probe_catalogue, select_probes
+from .report import ProbeResult, ServerReport, run_server
+
+__all__ = [
+    "CHECKS",
+    "PROBES",
+    "Expect",
+    "Finding",
+    "Probe",
+    "ProbeResult",
+    "ServerReport",
+    "Severity",
+    "Step",
+    "Target",
+    "accept_key",
+    "load_probe",
+    "probe_catalogue",
+    "run_server",
+    "select_probes",
+]

@@ -1,0 +1,72 @@
+"""What a server answered one step of a probe with, as the probe saw it: status, headers, the events (or the
+body) in order, how the answer ended; and for a WebSocket, its upgrade."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ...protocol.vocabulary import Transport
+
+
+class Ending(StrEnum):
+    """How an answer ended."""
+
+    WHOLE = "whole"  # the body (or the response's frames, up to an ending event) arrived
+    CUT = "cut"  # the connection broke before the body ended
+    CLOSED = "closed"  # the WebSocket closed before an ending event
+    TIMEOUT = "timeout"  # nothing ended it within the probe's timeout
+    UNSENT = "unsent"  # the request could not be sent (the upgrade failed, say)
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    """A WebSocket upgrade as sent and answered, byte for byte."""
+
+    status: int | None
+    headers: dict[str, str]  # lower-case names (the last of repeated ones)
+    key: str  # the Sec-WebSocket-Key sent
+    error: str | None = None  # no answer to read (refused connection, garbage)
+
+
+@dataclass
+class Answer:
+    """The answer to one step."""
+
+    probe: str
+    step: int
+    transport: Transport
+    sent: dict[str, Any] | str  # the body or frame, or the raw text
+    status: int | None = None  # HTTP status; over WebSocket the upgrade's (101)
+    headers: dict[str, str] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)  # the stream's events (frames), in order
+    unreadable: list[tuple[int, str]] = field(default_factory=list)  # (place, text) of data that is no JSON object
+    body: Any = None  # a whole JSON body (not a stream)
+    body_text: str | None = None  # a whole body's text (JSON or not)
+    ending: Ending = Ending.WHOLE
+    error: str | None = None  # what broke, in words
+    upgrade: Upgrade | None = None
+
+    @property
+    def place(self) -> str:
+        return f"{self.probe} [{self.transport}] step {self.step + 1}"
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+
+    @property
+    def streamed(self) -> bool:
+        return self.transport == "ws" or self.content_type == "text/event-stream"
+
+    @property
+    def response_id(self) -> str | None:
+        """The id of the response this answer carries, from its events or its body."""
+        for event in self.events:
+            response = event.get("response")
+            if isinstance(response, dict) and isinstance(response.get("id"), str):
+                return str(response["id"])
+        if isinstance(self.body, dict) and isinstance(self.body.get("id"), str):
+            return str(self.body["id"])
+        return None

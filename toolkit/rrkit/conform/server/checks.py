@@ -1,0 +1,356 @@
+"""What each check holds a server's answer to, as findings a person can act on: the check, the request, the
+place in the answer (event index, type, field), what the protocol requires, and how much it matters."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from enum import StrEnum
+from typing import Any
+
+from ...protocol import events as ev
+from ...protocol.order import check_order
+from .answer import Answer, Ending
+from .probe import Expect
+from .sdk import body_problems, event_problems
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+"""RFC 6455 section 4.2.2: what the accept key hashes with the client's key."""
+MAX_FINDINGS_PER_CHECK = 10
+"""Findings one check reports for one answer at most (a server wrong everywhere is wrong the same way)."""
+
+
+class Severity(StrEnum):
+    MUST = "must"  # breaks real clients
+    SHOULD = "should"  # a deviation from the real service
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One requirement an answer does not meet."""
+
+    check: str
+    place: str  # probe [transport] step N
+    severity: Severity
+    requires: str  # what the protocol requires
+    seen: str  # what the server did
+    event: int | None = None  # the event's index in the answer's stream
+    event_type: str | None = None
+    field: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+    @property
+    def where(self) -> str:
+        """The place, down to the event and the field: `follow-up [ws] step 2 event 3 (response.completed)`."""
+        where = self.place + (f" event {self.event}" if self.event is not None else "")
+        where += f" ({self.event_type})" if self.event_type else ""
+        return where + (f" field {self.field}" if self.field else "")
+
+    def __str__(self) -> str:
+        return f"[{self.severity}] {self.where}: {self.requires}; {self.seen}"
+
+
+class _Found:
+    """The findings of one check on one answer."""
+
+    def __init__(self, check: str, answer: Answer) -> None:
+        self.check, self.answer, self.findings = check, answer, list[Finding]()
+
+    def add(self, severity: Severity, requires: str, seen: str, *, event: int | None = None, **place: str) -> None:
+        if len(self.findings) >= MAX_FINDINGS_PER_CHECK:
+            return
+        event_type = None
+        if event is not None and 0 <= event < len(self.answer.events):
+            event_type = str(self.answer.events[event].get("type"))
+        finding = Finding(
+            self.check, self.answer.place, severity, requires, seen, event, event_type, place.get("field")
+        )
+        self.findings.append(finding)
+
+
+Check = Callable[[_Found, Expect], None]
+
+
+def _ended_whole(found: _Found) -> bool:
+    answer = found.answer
+    if answer.ending is Ending.WHOLE:
+        return True
+    found.add(
+        Severity.MUST,
+        "an answer ends as the protocol says (a terminal event, or a whole body)",
+        answer.error or answer.ending.value,
+    )
+    return False
+
+
+def _events_readable(found: _Found) -> None:
+    for place, text in found.answer.unreadable:
+        found.add(Severity.MUST, "every data line (every frame) is one JSON object", f"got {text!r}", event=place)
+
+
+def _stream(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if answer.transport == "http":
+        if answer.status != 200:
+            found.add(Severity.MUST, "a streamed request is answered 200", f"got status {answer.status}")
+            return
+        if answer.content_type != "text/event-stream":
+            found.add(
+                Severity.MUST,
+                "a streamed answer is text/event-stream",
+                f"got {answer.content_type or 'no content-type'!r}",
+            )
+            return
+    _events_readable(found)
+    whole = _ended_whole(found)
+    for violation in check_order(answer.events, complete=whole):
+        found.add(Severity.MUST, violation.rule.value, violation.detail, event=violation.index)
+    for index, event in enumerate(answer.events):
+        problems = event_problems(event)
+        if problems:
+            found.add(
+                Severity.SHOULD,
+                "every event parses as the official SDK's type for it",
+                "; ".join(problems),
+                event=index,
+            )
+
+
+def _terminal(answer: Answer) -> dict[str, Any] | None:
+    return next((event for event in reversed(answer.events) if event.get("type") in ev.ENDING_TYPES), None)
+
+
+def _completed(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if not answer.streamed:
+        status = answer.body.get("status") if isinstance(answer.body, dict) else None
+        if status != "completed":
+            found.add(
+                Severity.MUST,
+                "the request is answered with a completed response",
+                f"got status {status!r}",
+                field="status",
+            )
+        return
+    terminal = _terminal(answer)
+    if terminal is None or terminal.get("type") != ev.COMPLETED:
+        seen = _failure_text(terminal) if terminal is not None else "no terminal event"
+        found.add(Severity.MUST, "the request is answered: its stream ends with response.completed", seen)
+
+
+def _failure_text(event: dict[str, Any]) -> str:
+    error = event.get("error") or (event.get("response") or {}).get("error") or {}
+    code = error.get("code") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"ended with {event.get('type')}" + (f" ({code}: {message})" if code or message else "")
+
+
+def _response_object(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if answer.status != 200 or answer.content_type != "application/json":
+        found.add(
+            Severity.MUST,
+            "a request without `stream` is answered 200 with one JSON response object",
+            f"got status {answer.status}, {answer.content_type or 'no content-type'}",
+        )
+        return
+    body = answer.body
+    if not isinstance(body, dict):
+        found.add(Severity.MUST, "the body is a JSON response object", f"got {(answer.body_text or '')[:80]!r}")
+        return
+    for key, kind, name in (("id", str, "a string"), ("output", list, "a list"), ("status", str, "a string")):
+        if not isinstance(body.get(key), kind):
+            found.add(Severity.MUST, f"a response object's {key} is {name}", f"got {body.get(key)!r}", field=key)
+    if body.get("object") != "response":
+        found.add(
+            Severity.SHOULD, 'a response object says object: "response"', f"got {body.get('object')!r}", field="object"
+        )
+    if not isinstance(body.get("usage"), dict):
+        found.add(Severity.SHOULD, "a completed response states its usage", "no usage object", field="usage")
+    for problem in body_problems(body, "response") or ():
+        found.add(Severity.SHOULD, "the body parses as the official SDK's Response", problem)
+
+
+def _refused(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if not _ended_whole(found):
+        return
+    if answer.transport == "ws":
+        _refused_frame(found, expect)
+        return
+    if answer.status is None or answer.status >= 500 or answer.status < 400:
+        found.add(
+            Severity.MUST,
+            f"a request the API cannot take is answered {expect.status}, a client error: never a 5xx, never accepted",
+            f"got status {answer.status}",
+        )
+        return
+    if answer.status != expect.status:
+        found.add(
+            Severity.SHOULD,
+            f"this request is answered {expect.status}, as the real service answers it",
+            f"got status {answer.status}",
+        )
+    error = answer.body.get("error") if isinstance(answer.body, dict) else None
+    if not isinstance(error, dict):
+        found.add(
+            Severity.MUST,
+            'a refusal\'s body is the OpenAI error shape {"error": {"message", "type", "param", "code"}}',
+            f"got {(answer.body_text or '')[:120]!r}",
+        )
+        return
+    _error_object(found, error, expect)
+
+
+def _refused_frame(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    frame, index = (answer.events[-1], len(answer.events) - 1) if answer.events else ({}, None)
+
+    def add(severity: Severity, requires: str, seen: str, **place: str) -> None:
+        found.add(severity, requires, seen, event=index, **place)
+
+    if frame.get("type") != ev.ERROR:
+        add(
+            Severity.MUST,
+            "a request the API cannot take is answered with an `error` frame",
+            f"got {frame.get('type')!r}",
+        )
+        return
+    status = frame.get("status")
+    if not isinstance(status, int):
+        add(
+            Severity.MUST,
+            "an error frame carries the HTTP `status` a client classifies it by",
+            f"got {status!r}",
+            field="status",
+        )
+    elif status != expect.status:
+        add(
+            Severity.SHOULD,
+            f"this error frame's status is {expect.status}, as the real service says",
+            f"got {status}",
+            field="status",
+        )
+    error = frame.get("error")
+    if not isinstance(error, dict):
+        add(Severity.MUST, "an error frame carries the error object (code, message)", f"got {error!r}", field="error")
+        return
+    _error_object(found, error, expect, event=index)
+
+
+def _error_object(found: _Found, error: dict[str, Any], expect: Expect, event: int | None = None) -> None:
+    if not isinstance(error.get("message"), str):
+        found.add(
+            Severity.MUST,
+            "an error object has a message",
+            f"got {error.get('message')!r}",
+            event=event,
+            field="error.message",
+        )
+    for key in ("type", "param", "code"):
+        if key not in error:
+            found.add(
+                Severity.SHOULD,
+                f"an error object carries `{key}` (null when it has none)",
+                "it is missing",
+                event=event,
+                field=f"error.{key}",
+            )
+    if expect.code is not None and error.get("code") != expect.code:
+        found.add(
+            Severity.MUST,
+            f"the error's code is {expect.code!r}, the one clients act on",
+            f"got {error.get('code')!r}",
+            event=event,
+            field="error.code",
+        )
+
+
+def _no_output(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    for index, event in enumerate(answer.events):
+        if event.get("type") == ev.ITEM_ADDED:
+            found.add(
+                Severity.MUST,
+                "a warmup (`generate: false`) is answered without output",
+                "an output item was added",
+                event=index,
+            )
+            return
+    terminal = _terminal(answer)
+    output = (terminal or {}).get("response", {}).get("output") if terminal else None
+    if output:
+        found.add(
+            Severity.MUST,
+            "a warmup (`generate: false`) completes with no output",
+            f"{len(output)} output item(s)",
+            event=len(answer.events) - 1,
+            field="response.output",
+        )
+
+
+def accept_key(key: str) -> str:
+    """The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455)."""
+    return base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+
+
+def _upgrade(found: _Found, expect: Expect) -> None:
+    upgrade = found.answer.upgrade
+    if upgrade is None:
+        return
+    if upgrade.status != 101:
+        found.add(
+            Severity.MUST,
+            "a WebSocket upgrade to /responses is answered 101",
+            upgrade.error or f"got status {upgrade.status}",
+        )
+        return
+    headers = upgrade.headers
+    if headers.get("upgrade", "").lower() != "websocket":
+        found.add(
+            Severity.MUST,
+            "a 101 says Upgrade: websocket (RFC 6455)",
+            f"got {headers.get('upgrade')!r}",
+            field="upgrade",
+        )
+    if "upgrade" not in headers.get("connection", "").lower():
+        found.add(
+            Severity.MUST,
+            "a 101 says Connection: Upgrade (RFC 6455)",
+            f"got {headers.get('connection')!r}",
+            field="connection",
+        )
+    expected = accept_key(upgrade.key)
+    if headers.get("sec-websocket-accept") != expected:
+        found.add(
+            Severity.MUST,
+            f"Sec-WebSocket-Accept is base64(SHA-1(key + the RFC's GUID)), here {expected}",
+            f"got {headers.get('sec-websocket-accept')!r}",
+            field="sec-websocket-accept",
+        )
+
+
+CHECKS: dict[str, tuple[Check, str]] = {
+    "stream": (
+        _stream,
+        "the stream's events follow the order rules of every event family and parse as the SDK's types",
+    ),
+    "completed": (_completed, "the request is answered: a completed response"),
+    "response_object": (_response_object, "one JSON response object, consistent, for a request without `stream`"),
+    "refused": (_refused, "refused with the status and the OpenAI error shape (HTTP body or WebSocket error frame)"),
+    "no_output": (_no_output, "a warmup (`generate: false`) answered without output"),
+    "upgrade": (_upgrade, "the WebSocket upgrade as RFC 6455 says (101, Upgrade, Connection, the accept key)"),
+}
+"""Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
+
+
+def judge_answer(answer: Answer, expectations: list[Expect]) -> Iterator[Finding]:
+    """Every finding of every check a step states, on its answer."""
+    for expect in expectations:
+        found = _Found(expect.check, answer)
+        CHECKS[expect.check][0](found, expect)
+        yield from found.findings

@@ -1,0 +1,242 @@
+"""Sending a probe's steps to a server, over HTTP (SSE, or one JSON body) or on one WebSocket, and reading what
+comes back as Answers; the WebSocket's upgrade is read byte for byte first, on a connection of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from ...protocol import events as ev
+from ...protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA
+from ...protocol.sse import SSEDecoder
+from ...protocol.vocabulary import Transport
+from ...relay.settings import endpoints
+from .answer import Answer, Ending, Upgrade
+from .probe import Probe, Step
+
+MAX_BODY = 16 * 1024 * 1024
+"""Bytes of one answer a probe reads at most (a server that never stops is cut there)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server under test and how to talk to it."""
+
+    base_url: str
+    model: str = "gpt-4.1-mini"
+    api_key: str = "rrkit-conform"
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        endpoints(self.base_url, "server URL")  # a bad one fails here, before anything is sent
+
+    @property
+    def http_url(self) -> str:
+        return endpoints(self.base_url, "server URL")[0]
+
+    @property
+    def ws_url(self) -> str:
+        return endpoints(self.base_url, "server URL")[1]
+
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.api_key}"}
+
+
+def body_of(step: Step, target: Target, previous: Answer | None) -> dict[str, Any] | str:
+    """What a step sends: its raw text, or the default body with `send` over it and `omit` taken out."""
+    if step.raw is not None:
+        return step.raw
+    body: dict[str, Any] = {
+        "model": target.model,
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": step.say}]}],
+    }
+    if step.follows and previous is not None and previous.response_id is not None:
+        body["previous_response_id"] = previous.response_id
+    body.update(step.send)
+    for key in step.omit:
+        body.pop(key, None)
+    return body
+
+
+async def run_probe(probe: Probe, transport: Transport, target: Target) -> list[Answer]:
+    """Every step of `probe` sent over `transport`, each answer read to its end."""
+    if transport == "http":
+        return await _over_http(probe, target)
+    return await _over_ws(probe, target)
+
+
+# -- HTTP ---------------------------------------------------------------------------------------------------------
+
+
+async def _over_http(probe: Probe, target: Target) -> list[Answer]:
+    answers: list[Answer] = []
+    timeout = httpx.Timeout(target.timeout)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+        for index, step in enumerate(probe.steps):
+            sent = body_of(step, target, answers[-1] if answers else None)
+            answer = Answer(probe.name, index, "http", sent)
+            try:
+                await asyncio.wait_for(_post(client, target, sent, answer), target.timeout)
+            except TimeoutError:
+                answer.ending, answer.error = Ending.TIMEOUT, f"no end within {target.timeout:g} s"
+            except httpx.TransportError as error:
+                answer.ending, answer.error = Ending.CUT, f"{type(error).__name__}: {error}"
+            answers.append(answer)
+    return answers
+
+
+async def _post(client: httpx.AsyncClient, target: Target, sent: dict[str, Any] | str, answer: Answer) -> None:
+    content = sent if isinstance(sent, str) else json.dumps(sent)
+    headers = {**target.headers(), "content-type": "application/json", "accept": "text/event-stream"}
+    async with client.stream("POST", target.http_url, content=content.encode(), headers=headers) as response:
+        answer.status, answer.headers = response.status_code, {k.lower(): v for k, v in response.headers.items()}
+        if answer.content_type == "text/event-stream":
+            await _read_stream(response, answer)
+        else:
+            await _read_body(response, answer)
+
+
+async def _read_stream(response: httpx.Response, answer: Answer) -> None:
+    decoder, read = SSEDecoder(max_message=MAX_BODY), 0
+    answer.ending = Ending.CUT  # until the body ends
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        for message in decoder.feed(chunk):
+            _take(answer, message.data)
+        if read > MAX_BODY:
+            answer.error = f"the stream went past {MAX_BODY} bytes"
+            return
+    for message in decoder.close():
+        _take(answer, message.data)
+    answer.ending = Ending.WHOLE
+
+
+async def _read_body(response: httpx.Response, answer: Answer) -> None:
+    data = b""
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) > MAX_BODY:
+            answer.ending, answer.error = Ending.CUT, f"the body went past {MAX_BODY} bytes"
+            return
+    answer.body_text = data.decode("utf-8", "replace")
+    try:
+        answer.body = json.loads(answer.body_text) if answer.body_text.strip() else None
+    except ValueError:
+        answer.body = None
+
+
+def _take(answer: Answer, data: str) -> None:
+    """One SSE message's data (or one WebSocket frame) as an event, or as unreadable at its place."""
+    try:
+        event = json.loads(data)
+    except ValueError:
+        event = None
+    if isinstance(event, dict):
+        answer.events.append(event)
+    else:
+        answer.unreadable.append((len(answer.events), data[:200]))
+
+
+# -- WebSocket ----------------------------------------------------------------------------------------------------
+
+
+async def _over_ws(probe: Probe, target: Target) -> list[Answer]:
+    upgrade = await read_upgrade(target)
+    answers: list[Answer] = []
+    headers = {**target.headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
+    try:
+        socket = await asyncio.wait_for(
+            websockets.connect(target.ws_url, additional_headers=headers, max_size=MAX_BODY, open_timeout=None),
+            target.timeout,
+        )
+    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as error:
+        for index, step in enumerate(probe.steps):
+            sent = body_of(step, target, None)
+            failed = Answer(probe.name, index, "ws", sent, ending=Ending.UNSENT, upgrade=upgrade)
+            failed.status, failed.error = upgrade.status, f"the upgrade failed: {type(error).__name__}: {error}"
+            answers.append(failed)
+        return answers
+    async with socket:
+        for index, step in enumerate(probe.steps):
+            frame = {"type": "response.create", **_as_dict(body_of(step, target, answers[-1] if answers else None))}
+            answer = Answer(probe.name, index, "ws", frame, status=101, upgrade=upgrade)
+            await _exchange(socket, frame, answer, target.timeout)
+            answers.append(answer)
+            if answer.ending is not Ending.WHOLE:
+                break  # the socket is gone or stuck: the later steps would say nothing more
+    return answers
+
+
+def _as_dict(body: dict[str, Any] | str) -> dict[str, Any]:
+    """A body as a frame's fields (a WebSocket response is always streamed: `stream` is left out)."""
+    return {key: value for key, value in body.items() if key != "stream"} if isinstance(body, dict) else {}
+
+
+async def _exchange(socket: ClientConnection, frame: dict[str, Any], answer: Answer, timeout: float) -> None:
+    """Send one frame; read frames until an event ends the response (a terminal event or an error frame)."""
+    try:
+        await socket.send(json.dumps(frame))
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await socket.recv()
+                _take(answer, message if isinstance(message, str) else message.decode("utf-8", "replace"))
+                if answer.events and answer.events[-1].get("type") in ev.ENDING_TYPES:
+                    return
+    except TimeoutError:
+        answer.ending, answer.error = Ending.TIMEOUT, f"no terminal event or error frame within {timeout:g} s"
+    except websockets.exceptions.ConnectionClosed as closed:
+        answer.ending, answer.error = Ending.CLOSED, f"the socket closed ({closed})"
+
+
+async def read_upgrade(target: Target, key_of: Callable[[], bytes] = lambda: os.urandom(16)) -> Upgrade:
+    """Send a WebSocket upgrade by hand and read its answer's head as it came (no client library in between, so
+    a wrong accept key is seen, not only refused)."""
+    parts = urlsplit(target.ws_url)
+    secure = parts.scheme == "wss"
+    host, port = parts.hostname or "127.0.0.1", parts.port or (443 if secure else 80)
+    key = base64.b64encode(key_of()).decode()
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    lines = [
+        f"GET {path} HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {key}",
+        "Sec-WebSocket-Version: 13",
+        f"Authorization: Bearer {target.api_key}",
+        f"{OPENAI_BETA_HEADER}: {RESPONSES_WEBSOCKETS_BETA}",
+    ]
+    try:
+        async with asyncio.timeout(target.timeout):
+            reader, writer = await asyncio.open_connection(host, port, ssl=secure or None)
+            try:
+                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+                head = await reader.readuntil(b"\r\n\r\n")
+            finally:
+                writer.close()
+    except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as error:
+        return Upgrade(None, {}, key, f"{type(error).__name__}: {error}")
+    return _upgrade_of(head, key)
+
+
+def _upgrade_of(head: bytes, key: str) -> Upgrade:
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = status_line.split(" ", 2)
+    if len(fields) < 2 or not fields[1].isdigit():
+        return Upgrade(None, {}, key, f"not an HTTP status line: {status_line[:80]!r}")
+    headers = {}
+    for line in header_lines:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    return Upgrade(int(fields[1]), headers, key)

@@ -1,0 +1,91 @@
+"""Server conformance probes as data: the requests a probe sends (over HTTP or on one WebSocket) and the checks
+each answer is held to; the catalogue shipped with rrkit, and the loader of probe files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ...protocol.exceptions import ConformError
+from ...protocol.vocabulary import TRANSPORTS, Transport
+from ...script.loader import read_document, validate_document
+from ..scenario import select_named
+
+PROBES = Path(__file__).parent / "probes"
+"""The probe files shipped with rrkit (`rrkit conform --server URL --list`)."""
+
+CheckName = Literal["stream", "completed", "response_object", "refused", "no_output", "upgrade"]
+"""What an answer can be held to (rrkit.conform.server.checks says what each requires)."""
+CHECK_NAMES: tuple[str, ...] = get_args(CheckName)
+
+
+class Expect(BaseModel):
+    """One check of a step's answer, with its parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    check: CheckName
+    status: int = Field(400, ge=400, le=499, description="refused: the status required (default 400)")
+    code: str | None = Field(None, description="refused: the error code required")
+
+
+class Step(BaseModel):
+    """One request of a probe: a body (the default `{model, input}` with `say` as the user's words, `send` merged
+    over it, `omit` keys taken out), or a `raw` text that is not JSON; `follows` continues the previous step's
+    response (its id as `previous_response_id`, only the new input sent)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    say: str = "Say hello in one word."
+    send: dict[str, Any] = Field(default_factory=dict)
+    omit: list[str] = Field(default_factory=list)
+    raw: str | None = Field(None, description="HTTP only: this text as the body, in place of JSON")
+    follows: bool = False
+    expect: list[Expect] = Field(min_length=1)
+
+
+def _both() -> list[Transport]:
+    return list(TRANSPORTS)
+
+
+class Probe(BaseModel):
+    """A battery item: what it sends, over which transports, and what every answer must be."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    description: str = Field(min_length=1)
+    transports: list[Transport] = Field(default_factory=_both, min_length=1)
+    steps: list[Step] = Field(min_length=1)
+    path: Path | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _fits_its_transports(self) -> Probe:
+        if "ws" in self.transports and any(step.raw is not None for step in self.steps):
+            raise ValueError("a `raw` body is sent over HTTP only: give `transports: [http]`")
+        if self.steps[0].follows:
+            raise ValueError("the first step has no response to follow")
+        return self
+
+
+_KEYS = sorted({*Probe.model_fields, *Step.model_fields, *Expect.model_fields})
+
+
+def load_probe(path: Path | str) -> Probe:
+    """Read a probe file (YAML or JSON); ConformError naming the file, the line and the problem."""
+    data, tree = read_document(Path(path), "probe", ConformError)
+    probe = validate_document(Probe, data, Path(path), tree, "server conformance probe", ConformError, _KEYS)
+    probe.path = Path(path)
+    return probe
+
+
+def probe_catalogue() -> list[Probe]:
+    """Every shipped probe, in file name order."""
+    return [load_probe(path) for path in sorted(PROBES.glob("*.yaml"))]
+
+
+def select_probes(probes: list[Probe], only: tuple[str, ...] = ()) -> list[Probe]:
+    """The probes named in `only` (all when empty), in catalogue order."""
+    return select_named(probes, only, "probe", "rrkit conform --server URL --list")

@@ -1,0 +1,70 @@
+"""The official `openai` SDK's types as a check: whether an event or a body parses as the SDK's model for it
+(what the SDK runs with strict response validation). Without the SDK installed there is nothing to check."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, get_args
+
+import pydantic
+
+
+@functools.cache
+def _models() -> dict[str, type[pydantic.BaseModel]] | None:
+    """The SDK's stream event models by event type, or None without the SDK."""
+    try:
+        from openai.types.responses import ResponseStreamEvent
+    except ImportError:
+        return None
+    union = get_args(ResponseStreamEvent)[0]  # Annotated[Union[...], discriminator]
+    models = {}
+    for model in get_args(union):
+        for literal in get_args(model.model_fields["type"].annotation):
+            models[str(literal)] = model
+    return models
+
+
+def sdk_version() -> str | None:
+    try:
+        import openai
+    except ImportError:
+        return None
+    return str(openai.__version__)
+
+
+def known_event_types() -> frozenset[str] | None:
+    """Every event type the SDK defines (None without the SDK)."""
+    models = _models()
+    return frozenset(models) if models is not None else None
+
+
+def event_problems(event: dict[str, Any]) -> list[str] | None:
+    """Why the SDK refuses `event` (`field: message`), [] when it parses; None when there is no SDK model for its
+    type (no SDK installed, or a type the SDK does not define)."""
+    models = _models()
+    model = models.get(str(event.get("type"))) if models is not None else None
+    if model is None:
+        return None
+    return _problems(model, event)
+
+
+def body_problems(body: Any, kind: str) -> list[str] | None:
+    """Why the SDK refuses a whole body as a `Response` (`kind="response"`); None without the SDK."""
+    try:
+        from openai.types.responses import Response
+    except ImportError:
+        return None
+    return _problems(Response, body) if kind == "response" else None
+
+
+def _problems(model: type[pydantic.BaseModel], value: Any) -> list[str]:
+    try:
+        model.model_validate(value)
+    except pydantic.ValidationError as error:
+        return [
+            f"{'.'.join(map(str, problem['loc'])) or '(the whole)'}: {problem['msg']}" for problem in error.errors()[:3]
+        ]
+    return []
+
+
+__all__ = ["body_problems", "event_problems", "known_event_types", "sdk_version"]
