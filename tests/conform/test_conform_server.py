@@ -159,3 +159,15 @@ def test_data_that_is_not_json_is_named_at_its_place() -> None:
     answer = _answer(status=200, headers={"content-type": "text/event-stream"}, unreadable=[(0, "[DONE]")])
     findings = [f for f in judge_answer(answer, [Expect(check="stream")]) if "JSON object" in f.requires]
     assert len(findings) == 1 and findings[0].seen == "got '[DONE]'"
+
+
+def test_a_requirement_broken_at_every_event_is_one_finding_that_counts_the_others() -> None:
+    events = [
+        {"type": "response.created", "response": {"id": "resp_1"}},
+        {"type": "response.in_progress", "response": {"id": "resp_1"}},
+        {"type": "response.completed", "response": {"id": "resp_1", "output": []}},
+    ]
+    answer = _answer(status=200, headers={"content-type": "text/event-stream"}, events=events)
+    sequence = [f for f in judge_answer(answer, [Expect(check="stream")]) if "sequence_number" in f.requires]
+    assert len(sequence) == 1 and (sequence[0].event, sequence[0].also) == (0, (1, 2))
+    assert str(sequence[0]).endswith("(and at 2 more events)") and sequence[0].to_dict()["also"] == (1, 2)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -39,9 +39,10 @@ class Finding:
     event: int | None = None  # the event's index in the answer's stream
     event_type: str | None = None
     field: str | None = None
+    also: tuple[int, ...] = ()  # the other events that break the same requirement the same way
 
     def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        return {key: value for key, value in asdict(self).items() if value is not None and value != ()}
 
     @property
     def where(self) -> str:
@@ -51,7 +52,8 @@ class Finding:
         return where + (f" field {self.field}" if self.field else "")
 
     def __str__(self) -> str:
-        return f"[{self.severity}] {self.where}: {self.requires}; {self.seen}"
+        also = f" (and at {len(self.also)} more event{'s' if len(self.also) > 1 else ''})" if self.also else ""
+        return f"[{self.severity}] {self.where}: {self.requires}; {self.seen}{also}"
 
 
 class _Found:
@@ -61,6 +63,12 @@ class _Found:
         self.check, self.answer, self.findings = check, answer, list[Finding]()
 
     def add(self, severity: Severity, requires: str, seen: str, *, event: int | None = None, **place: str) -> None:
+        """One finding; one that breaks an earlier one's requirement at the same field again, at another event,
+        is counted on the earlier one (a server that omits a field omits it everywhere)."""
+        for index, earlier in enumerate(self.findings):
+            if (earlier.requires, earlier.field) == (requires, place.get("field")) and event is not None:
+                self.findings[index] = replace(earlier, also=(*earlier.also, event))
+                return
         if len(self.findings) >= MAX_FINDINGS_PER_CHECK:
             return
         event_type = None
