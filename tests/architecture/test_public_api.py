@@ -48,6 +48,8 @@ def test_each_package_exports_exactly_what_the_readme_lists(package: str) -> Non
 def test_every_package_with_an_export_list_is_documented() -> None:
     root = Path(importlib.import_module("rrkit").__file__ or "").parent
     packages = {"rrkit", "rrkit.pytest_plugin"} | {
-        f"rrkit.{init.parent.name}" for init in root.glob("*/__init__.py") if "__all__" in init.read_text("utf-8")
+        "rrkit." + ".".join(init.parent.relative_to(root).parts)
+        for init in root.glob("*/**/__init__.py")
+        if "__all__" in init.read_text("utf-8")
     }
     assert packages == set(DOCUMENTED)
