@@ -26,7 +26,10 @@ from rrkit.conform.server import (
 )
 from rrkit.conform.server.answer import Answer, Ending
 from rrkit.conform.server.checks import judge_answer
+from rrkit.conform.server.retry import LONGEST_WAIT, retry_delay
 from rrkit.protocol.exceptions import ConformError, ServerUnreachable, SettingError
+from rrkit.script import load_script
+from rrkit.script.shipped import shipped_fixtures
 from rrkit.server import FakeServer
 
 
@@ -171,3 +174,38 @@ def test_a_requirement_broken_at_every_event_is_one_finding_that_counts_the_othe
     sequence = [f for f in judge_answer(answer, [Expect(check="stream")]) if "sequence_number" in f.requires]
     assert len(sequence) == 1 and (sequence[0].event, sequence[0].also) == (0, (1, 2))
     assert str(sequence[0]).endswith("(and at 2 more events)") and sequence[0].to_dict()["also"] == (1, 2)
+
+
+@pytest.mark.parametrize("fixture", sorted(shipped_fixtures()))
+def test_rrkit_serve_with_every_shipped_fixture_has_no_must_finding(fixture: str) -> None:
+    """A scripted fault the real service shows too (a 5xx, a 429, a cut, a stall, a refused upgrade, a failure a
+    client does not retry) is retried as a client would, or named as a `should`: never taken for a broken shape."""
+    with FakeServer(load_script(f"fixture:{fixture}")) as server:
+        report = run_server(Target(server.http_url, timeout=10))
+    assert [str(f) for f in report.findings if f.severity is Severity.MUST] == []
+
+
+def test_a_transient_fault_is_retried_and_named_as_a_should() -> None:
+    with FakeServer(load_script("fixture:http-500")) as server:
+        report = run_server(Target(server.http_url), only=("sse-text",), transports=("http",))
+    (finding,) = report.findings
+    assert (finding.severity, finding.requires) == (Severity.SHOULD, "a request is answered the first time")
+    assert finding.seen == "answered after status 500"
+
+
+@pytest.mark.parametrize(
+    ("fields", "delay"),
+    [
+        ({"status": 500}, 0.0),
+        ({"status": 429, "headers": {"retry-after": "30"}}, LONGEST_WAIT),
+        ({"status": 400, "body": {"error": {"code": "invalid_value"}}}, None),
+        ({"ending": Ending.CUT}, 0.0),
+        ({"ending": Ending.UNSENT}, None),
+        ({"events": [{"type": "response.failed", "response": {"error": {"code": "server_error"}}}]}, 0.0),
+        ({"events": [{"type": "response.failed", "response": {"error": {"code": "context_length_exceeded"}}}]}, None),
+        ({"events": [{"type": "response.completed", "response": {}}]}, None),
+    ],
+    ids=["5xx", "429-named-delay-capped", "400", "cut", "unsent", "retryable-failure", "final-failure", "completed"],
+)
+def test_a_step_is_sent_again_when_a_client_would_send_it_again(fields: dict[str, Any], delay: float | None) -> None:
+    assert retry_delay(_answer(**fields)) == delay

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ...protocol import events as ev
 from ...protocol.vocabulary import Transport
 
 
@@ -18,6 +19,7 @@ class Ending(StrEnum):
     CLOSED = "closed"  # the WebSocket closed before an ending event
     TIMEOUT = "timeout"  # nothing ended it within the probe's timeout
     UNSENT = "unsent"  # the request could not be sent (the upgrade failed, say)
+    SKIPPED = "skipped"  # not sent: the step it follows was not answered, so there is nothing to continue
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,20 @@ class Answer:
     ending: Ending = Ending.WHOLE
     error: str | None = None  # what broke, in words
     upgrade: Upgrade | None = None
+    connection: int | None = None  # WebSocket: which of the probe's sockets carried it (1, 2, ... as reopened)
+    retried_after: tuple[str, ...] = ()  # the answers before this one, each in words, when the step was sent again
+
+    @property
+    def summary(self) -> str:
+        """The answer in a few words: `status 500`, `cut`, `response.failed server_error`."""
+        if self.ending is not Ending.WHOLE:
+            return self.ending.value
+        last = self.events[-1] if self.events else None
+        if last is not None and last.get("type") in (ev.FAILED, ev.ERROR):
+            error = last.get("error") or (last.get("response") or {}).get("error") or {}
+            code = error.get("code") if isinstance(error, dict) else None
+            return f"{last.get('type')} {code}" if code else str(last.get("type"))
+        return f"status {self.status}"
 
     @property
     def place(self) -> str:
@@ -59,6 +75,13 @@ class Answer:
     @property
     def streamed(self) -> bool:
         return self.transport == "ws" or self.content_type == "text/event-stream"
+
+    @property
+    def completed(self) -> bool:
+        """Whether the answer is a completed response (so a later step may continue it)."""
+        if self.events:
+            return self.events[-1].get("type") == ev.COMPLETED
+        return isinstance(self.body, dict) and self.body.get("status") == "completed"
 
     @property
     def response_id(self) -> str | None:

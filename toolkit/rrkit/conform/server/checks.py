@@ -12,8 +12,9 @@ from typing import Any
 
 from ...protocol import events as ev
 from ...protocol.order import check_order
-from .answer import Answer, Ending
+from .answer import Answer, Ending, Upgrade
 from .probe import Expect
+from .retry import RETRIES, retry_delay
 from .sdk import body_problems, event_problems
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -102,6 +103,10 @@ def _events_readable(found: _Found) -> None:
 
 def _stream(found: _Found, expect: Expect) -> None:
     answer = found.answer
+    if answer.events and answer.events[0].get("type") == ev.ERROR:
+        return  # an error frame in place of a stream: a refusal, judged as one
+    if answer.transport == "http" and answer.status is not None and answer.status >= 400:
+        return  # refused before the stream: judged as a refusal
     if answer.transport == "http":
         if answer.status != 200:
             found.add(Severity.MUST, "a streamed request is answered 200", f"got status {answer.status}")
@@ -310,6 +315,13 @@ def _upgrade(found: _Found, expect: Expect) -> None:
     upgrade = found.answer.upgrade
     if upgrade is None:
         return
+    if upgrade.status == 426:
+        found.add(
+            Severity.SHOULD,
+            "the server offers the WebSocket transport",
+            "426 Upgrade Required (clients fall back to HTTP)",
+        )
+        return
     if upgrade.status != 101:
         found.add(
             Severity.MUST,
@@ -356,9 +368,86 @@ CHECKS: dict[str, tuple[Check, str]] = {
 """Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
 
 
-def judge_answer(answer: Answer, expectations: list[Expect]) -> Iterator[Finding]:
-    """Every finding of every check a step states, on its answer."""
+def _refusal(answer: Answer) -> str | None:
+    """The answer in words when it refuses or fails the request (a 4xx or 5xx, a failed, incomplete or error
+    ending), else None."""
+    if answer.transport == "http" and answer.status is not None and answer.status >= 400:
+        return f"status {answer.status}" + (f" ({_error_text(answer.body)})" if isinstance(answer.body, dict) else "")
+    terminal = _terminal(answer)
+    if terminal is not None and terminal.get("type") != ev.COMPLETED:
+        return _failure_text(terminal)
+    if not answer.streamed and isinstance(answer.body, dict) and answer.body.get("status") in ("failed", "incomplete"):
+        return f"a response {answer.body['status']} ({_error_text(answer.body)})"
+    return None
+
+
+def _error_text(body: dict[str, Any]) -> str:
+    error = body.get("error")
+    return str(error.get("code") or error.get("message")) if isinstance(error, dict) else "no error object"
+
+
+def upgrade_broken(upgrade: Upgrade) -> bool:
+    """Whether the `upgrade` check has a `must` finding for this upgrade."""
+    answer = Answer("upgrade", 0, "ws", {}, upgrade=upgrade)
+    found = _Found("upgrade", answer)
+    _upgrade(found, Expect(check="upgrade"))
+    return any(finding.severity is Severity.MUST for finding in found.findings)
+
+
+def _answered(found: _Found, refusal_expected: bool, upgrade_reported: bool) -> bool:
+    """Whether the step's other checks can judge the answer: it was sent, and answered (or refused, as
+    expected). A failure a client does not retry is the server's right (a quota, a context window): the probe
+    could not be judged, a `should`; one it retries, still there after the retries, is a `must`."""
+    answer = found.answer
+    if answer.ending is Ending.SKIPPED:
+        return False  # the step it follows has its finding
+    if answer.retried_after:
+        tries = ", then ".join(answer.retried_after)
+        found.add(Severity.SHOULD, "a request is answered the first time", f"answered after {tries}")
+    if answer.ending is Ending.UNSENT:
+        upgrade = answer.upgrade
+        if upgrade_reported:
+            pass  # the upgrade probe says what is wrong with it, once
+        elif upgrade is not None and upgrade.status == 426:
+            found.add(
+                Severity.SHOULD,
+                "the server offers the WebSocket transport",
+                "426 Upgrade Required (clients fall back to HTTP)",
+            )
+        else:
+            found.add(Severity.MUST, "a WebSocket upgrade to /responses succeeds", answer.error or "not sent")
+        return False
+    refusal = _refusal(answer) if answer.ending is Ending.WHOLE else None
+    if refusal is None or refusal_expected:
+        return True
+    if retry_delay(answer) is not None:
+        found.add(
+            Severity.MUST,
+            "the request is answered (a client retries this, and it did not pass)",
+            f"{refusal} after {RETRIES} retries",
+        )
+    else:
+        found.add(
+            Severity.SHOULD,
+            "the probe is answered, so that it can be judged",
+            f"{refusal}, which a client does not retry (check the key, the model, the quota)",
+        )
+    return False
+
+
+def judge_answer(answer: Answer, expectations: list[Expect], *, upgrade_reported: bool = False) -> Iterator[Finding]:
+    """Every finding of every check a step states, on its answer: the stream's shape always, the rest once the
+    request was answered. `upgrade_reported`: a broken upgrade is reported by the upgrade probe, not again by each
+    step that could not be sent for it."""
+    found = _Found("answered", answer)
+    refusal_expected = any(expect.check == "refused" for expect in expectations)
+    answered = _answered(found, refusal_expected, upgrade_reported)
+    yield from found.findings
     for expect in expectations:
+        if not answered and expect.check not in ("stream", "upgrade"):
+            continue
+        if not answered and expect.check == "stream" and answer.ending in (Ending.UNSENT, Ending.SKIPPED):
+            continue  # nothing was sent, so there is no stream to judge
         found = _Found(expect.check, answer)
         CHECKS[expect.check][0](found, expect)
         yield from found.findings

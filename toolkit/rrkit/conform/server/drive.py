@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ from ...protocol.vocabulary import Transport
 from ...relay.settings import endpoints
 from .answer import Answer, Ending, Upgrade
 from .probe import Probe, Step
+from .retry import RETRIES, retry_delay
 
 MAX_BODY = 16 * 1024 * 1024
 """Bytes of one answer a probe reads at most (a server that never stops is cut there)."""
@@ -80,19 +82,48 @@ async def run_probe(probe: Probe, transport: Transport, target: Target) -> list[
 
 async def _over_http(probe: Probe, target: Target) -> list[Answer]:
     answers: list[Answer] = []
-    timeout = httpx.Timeout(target.timeout)
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False) as client:
+    async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout), trust_env=False) as client:
         for index, step in enumerate(probe.steps):
+            if (skipped := _skipped(probe, index, "http", answers)) is not None:
+                answers.append(skipped)
+                continue
             sent = body_of(step, target, answers[-1] if answers else None)
-            answer = Answer(probe.name, index, "http", sent)
-            try:
-                await asyncio.wait_for(_post(client, target, sent, answer), target.timeout)
-            except TimeoutError:
-                answer.ending, answer.error = Ending.TIMEOUT, f"no end within {target.timeout:g} s"
-            except httpx.TransportError as error:
-                answer.ending, answer.error = Ending.CUT, f"{type(error).__name__}: {error}"
-            answers.append(answer)
+
+            async def once(sent: dict[str, Any] | str = sent, index: int = index) -> Answer:
+                answer = Answer(probe.name, index, "http", sent)
+                try:
+                    await asyncio.wait_for(_post(client, target, sent, answer), target.timeout)
+                except TimeoutError:
+                    answer.ending, answer.error = Ending.TIMEOUT, f"no end within {target.timeout:g} s"
+                except httpx.TransportError as error:
+                    answer.ending, answer.error = Ending.CUT, f"{type(error).__name__}: {error}"
+                return answer
+
+            answers.append(await _with_retries(once, step))
     return answers
+
+
+def _skipped(probe: Probe, index: int, transport: Transport, answers: list[Answer]) -> Answer | None:
+    """The answer of a step not sent: it follows a step that was not answered with a completed response."""
+    if not probe.steps[index].follows or (answers and answers[-1].completed):
+        return None
+    error = f"not sent: step {index} was not answered, so there is no response to continue"
+    return Answer(probe.name, index, transport, {}, ending=Ending.SKIPPED, error=error)
+
+
+async def _with_retries(once: Callable[[], Awaitable[Answer]], step: Step) -> Answer:
+    """The step's answer, sent again as a client would while it is one a client retries (never a step that
+    expects a refusal); the answers before the last are kept, in words, on it."""
+    answer = await once()
+    if any(expect.check == "refused" for expect in step.expect):
+        return answer
+    earlier: list[str] = []
+    while len(earlier) < RETRIES and (delay := retry_delay(answer)) is not None:
+        earlier.append(answer.summary)
+        await asyncio.sleep(delay)
+        answer = await once()
+    answer.retried_after = tuple(earlier)
+    return answer
 
 
 async def _post(client: httpx.AsyncClient, target: Target, sent: dict[str, Any] | str, answer: Answer) -> None:
@@ -153,28 +184,70 @@ def _take(answer: Answer, data: str) -> None:
 async def _over_ws(probe: Probe, target: Target) -> list[Answer]:
     upgrade = await read_upgrade(target)
     answers: list[Answer] = []
-    headers = {**target.headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
-    try:
-        socket = await asyncio.wait_for(
-            websockets.connect(target.ws_url, additional_headers=headers, max_size=MAX_BODY, open_timeout=None),
-            target.timeout,
-        )
-    except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as error:
+    async with _Socket(target) as socket:
         for index, step in enumerate(probe.steps):
-            sent = body_of(step, target, None)
-            failed = Answer(probe.name, index, "ws", sent, ending=Ending.UNSENT, upgrade=upgrade)
-            failed.status, failed.error = upgrade.status, f"the upgrade failed: {type(error).__name__}: {error}"
-            answers.append(failed)
-        return answers
-    async with socket:
-        for index, step in enumerate(probe.steps):
-            frame = {"type": "response.create", **_as_dict(body_of(step, target, answers[-1] if answers else None))}
-            answer = Answer(probe.name, index, "ws", frame, status=101, upgrade=upgrade)
-            await _exchange(socket, frame, answer, target.timeout)
-            answers.append(answer)
-            if answer.ending is not Ending.WHOLE:
-                break  # the socket is gone or stuck: the later steps would say nothing more
+            if (skipped := _skipped(probe, index, "ws", answers)) is not None:
+                answers.append(skipped)
+                continue
+            body = _as_dict(body_of(step, target, answers[-1] if answers else None))
+            frame = {"type": "response.create", **body}
+
+            async def once(frame: dict[str, Any] = frame, index: int = index, follows: bool = step.follows) -> Answer:
+                answer = Answer(probe.name, index, "ws", frame, status=101, upgrade=upgrade)
+                connection = await socket.open()
+                answer.connection = socket.serial
+                if connection is None:
+                    answer.status, answer.ending, answer.error = upgrade.status, Ending.UNSENT, socket.error
+                    return answer
+                if follows and answers and answers[-1].connection != socket.serial:
+                    answer.ending = Ending.SKIPPED
+                    answer.error = (
+                        f"not sent: the socket of step {index} closed, and a response is continued on its own"
+                    )
+                    return answer
+                await _exchange(connection, frame, answer, target.timeout, answers[-1] if answers else None)
+                if answer.ending is not Ending.WHOLE:
+                    await socket.close()  # gone or stuck: a retry, or the next step, opens a new one
+                return answer
+
+            answers.append(await _with_retries(once, step))
+        if socket.connection is not None and answers:
+            await _drain(socket.connection, answers[-1])
     return answers
+
+
+class _Socket:
+    """The probe's WebSocket: opened when a step needs it, opened again after it broke."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.connection: ClientConnection | None = None
+        self.error: str | None = None
+        self.serial = 0  # how many times it was opened
+
+    async def open(self) -> ClientConnection | None:
+        if self.connection is None:
+            headers = {**self.target.headers(), OPENAI_BETA_HEADER: RESPONSES_WEBSOCKETS_BETA}
+            connect = websockets.connect(
+                self.target.ws_url, additional_headers=headers, max_size=MAX_BODY, open_timeout=None
+            )
+            try:
+                self.connection = await asyncio.wait_for(connect, self.target.timeout)
+                self.serial += 1
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as error:
+                self.error = f"the upgrade failed: {type(error).__name__}: {error}"
+        return self.connection
+
+    async def close(self) -> None:
+        if self.connection is not None:
+            connection, self.connection = self.connection, None
+            await connection.close()
+
+    async def __aenter__(self) -> _Socket:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
 
 def _as_dict(body: dict[str, Any] | str) -> dict[str, Any]:
@@ -182,20 +255,48 @@ def _as_dict(body: dict[str, Any] | str) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key != "stream"} if isinstance(body, dict) else {}
 
 
-async def _exchange(socket: ClientConnection, frame: dict[str, Any], answer: Answer, timeout: float) -> None:
-    """Send one frame; read frames until an event ends the response (a terminal event or an error frame)."""
+async def _exchange(
+    socket: ClientConnection, frame: dict[str, Any], answer: Answer, timeout: float, previous: Answer | None
+) -> None:
+    """Send one frame; read frames until an event ends the response (a terminal event or an error frame). A
+    frame of the previous response that comes after its end (a second terminal event, say) is its, not this
+    answer's."""
     try:
         await socket.send(json.dumps(frame))
         async with asyncio.timeout(timeout):
             while True:
                 message = await socket.recv()
-                _take(answer, message if isinstance(message, str) else message.decode("utf-8", "replace"))
+                text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+                _take(_owner(text, answer, previous), text)
                 if answer.events and answer.events[-1].get("type") in ev.ENDING_TYPES:
                     return
     except TimeoutError:
         answer.ending, answer.error = Ending.TIMEOUT, f"no terminal event or error frame within {timeout:g} s"
     except websockets.exceptions.ConnectionClosed as closed:
         answer.ending, answer.error = Ending.CLOSED, f"the socket closed ({closed})"
+
+
+def _owner(text: str, answer: Answer, previous: Answer | None) -> Answer:
+    """Which answer a frame belongs to: the previous one while this one has none and it names that response."""
+    if previous is None or answer.events or previous.response_id is None or previous.response_id not in text:
+        return answer
+    try:
+        event = json.loads(text)
+    except ValueError:
+        return answer
+    response = event.get("response") if isinstance(event, dict) else None
+    named = response.get("id") if isinstance(response, dict) else None
+    return previous if named == previous.response_id and event.get("type") != ev.CREATED else answer
+
+
+async def _drain(socket: ClientConnection, answer: Answer) -> None:
+    """After the last step: close, and put what the server sent after the last answer's end on it (the close
+    handshake delivers frames already on their way)."""
+    await socket.close()
+    with contextlib.suppress(websockets.exceptions.ConnectionClosed):
+        while True:
+            message = await socket.recv()
+            _take(answer, message if isinstance(message, str) else message.decode("utf-8", "replace"))
 
 
 async def read_upgrade(target: Target, key_of: Callable[[], bytes] = lambda: os.urandom(16)) -> Upgrade:

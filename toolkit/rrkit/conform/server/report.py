@@ -14,8 +14,8 @@ from ...protocol.exceptions import ServerUnreachable
 from ...protocol.vocabulary import TRANSPORTS, Transport
 from ..junit import Case, Suite
 from .answer import Answer
-from .checks import Finding, Severity, judge_answer
-from .drive import Target, run_probe
+from .checks import Finding, Severity, judge_answer, upgrade_broken
+from .drive import Target, read_upgrade, run_probe
 from .probe import Probe, probe_catalogue, select_probes
 from .sdk import sdk_version
 
@@ -119,6 +119,11 @@ def run_server(
     `transports` a probe applies to; `on_result` is called as each one ends."""
     chosen = select_probes(list(probes) if probes is not None else probe_catalogue(), tuple(only))
     _reachable(target)
+    checked = "ws" in transports and any(
+        "ws" in probe.transports and any(expect.check == "upgrade" for step in probe.steps for expect in step.expect)
+        for probe in chosen
+    )
+    upgrade_reported = checked and upgrade_broken(asyncio.run(read_upgrade(target)))
     results = []
     for probe in chosen:
         for transport in (t for t in transports if t in probe.transports):
@@ -126,7 +131,7 @@ def run_server(
             findings = [
                 finding
                 for step, answer in zip(probe.steps, answers, strict=False)
-                for finding in judge_answer(answer, step.expect)
+                for finding in judge_answer(answer, step.expect, upgrade_reported=upgrade_reported)
             ]
             result = ProbeResult(probe.name, transport, tuple(answers), tuple(findings))
             results.append(result)

@@ -1,0 +1,39 @@
+"""When a probe sends a step again, as a client of the protocol would: an answer a client retries (a 5xx, a 429,
+a cut or silent stream, a retryable `response.failed` or error frame) is sent again, so that a server having
+the transient faults the real service has is judged by what it answers in the end."""
+
+from __future__ import annotations
+
+from ...protocol import events as ev
+from ...protocol.errors import Classification, classify_failure, classify_http_error
+from .answer import Answer, Ending
+
+RETRIES = 3
+"""Times a step is sent again at the most."""
+LONGEST_WAIT = 2.0
+"""Seconds a probe waits before sending again at the most, whatever delay the server names."""
+
+
+def retry_delay(answer: Answer) -> float | None:
+    """Seconds to wait before sending `answer`'s step again, or None when a client would not send it again."""
+    if answer.ending in (Ending.CUT, Ending.CLOSED, Ending.TIMEOUT):
+        return 0.0
+    if answer.ending in (Ending.UNSENT, Ending.SKIPPED):
+        return None
+    if answer.transport == "http" and answer.status is not None and answer.status >= 400:
+        body = answer.body if isinstance(answer.body, dict) else None
+        return _delay(classify_http_error(answer.status, body, answer.headers))
+    if isinstance(answer.body, dict) and answer.body.get("status") == "failed":
+        error = answer.body.get("error") or {}
+        return _delay(classify_failure(error.get("code"), error.get("message")))
+    last = answer.events[-1] if answer.events else {}
+    if last.get("type") == ev.ERROR and isinstance(last.get("status"), int):
+        return _delay(classify_http_error(int(last["status"]), {"error": last.get("error")}, {}))
+    if last.get("type") == ev.FAILED:
+        error = (last.get("response") or {}).get("error") or {}
+        return _delay(classify_failure(error.get("code"), error.get("message")))
+    return None
+
+
+def _delay(classification: Classification) -> float | None:
+    return min(classification.delay or 0.0, LONGEST_WAIT) if classification.retryable else None
