@@ -1,6 +1,8 @@
 """Writes docs/conformance.md: `rrkit conform` run on real clients (rrkit's reference client, the Codex CLI at the
 pinned version and at the newest release, the official `openai` SDKs for Python and Node), one column each, one
-row per scenario and transport, every failed verdict explained below the table.
+row per scenario and transport, every failed verdict explained below the table; then `rrkit conform --server`
+run on servers (rrkit's own, and `@copilotkit/aimock` from npm), one row per probe and transport, every finding
+listed.
 
 Run from the repository's root, with the clients installed as .ci/run installs them:
 
@@ -17,7 +19,7 @@ import importlib.metadata
 import json
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,9 +35,12 @@ from rrkit.conform import (  # noqa: E402
     catalogue,
     run,
 )
+from rrkit.conform.server import Finding, ServerReport, Severity, Target, probe_catalogue, run_server  # noqa: E402
 from rrkit.differential.codex import CODEX_VERSION, find_codex  # noqa: E402
 from rrkit.protocol.exceptions import CodexNotFound  # noqa: E402
 from rrkit.protocol.vocabulary import Transport  # noqa: E402
+from rrkit.server import FakeServer  # noqa: E402
+from tests.conform.aimock import AIMOCK_VERSION, aimock_server, missing  # noqa: E402
 
 TESTS = ROOT / "tests" / "conform"
 NODE_SDK = ROOT / ".ci" / "node-sdk" / "node_modules"
@@ -157,6 +162,59 @@ def cell(report: ConformReport | None, scenario: str, transport: str) -> str:
     return "ok" if not broken else "**FAILED**: " + "; ".join(broken)
 
 
+def _servers() -> dict[str, ServerReport | None]:
+    """`rrkit conform --server` on each server, by its column's title (None: not installed here)."""
+    reports: dict[str, ServerReport | None] = {}
+    with FakeServer() as served:
+        reports["`rrkit serve`"] = run_server(Target(served.http_url))
+    title = f"`@copilotkit/aimock` {AIMOCK_VERSION}"
+    if missing() is None:
+        with aimock_server() as url:
+            reports[title] = run_server(Target(url))
+    else:
+        reports[title] = None
+    return reports
+
+
+def server_lines(reports: dict[str, ServerReport | None]) -> list[str]:
+    lines = [
+        "",
+        "## Servers",
+        "",
+        "`rrkit conform --server URL` run on each server below, with every probe of its battery",
+        "(`rrkit conform --server URL --list`) over both transports. A cell counts the `must` findings (they break",
+        "real clients) and the `should` ones (departures from the real service); every finding is listed below.",
+        "",
+        "| probe | over | " + " | ".join(reports) + " |",
+        "|---|---|" + "---|" * len(reports),
+    ]
+    for probe in probe_catalogue():
+        for transport in probe.transports:
+            cells = []
+            for report in reports.values():
+                result = (
+                    next((r for r in report.results if (r.probe, r.transport) == (probe.name, transport)), None)
+                    if report is not None
+                    else None
+                )
+                cells.append("not installed" if report is None else "-" if result is None else _counts(result.findings))
+            lines.append(f"| {probe.name} | {transport} | " + " | ".join(cells) + " |")
+    for title, report in reports.items():
+        if report is None:
+            lines += ["", f"{title}: not installed where this page was made."]
+            continue
+        lines += ["", f"### {title}", ""]
+        lines += [f"- {finding}" for finding in report.findings] or ["No finding."]
+    return lines
+
+
+def _counts(findings: Sequence[Finding]) -> str:
+    listed = list(findings)
+    must = sum(finding.severity is Severity.MUST for finding in listed)
+    should = len(listed) - must
+    return "ok" if not listed else f"**{must} must**, {should} should" if must else f"{should} should"
+
+
 def main() -> int:
     scenarios = catalogue()
     reports: dict[str, ConformReport | None] = {}
@@ -213,6 +271,7 @@ def main() -> int:
     missing = [column.title for column in COLUMNS if reports[column.key] is None]
     if missing:
         lines += ["", "Left out, not installed where this page was made: " + ", ".join(missing) + "."]
+    lines += server_lines(_servers())
     (ROOT / "docs" / "conformance.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("wrote docs/conformance.md", file=sys.stderr)
     return 0

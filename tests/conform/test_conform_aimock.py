@@ -4,52 +4,22 @@ fixture. The run completes over both transports, and what it finds is this versi
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
-import subprocess
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from rrkit.conform.server import ServerReport, Severity, Target, run_server
 
-AIMOCK_VERSION = "1.43.0"
-AIMOCK = Path(__file__).resolve().parents[2] / ".ci" / "node-aimock" / "node_modules" / "@copilotkit" / "aimock"
-LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
+from .aimock import aimock_server, missing
 
 
 @pytest.fixture(scope="module")
-def aimock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node not found: the aimock server needs it")
-    if not (AIMOCK / "package.json").exists():
-        pytest.skip(
-            f"@copilotkit/aimock is not installed: npm install --prefix {AIMOCK.parents[2]} "
-            f"@copilotkit/aimock@{AIMOCK_VERSION}"
-        )
-    assert json.loads((AIMOCK / "package.json").read_text())["version"] == AIMOCK_VERSION
-    fixtures = tmp_path_factory.mktemp("aimock") / "fixtures.json"
-    fixtures.write_text(json.dumps({"fixtures": [{"match": {}, "response": {"content": "Hello!"}}]}))
-    command = [node, str(AIMOCK / "dist" / "cli.js"), "-h", "127.0.0.1", "-p", "0", "-f", str(fixtures)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    lines: list[str] = []
-    try:
-        for line in process.stdout:
-            lines.append(line)
-            if found := LISTENING.search(line):
-                threading.Thread(target=process.stdout.read, daemon=True).start()  # keep its pipe drained
-                yield found.group(1) + "/v1"
-                break
-        else:
-            pytest.fail(f"aimock exited before listening: {''.join(lines)}")
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+def aimock() -> Iterator[str]:
+    why = missing()
+    if why is not None:
+        pytest.skip(why)
+    with aimock_server() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

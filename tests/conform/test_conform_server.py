@@ -209,3 +209,13 @@ def test_a_transient_fault_is_retried_and_named_as_a_should() -> None:
 )
 def test_a_step_is_sent_again_when_a_client_would_send_it_again(fields: dict[str, Any], delay: float | None) -> None:
     assert retry_delay(_answer(**fields)) == delay
+
+
+def test_the_conformance_page_judges_every_probe_on_rrkit_serve_and_lists_each_server_s_findings() -> None:
+    """docs/conformance.md is written by docs/make_conformance.py; a probe added since must be run there too."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    servers = page.split("## Servers", 1)[1]
+    for probe in probe_catalogue():
+        for transport in probe.transports:
+            assert f"| {probe.name} | {transport} | ok |" in servers, (probe.name, transport)  # rrkit serve's column
+    assert "### `rrkit serve`\n\nNo finding." in servers and "### `@copilotkit/aimock` 1.43.0" in servers
