@@ -11,6 +11,7 @@ from typing import Any
 import zstandard
 
 from .exceptions import BodyEncodingError, BodyTooLarge
+from .headers import media_type
 
 ENCODINGS = ("gzip", "deflate", "zstd", "identity")
 MAX_DECODED = 256 * 1024 * 1024
@@ -54,7 +55,7 @@ def body_form(content: bytes, content_type: str, parse: Callable[[bytes], Any]) 
     """A whole answer as rrkit writes one down (a cassette, the admin API): `{content_type, json}` when its type is
     JSON and `parse` gives its value (None: it cannot be kept as JSON), else `{content_type, text}` when it is
     UTF-8, else `{content_type, base64}`."""
-    if content_type.split(";")[0].strip().lower().endswith("json"):
+    if media_type(content_type).endswith("json"):
         value = parse(content)
         if value is not None:
             return {"content_type": content_type, "json": value}

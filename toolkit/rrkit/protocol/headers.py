@@ -20,6 +20,12 @@ PREWARM_KIND = "prewarm"
 TURN_KIND = "turn"
 
 
+def media_type(content_type: str) -> str:
+    """A Content-Type's media type, lower case, without its parameters: `text/event-stream; charset=utf-8` ->
+    `text/event-stream`."""
+    return content_type.split(";")[0].strip().lower()
+
+
 def identity_headers(session_id: str, thread_id: str) -> dict[str, str]:
     """What every HTTP request and WebSocket upgrade of Codex 0.169 carries besides auth and turn metadata."""
     return {

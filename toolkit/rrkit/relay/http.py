@@ -13,7 +13,7 @@ from typing import cast
 import httpx
 
 from ..protocol.exceptions import SSEMessageTooLong
-from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.headers import TURN_STATE_HEADER, media_type
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import EventRuns, Rejection, ResponsePlan, StreamCut, VerbatimBody
 from ..protocol.sse import SSEDecoder, encode_json
@@ -81,7 +81,7 @@ class HttpRelay:
         forwarded = response_headers(response.headers.multi_items())
         turn_state = response.headers.get(TURN_STATE_HEADER)
         content_type = response.headers.get("content-type", "")
-        if 200 <= response.status_code < 300 and content_type.split(";")[0].strip().lower() == "text/event-stream":
+        if 200 <= response.status_code < 300 and media_type(content_type) == "text/event-stream":
             return ResponsePlan(
                 self._relay_sse(response, request.transport),
                 turn_state=turn_state,

@@ -19,6 +19,7 @@ from starlette.routing import Route
 from ..protocol import errors
 from ..protocol.encoding import body_form
 from ..protocol.exceptions import ScriptError
+from ..protocol.headers import media_type
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
@@ -212,7 +213,7 @@ def script_of_body(content: bytes, content_type: str) -> Script:
     text = decode_utf8(content, SCRIPT_PLACE, "script", ScriptError, remedy="send the script as UTF-8")
     if not text.strip():
         raise ScriptError(f"{SCRIPT_PLACE}: the body is empty: send a script (JSON, or YAML as application/yaml)")
-    as_yaml = content_type.split(";")[0].strip().lower() in YAML_TYPES
+    as_yaml = media_type(content_type) in YAML_TYPES
     script = script_of_text(text, SCRIPT_PLACE, as_yaml=as_yaml, json_hint=JSON_HINT)
     script.name = script.name or "posted"
     return script

@@ -9,6 +9,8 @@ import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..protocol.headers import media_type
+
 TOKEN_ENV = "RRKIT_ADMIN_TOKEN"
 LOCAL_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 BROWSER_SIMPLE_TYPES = frozenset({"application/x-www-form-urlencoded", "multipart/form-data", "text/plain"})
@@ -102,7 +104,7 @@ def admin_refusal(
             "admin_cross_site",
             f"The admin API refuses requests from a web page (Sec-Fetch-Site {site!r}): call it from a program.",
         )
-    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    content_type = media_type(headers.get("content-type", ""))
     if method == "POST" and content_type in BROWSER_SIMPLE_TYPES:
         return AdminRefusal(
             415,

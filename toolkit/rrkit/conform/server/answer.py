@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from ...protocol import events as ev
+from ...protocol.headers import media_type
 from ...protocol.vocabulary import Transport
 
 
@@ -65,12 +66,8 @@ class Answer:
         return f"status {self.status}"
 
     @property
-    def place(self) -> str:
-        return f"{self.probe} [{self.transport}] step {self.step + 1}"
-
-    @property
     def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";")[0].strip().lower()
+        return media_type(self.headers.get("content-type", ""))
 
     @property
     def streamed(self) -> bool:
@@ -82,6 +79,10 @@ class Answer:
         if self.events:
             return self.events[-1].get("type") == ev.COMPLETED
         return isinstance(self.body, dict) and self.body.get("status") == "completed"
+
+    @property
+    def place(self) -> str:
+        return f"{self.probe} [{self.transport}] step {self.step + 1}"
 
     @property
     def response_id(self) -> str | None:

@@ -29,22 +29,15 @@ class ProbeResult:
     answers: tuple[Answer, ...]
     findings: tuple[Finding, ...]
 
+    def to_dict(self) -> dict[str, object]:
+        steps = [{"status": a.status, "ending": a.ending.value, "events": len(a.events)} for a in self.answers]
+        findings = [finding.to_dict() for finding in self.findings]
+        return dict(probe=self.probe, transport=self.transport, ok=self.ok, steps=steps, findings=findings)
+
     @property
     def ok(self) -> bool:
         """No `must` finding."""
         return not any(finding.severity is Severity.MUST for finding in self.findings)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "probe": self.probe,
-            "transport": self.transport,
-            "ok": self.ok,
-            "steps": [
-                {"status": answer.status, "ending": answer.ending.value, "events": len(answer.events)}
-                for answer in self.answers
-            ],
-            "findings": [finding.to_dict() for finding in self.findings],
-        }
 
 
 @dataclass(frozen=True)

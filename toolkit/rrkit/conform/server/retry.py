@@ -4,6 +4,8 @@ the transient faults the real service has is judged by what it answers in the en
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...protocol import events as ev
 from ...protocol.errors import Classification, classify_failure, classify_http_error
 from .answer import Answer, Ending
@@ -24,15 +26,22 @@ def retry_delay(answer: Answer) -> float | None:
         body = answer.body if isinstance(answer.body, dict) else None
         return _delay(classify_http_error(answer.status, body, answer.headers))
     if isinstance(answer.body, dict) and answer.body.get("status") == "failed":
-        error = answer.body.get("error") or {}
-        return _delay(classify_failure(error.get("code"), error.get("message")))
-    last = answer.events[-1] if answer.events else {}
+        return _failed(answer.body)
+    return _ending_delay(answer.events[-1] if answer.events else {})
+
+
+def _ending_delay(last: dict[str, Any]) -> float | None:
+    """For a stream's last event: a retryable error frame or `response.failed`."""
     if last.get("type") == ev.ERROR and isinstance(last.get("status"), int):
         return _delay(classify_http_error(int(last["status"]), {"error": last.get("error")}, {}))
     if last.get("type") == ev.FAILED:
-        error = (last.get("response") or {}).get("error") or {}
-        return _delay(classify_failure(error.get("code"), error.get("message")))
+        return _failed(last.get("response") or {})
     return None
+
+
+def _failed(response: dict[str, Any]) -> float | None:
+    error = response.get("error") or {}
+    return _delay(classify_failure(error.get("code"), error.get("message")))
 
 
 def _delay(classification: Classification) -> float | None:
