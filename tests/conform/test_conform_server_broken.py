@@ -136,20 +136,6 @@ BROKEN = {
     ),
 }
 
-_ENGINE = "engine: "
-KNOWN_ENGINE_FAULTS: dict[str, str] = {}
-"""Cases the engine gets wrong today, each an xfail (strict) with the reason, until it is mended."""
-
-
-def _cases() -> list[object]:
-    cases: list[object] = []
-    for name, broken in BROKEN.items():
-        reason = KNOWN_ENGINE_FAULTS.get(name)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        cases.append(pytest.param(broken, id=name, marks=marks))
-    return cases
-
-
 def test_the_faults_are_one_flag_each_and_every_one_is_tested() -> None:
     assert {broken.faults.name for broken in BROKEN.values()} == set(Faults.__dataclass_fields__)
     for broken in BROKEN.values():
@@ -174,7 +160,7 @@ def assert_exactly(report: ServerReport, must: Must) -> None:
     assert {finding.place for finding in found} == must.places
 
 
-@pytest.mark.parametrize("broken", _cases())
+@pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN)
 def test_a_broken_server_gets_exactly_the_must_finding_it_deserves(start: Start, broken: Broken) -> None:
     report = judge(start(broken.faults), broken.transports)
     assert_exactly(report, broken.must)
@@ -194,11 +180,6 @@ def test_a_server_with_two_terminal_events_over_sse_breaks_exactly_the_one_termi
     assert {finding.event for finding in musts(report)} == {9}  # the second completed, after the stream's end
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=_ENGINE + "protocol/order.py flags a delta sent before its item (ITEM_ADDED_FIRST) and then drops it, "
-    "so the done event no longer matches the deltas it kept (a false DONE_MATCHES_DELTAS)",
-)
 def test_a_delta_before_its_item_among_several_breaks_only_the_item_first_rule(start: Start) -> None:
     report = judge(start(Faults(delta_before_item=True), chunks=3))
     assert_exactly(report, BROKEN["delta_before_item"].must)

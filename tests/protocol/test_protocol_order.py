@@ -10,6 +10,7 @@ import pytest
 
 from rrkit.protocol import Event, IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
+from rrkit.protocol.order import FAMILIES
 
 
 def builder() -> ResponseEvents:
@@ -61,6 +62,12 @@ def well_formed_streams() -> dict[str, list[Event]]:
     r.created()
     r.completed()
     streams["warmup"] = r.events
+    r = builder()
+    queued = {"type": ev.QUEUED, "response": r.response_object("queued")}
+    r.start()
+    r.message("after a wait", 2)
+    r.completed()
+    streams["queued"] = renumber([queued, *copy.deepcopy(r.events)])
     r = builder()
     r.start()
     r.message("part", 2)
@@ -148,13 +155,35 @@ def break_part_added_first(events: list[Event]) -> list[Event]:
 
 
 def break_done_matches_deltas(events: list[Event]) -> list[Event]:
-    events[position(events, ev.TEXT_DONE)]["text"] = "Hello World"
+    events[position(events, ev.TEXT_DONE)]["text"] = "Hello World"  # the done item and response.output say so too:
+    events[position(events, ev.ITEM_DONE, output_index=0)]["item"]["content"][0]["text"] = "Hello World"
+    events[-1]["response"]["output"][0]["content"][0]["text"] = "Hello World"  # only the deltas say otherwise
     return events
 
 
 def break_item_type(events: list[Event]) -> list[Event]:
     events[position(events, ev.ITEM_ADDED, output_index=1)]["item"]["type"] = "custom_tool_call"
     return events  # function_call_arguments events now refer to a custom_tool_call item
+
+
+def break_item_id(events: list[Event]) -> list[Event]:
+    events[position(events, ev.ARGUMENTS_DELTA)]["item_id"] = "fc_other"
+    return events
+
+
+def break_done_item_repeats(events: list[Event]) -> list[Event]:
+    events[position(events, ev.ITEM_DONE, output_index=1)]["item"]["arguments"] = "{}"  # not what arguments.done gave
+    return events
+
+
+def break_completed_output(events: list[Event]) -> list[Event]:
+    events[-1]["response"]["output"].reverse()  # the done items, out of output_index order
+    return events
+
+
+def break_usage(events: list[Event]) -> list[Event]:
+    events[-1]["response"]["usage"]["total_tokens"] += 1
+    return events
 
 
 BREAKERS: dict[Rule, Callable[[list[Event]], list[Event]]] = {
@@ -169,6 +198,10 @@ BREAKERS: dict[Rule, Callable[[list[Event]], list[Event]]] = {
     Rule.PART_ADDED_FIRST: break_part_added_first,
     Rule.DONE_MATCHES_DELTAS: break_done_matches_deltas,
     Rule.ITEM_TYPE: break_item_type,
+    Rule.ITEM_ID: break_item_id,
+    Rule.DONE_ITEM_REPEATS: break_done_item_repeats,
+    Rule.COMPLETED_OUTPUT: break_completed_output,
+    Rule.USAGE: break_usage,
 }
 
 
@@ -209,6 +242,14 @@ def test_order_events_after_terminal_are_each_reported() -> None:
     assert rules_of(violations) == {Rule.ONE_TERMINAL}
 
 
+def test_order_delta_before_its_item_breaks_only_the_item_added_rule_and_still_joins_into_its_done() -> None:
+    events = base_stream()
+    delta = events.pop(position(events, ev.TEXT_DELTA))
+    events.insert(position(events, ev.ITEM_ADDED), delta)
+    violations = check_order(renumber(events))
+    assert [(violation.rule, violation.index) for violation in violations] == [(Rule.ITEM_ADDED_FIRST, 2)]
+
+
 def test_order_flat_error_event_counts_as_terminal() -> None:
     r = builder()
     r.start()
@@ -239,7 +280,11 @@ def test_order_done_event_differing_from_its_deltas_is_reported_for_every_family
     events = copy.deepcopy(r.events)
     assert check_order(events) == []
     events[position(events, done_type)][field] = "abcdeX"
-    assert rules_of(check_order(events)) == {Rule.DONE_MATCHES_DELTAS}
+    violations = check_order(events)
+    assert [v.index for v in violations if v.rule is Rule.DONE_MATCHES_DELTAS] == [position(events, done_type)]
+    repeated = next(family.in_item is not None for family in FAMILIES if family.done == done_type)
+    # where the done item holds the field too, it still holds the deltas' text: that is the other rule it breaks
+    assert rules_of(violations) == {Rule.DONE_MATCHES_DELTAS} | ({Rule.DONE_ITEM_REPEATS} if repeated else set())
 
 
 def test_order_summary_deltas_are_matched_per_summary_index() -> None:
@@ -251,7 +296,8 @@ def test_order_summary_deltas_are_matched_per_summary_index() -> None:
     assert check_order(events) == []
     second_done = [event for event in events if event["type"] == ev.SUMMARY_TEXT_DONE][1]
     second_done["text"] = "first"
-    assert rules_of(check_order(events)) == {Rule.DONE_MATCHES_DELTAS}
+    violations = [v for v in check_order(events) if v.rule is Rule.DONE_MATCHES_DELTAS]
+    assert [v.index for v in violations] == [events.index(second_done)]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The order checker's knowledge of event families is data: every delta type of the protocol has a family row, and
-each row's rules (its item type, its done event's field, the part its deltas need) hold for a stream made from
-that row alone."""
+each row's rules (its item type, its done event's field, the part its deltas need, where its done item holds the
+field again) hold for a stream made from that row alone; so do the rows of the other item-bound events."""
 
 from __future__ import annotations
 
@@ -11,18 +11,47 @@ import pytest
 
 from rrkit.protocol import IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import FAMILIES, ITEM_EVENTS, Family
+from rrkit.protocol.consistency import PART, value_at
+from rrkit.protocol.order import FAMILIES, ITEM_EVENTS, NEEDS_PART, Family
 
 Event = dict[str, Any]
 IDS = [family.delta for family in FAMILIES]
+USAGE = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
+
+
+def held(family: Family, value: Any) -> dict[str, Any]:
+    """The fields of a done item that hold `value` where the family says (part index 0); none if it says nowhere."""
+    if family.in_item is None:
+        return {}
+    built: Any = value
+    for step in reversed(family.in_item):
+        built = [built] if step == PART else {step: built}
+    assert isinstance(built, dict)
+    return built
+
+
+def numbered(events: list[Event]) -> list[Event]:
+    return [{**event, "sequence_number": number} for number, event in enumerate(events)]
+
+
+def ending(done_item: Event) -> list[Event]:
+    """The item's output_item.done, then response.completed listing it, with usage."""
+    response = {"id": "resp_1", "output": [done_item], "usage": USAGE}
+    return [{"type": ev.ITEM_DONE, "output_index": 0, "item": done_item}, {"type": ev.COMPLETED, "response": response}]
 
 
 def family_stream(
-    family: Family, *, item_type: str | None = None, done: str = "abc", opened: bool = True
+    family: Family,
+    *,
+    item_type: str | None = None,
+    done: str = "abc",
+    opened: bool = True,
+    kept: str | None = None,
+    item_id: str = "item_1",
 ) -> list[Event]:
-    """created, the item, its opening part event (if the family needs one), deltas "ab" and "c", the done event,
-    the item done, completed: every event numbered in order."""
-    where = {"item_id": "item_1", "output_index": 0, "content_index": 0}
+    """created, the item, its opening part event (if the family needs one), deltas "ab" and "c", the done event
+    (`done`), the item done (holding `kept`, else what the done event gave), completed: numbered in order."""
+    where = {"item_id": item_id, "output_index": 0, "content_index": 0}
     item = {"type": item_type or family.item_type, "id": "item_1"}
     opener = [{"type": family.opened_by, **where}] if family.opened_by and opened else []
     events: list[Event] = [
@@ -32,14 +61,21 @@ def family_stream(
         {"type": family.delta, **where, "delta": "ab"},
         {"type": family.delta, **where, "delta": "c"},
         {"type": family.done, **where, family.field: done},
-        {"type": ev.ITEM_DONE, "output_index": 0, "item": item},
-        {"type": ev.COMPLETED, "response": {"id": "resp_1"}},
+        *ending({**item, **held(family, done if kept is None else kept)}),
     ]
-    return [{**event, "sequence_number": number} for number, event in enumerate(events)]
+    return numbered(events)
 
 
 def rules_of(violations: list[Violation]) -> set[Rule]:
     return {violation.rule for violation in violations}
+
+
+def moved(events: list[Event], kinds: set[object], before: str) -> list[Event]:
+    """The events of `kinds` moved, in their order, to just before the first event of type `before`."""
+    moving = [event for event in events if event["type"] in kinds]
+    staying = [event for event in events if event["type"] not in kinds]
+    at = next(index for index, event in enumerate(staying) if event["type"] == before)
+    return numbered([*staying[:at], *moving, *staying[at:]])
 
 
 BUILT: dict[str, Callable[[ResponseEvents], object]] = {
@@ -50,7 +86,7 @@ BUILT: dict[str, Callable[[ResponseEvents], object]] = {
     ev.ARGUMENTS_DELTA: lambda r: r.function_call("f", "abcdef", 3),
     ev.CUSTOM_INPUT_DELTA: lambda r: r.custom_tool_call("c", "abcdef", 3),
 }
-"""A builder call whose stream holds each family."""
+"""A builder call whose stream holds each family the fake server streams."""
 
 
 def built(delta_type: str) -> list[Event]:
@@ -61,7 +97,10 @@ def built(delta_type: str) -> list[Event]:
     return r.events
 
 
-@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+BUILT_KINDS = {event["type"] for delta_type in BUILT for event in built(delta_type)}
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.delta in BUILT], ids=lambda family: family.delta)
 def test_order_family_row_says_what_the_event_builder_streams(family: Family) -> None:
     events = built(family.delta)
     types = [event["type"] for event in events]
@@ -71,9 +110,12 @@ def test_order_family_row_says_what_the_event_builder_streams(family: Family) ->
     assert "".join(event["delta"] for event in events if event["type"] == family.delta) == done[family.field]
     if family.opened_by is not None:
         assert types.index(family.opened_by) < types.index(family.delta)
+    if family.in_item is not None:
+        item = events[types.index(ev.ITEM_DONE)]["item"]
+        assert value_at(item, family.in_item, 0) == done[family.field]  # the done item holds it where the row says
 
 
-@pytest.mark.parametrize(("kind", "item_type"), list(ITEM_EVENTS.items()))
+@pytest.mark.parametrize(("kind", "item_type"), [(k, t) for k, t in ITEM_EVENTS.items() if k in BUILT_KINDS])
 def test_order_item_event_row_says_which_items_the_event_builder_streams_it_for(kind: str, item_type: str) -> None:
     streams = [built(delta_type) for delta_type in BUILT]
     holding = [events for events in streams if kind in {event["type"] for event in events}]
@@ -81,9 +123,15 @@ def test_order_item_event_row_says_which_items_the_event_builder_streams_it_for(
     assert all(events[2]["item"]["type"] == item_type for events in holding)  # after created, in_progress
 
 
+def test_order_every_event_the_builder_streams_for_an_item_has_a_row() -> None:
+    rows = set(ITEM_EVENTS) | {f.delta for f in FAMILIES} | {f.done for f in FAMILIES} | {ev.ITEM_ADDED, ev.ITEM_DONE}
+    assert rows >= BUILT_KINDS - ev.LIFECYCLE_TYPES
+
+
 def test_order_has_a_family_for_every_delta_type_of_the_protocol() -> None:
-    assert {family.delta for family in FAMILIES} == ev.DELTA_TYPES
+    assert {family.delta for family in FAMILIES} >= ev.DELTA_TYPES
     assert len({family.done for family in FAMILIES}) == len(FAMILIES)
+    assert len({family.delta for family in FAMILIES}) == len(FAMILIES)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
@@ -115,12 +163,88 @@ def test_order_deltas_before_the_part_their_family_needs_break_the_part_rule(fam
     assert violations[0].detail.endswith(f"before {str(family.opened_by).removeprefix('response.')}")
 
 
-@pytest.mark.parametrize(("kind", "item_type"), list(ITEM_EVENTS.items()))
-def test_order_item_event_on_an_item_of_another_type_breaks_the_item_type_rule(kind: str, item_type: str) -> None:
-    events = [
+@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+def test_order_family_events_before_their_item_is_added_break_the_item_added_rule(family: Family) -> None:
+    events = moved(family_stream(family), {family.opened_by, family.delta, family.done}, before=ev.ITEM_ADDED)
+    violations = check_order(events)
+    assert rules_of(violations) == {Rule.ITEM_ADDED_FIRST}
+    assert violations[0].index == 1 and violations[0].detail.startswith(str(events[1]["type"]))
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+def test_order_family_done_event_after_its_item_is_done_breaks_the_item_open_rule(family: Family) -> None:
+    events = moved(family_stream(family), {ev.ITEM_DONE}, before=family.done)
+    assert [(v.rule, v.index) for v in check_order(events)] == [(Rule.ITEM_OPEN, len(events) - 2)]
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f.in_item], ids=lambda family: family.delta)
+def test_order_done_item_not_holding_what_the_done_event_gave_breaks_the_repeat_rule(family: Family) -> None:
+    events = family_stream(family, kept="abX")
+    violations = check_order(events)
+    assert [(v.rule, v.index) for v in violations] == [(Rule.DONE_ITEM_REPEATS, len(events) - 2)]
+    assert violations[0].detail.endswith(f"is 'abX', its {family.done}.{family.field} gave 'abc'")
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if not f.in_item], ids=lambda family: family.delta)
+def test_order_family_without_a_place_in_its_done_item_is_not_held_to_one(family: Family) -> None:
+    assert check_order(family_stream(family, kept="abX")) == []
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=IDS)
+def test_order_family_events_naming_another_item_break_the_item_id_rule(family: Family) -> None:
+    violations = check_order(family_stream(family, item_id="item_2"))
+    assert rules_of(violations) == {Rule.ITEM_ID}
+    assert len(violations) == 3 + bool(family.opened_by)  # every event of the family names item_2
+
+
+# -- the other events of an item ----------------------------------------------------------------------
+
+
+def item_event_stream(kind: str, item_type: str, *, added_as: str | None = None, opened: bool = True) -> list[Event]:
+    """created, an item of `item_type` (or `added_as`), the event that opens the part `kind` needs (if it needs
+    one), the event of type `kind`, the item done, completed."""
+    where = {"item_id": "item_1", "output_index": 0, "content_index": 0}
+    item = {"type": item_type, "id": "item_1"}
+    opener = NEEDS_PART.get(kind)
+    events: list[Event] = [
         {"type": ev.CREATED, "response": {"id": "resp_1"}},
-        {"type": ev.ITEM_ADDED, "output_index": 0, "item": {"type": f"not_{item_type}"}},
-        {"type": kind, "output_index": 0, "content_index": 0, "summary_index": 0},
+        {"type": ev.ITEM_ADDED, "output_index": 0, "item": {**item, "type": added_as or item_type}},
+        *([{"type": opener, **where}] if opener and opened else []),
+        {"type": kind, **where},
+        *ending(item),
     ]
-    numbered = [{**event, "sequence_number": number} for number, event in enumerate(events)]
-    assert rules_of(check_order(numbered, complete=False)) == {Rule.ITEM_TYPE}
+    return numbered(events)
+
+
+ROWS = list(ITEM_EVENTS.items())
+
+
+@pytest.mark.parametrize(("kind", "item_type"), ROWS)
+def test_order_item_event_on_an_item_of_its_type_passes(kind: str, item_type: str) -> None:
+    assert check_order(item_event_stream(kind, item_type)) == []
+
+
+@pytest.mark.parametrize(("kind", "item_type"), ROWS)
+def test_order_item_event_on_an_item_of_another_type_breaks_the_item_type_rule(kind: str, item_type: str) -> None:
+    violations = check_order(item_event_stream(kind, item_type, added_as=f"not_{item_type}"))
+    assert rules_of(violations) == {Rule.ITEM_TYPE}
+    assert kind in {violation.detail.split(" on a ")[0] for violation in violations}
+
+
+@pytest.mark.parametrize(("kind", "item_type"), ROWS)
+def test_order_item_event_before_its_item_is_added_breaks_the_item_added_rule(kind: str, item_type: str) -> None:
+    events = moved(item_event_stream(kind, item_type), {kind, NEEDS_PART.get(kind)}, before=ev.ITEM_ADDED)
+    assert rules_of(check_order(events)) == {Rule.ITEM_ADDED_FIRST}
+
+
+@pytest.mark.parametrize(("kind", "item_type"), ROWS)
+def test_order_item_event_after_its_item_is_done_breaks_the_item_open_rule(kind: str, item_type: str) -> None:
+    events = moved(item_event_stream(kind, item_type), {ev.ITEM_DONE}, before=kind)
+    assert [(v.rule, v.index) for v in check_order(events)] == [(Rule.ITEM_OPEN, len(events) - 2)]
+
+
+@pytest.mark.parametrize("kind", list(NEEDS_PART))
+def test_order_item_event_before_the_part_it_needs_breaks_the_part_rule(kind: str) -> None:
+    violations = check_order(item_event_stream(kind, ITEM_EVENTS[kind], opened=False))
+    assert rules_of(violations) == {Rule.PART_ADDED_FIRST}
+    assert violations[0].detail == f"{kind} at content_index 0 before {NEEDS_PART[kind].removeprefix('response.')}"

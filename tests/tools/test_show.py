@@ -63,6 +63,8 @@ def stream(*kinds: str, response_id: str = "resp_1") -> list[dict[str, Any]]:
         extra: dict[str, Any] = {"response": {"id": response_id}} if kind.count(".") == 1 else {}
         if kind == "response.output_item.added":
             extra = {"output_index": 0, "item": {"type": "message", "id": "msg_1"}}
+        if kind == "response.completed":
+            extra["response"]["usage"] = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
         entries.append(event(kind, sequence, **extra))
     return entries
 

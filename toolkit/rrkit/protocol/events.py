@@ -37,6 +37,41 @@ ARGUMENTS_DELTA = "response.function_call_arguments.delta"
 ARGUMENTS_DONE = "response.function_call_arguments.done"
 CUSTOM_INPUT_DELTA = "response.custom_tool_call_input.delta"
 CUSTOM_INPUT_DONE = "response.custom_tool_call_input.done"
+QUEUED = "response.queued"
+ANNOTATION_ADDED = "response.output_text.annotation.added"
+AUDIO_DELTA = "response.audio.delta"
+AUDIO_DONE = "response.audio.done"
+AUDIO_TRANSCRIPT_DELTA = "response.audio.transcript.delta"
+AUDIO_TRANSCRIPT_DONE = "response.audio.transcript.done"
+WEB_SEARCH_IN_PROGRESS = "response.web_search_call.in_progress"
+WEB_SEARCH_SEARCHING = "response.web_search_call.searching"
+WEB_SEARCH_COMPLETED = "response.web_search_call.completed"
+FILE_SEARCH_IN_PROGRESS = "response.file_search_call.in_progress"
+FILE_SEARCH_SEARCHING = "response.file_search_call.searching"
+FILE_SEARCH_COMPLETED = "response.file_search_call.completed"
+IMAGE_GEN_IN_PROGRESS = "response.image_generation_call.in_progress"
+IMAGE_GEN_GENERATING = "response.image_generation_call.generating"
+IMAGE_GEN_PARTIAL_IMAGE = "response.image_generation_call.partial_image"
+IMAGE_GEN_COMPLETED = "response.image_generation_call.completed"
+CODE_INTERPRETER_IN_PROGRESS = "response.code_interpreter_call.in_progress"
+CODE_INTERPRETER_INTERPRETING = "response.code_interpreter_call.interpreting"
+CODE_INTERPRETER_COMPLETED = "response.code_interpreter_call.completed"
+CODE_DELTA = "response.code_interpreter_call_code.delta"
+CODE_DONE = "response.code_interpreter_call_code.done"
+MCP_CALL_IN_PROGRESS = "response.mcp_call.in_progress"
+MCP_CALL_COMPLETED = "response.mcp_call.completed"
+MCP_CALL_FAILED = "response.mcp_call.failed"
+MCP_ARGUMENTS_DELTA = "response.mcp_call_arguments.delta"
+MCP_ARGUMENTS_DONE = "response.mcp_call_arguments.done"
+MCP_LIST_TOOLS_IN_PROGRESS = "response.mcp_list_tools.in_progress"
+MCP_LIST_TOOLS_COMPLETED = "response.mcp_list_tools.completed"
+MCP_LIST_TOOLS_FAILED = "response.mcp_list_tools.failed"
+SHELL_COMMAND_ADDED = "response.shell_call_command.added"
+SHELL_COMMAND_DELTA = "response.shell_call_command.delta"
+SHELL_COMMAND_DONE = "response.shell_call_command.done"
+SHELL_OUTPUT_DELTA = "response.shell_call_output_content.delta"
+SHELL_OUTPUT_DONE = "response.shell_call_output_content.done"
+COMPACTING = "response.compaction.compacting"
 
 SSE_COMMENT = "rrkit.sse_comment"
 """Not a Responses event: an SSE comment line (a keep-alive) kept in a relay or a recording in its place, as
@@ -44,6 +79,16 @@ SSE_COMMENT = "rrkit.sse_comment"
 
 RESPONSE_METADATA = "codex.response.metadata"
 """A server frame newer Codex versions read turn state from: `{type, headers: {x-codex-turn-state}}`."""
+
+METADATA = "response.metadata"
+"""A server frame of metadata about a response (not one of its events)."""
+
+RATE_LIMITS = "codex.rate_limits"
+"""A server frame Codex reads its rate-limit windows from (not a response event)."""
+
+SIDE_CHANNELS = frozenset({SSE_COMMENT, RESPONSE_METADATA, METADATA, RATE_LIMITS})
+"""Frames that travel with a response's events but are none of them: no rule of a stream counts or checks them
+(validation, replay, diff and show leave them out alike)."""
 
 TERMINAL_TYPES = frozenset({COMPLETED, FAILED, INCOMPLETE})
 ENDING_TYPES = TERMINAL_TYPES | {ERROR}

@@ -1,14 +1,18 @@
 """The event-order checker: which rule of a Responses stream, if any, a sequence of events breaks. What it knows
-of each event family is data (`FAMILIES`, `ITEM_EVENTS`): a new family is a row, not a branch."""
+of each event family is data (`FAMILIES`, `ITEM_EVENTS`, `NEEDS_PART`, `NOT_ITEM_BOUND`): a new family is a row,
+not a branch. Frames that are no response event (`events.SIDE_CHANNELS`) are left out of every rule, and what a
+stream says twice must agree (`consistency`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from . import consistency as cs
 from . import events as ev
+from .consistency import PART
 
 
 class Rule(StrEnum):
@@ -23,6 +27,10 @@ class Rule(StrEnum):
     PART_ADDED_FIRST = "a content part is added before its text deltas"
     DONE_MATCHES_DELTAS = "a done event carries the concatenation of its deltas"
     ITEM_TYPE = "a delta event's type fits its item's type"
+    ITEM_ID = "an event's item_id is the id of the item added at its output_index"
+    DONE_ITEM_REPEATS = "an output_item.done item holds what its done events gave"
+    COMPLETED_OUTPUT = "response.completed lists the done items, in output_index order"
+    USAGE = "response.completed states integer usage, total_tokens = input_tokens + output_tokens"
 
 
 # -- what the checker knows of each event family ----------------------------------------------------------------
@@ -30,30 +38,74 @@ class Rule(StrEnum):
 
 class Family(NamedTuple):
     """The streamed content of one kind of output item: its `delta` events, then a `done` event whose `field`
-    repeats the joined deltas; `opened_by`, the event that must open the part (at the same content index) first."""
+    repeats the joined deltas; `opened_by`, the event that must open the part (at the same part index) first;
+    `in_item`, where the item's output_item.done holds the done event's field again (`PART`: the part index)."""
 
     item_type: str
     delta: str
     done: str
     field: str
     opened_by: str | None = None
+    in_item: tuple[str, ...] | None = None
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("message", ev.TEXT_DELTA, ev.TEXT_DONE, "text", opened_by=ev.PART_ADDED),
-    Family("message", ev.REFUSAL_DELTA, ev.REFUSAL_DONE, "refusal", opened_by=ev.PART_ADDED),
-    Family("reasoning", ev.SUMMARY_TEXT_DELTA, ev.SUMMARY_TEXT_DONE, "text"),
+    Family("message", ev.TEXT_DELTA, ev.TEXT_DONE, "text", ev.PART_ADDED, ("content", PART, "text")),
+    Family("message", ev.REFUSAL_DELTA, ev.REFUSAL_DONE, "refusal", ev.PART_ADDED, ("content", PART, "refusal")),
+    Family("reasoning", ev.SUMMARY_TEXT_DELTA, ev.SUMMARY_TEXT_DONE, "text", in_item=("summary", PART, "text")),
     Family("reasoning", ev.REASONING_TEXT_DELTA, ev.REASONING_TEXT_DONE, "text"),
-    Family("function_call", ev.ARGUMENTS_DELTA, ev.ARGUMENTS_DONE, "arguments"),
-    Family("custom_tool_call", ev.CUSTOM_INPUT_DELTA, ev.CUSTOM_INPUT_DONE, "input"),
+    Family("function_call", ev.ARGUMENTS_DELTA, ev.ARGUMENTS_DONE, "arguments", in_item=("arguments",)),
+    Family("custom_tool_call", ev.CUSTOM_INPUT_DELTA, ev.CUSTOM_INPUT_DONE, "input", in_item=("input",)),
+    Family("code_interpreter_call", ev.CODE_DELTA, ev.CODE_DONE, "code", in_item=("code",)),
+    Family("mcp_call", ev.MCP_ARGUMENTS_DELTA, ev.MCP_ARGUMENTS_DONE, "arguments", in_item=("arguments",)),
+    Family("shell_call", ev.SHELL_COMMAND_DELTA, ev.SHELL_COMMAND_DONE, "command", ev.SHELL_COMMAND_ADDED),
 )
+"""Raw reasoning text and shell commands are not held against the done item: a done reasoning item may leave its
+raw text out, and where a shell call's done item keeps each command the SDK's types do not say."""
+
 ITEM_EVENTS: dict[str, str] = {
     ev.PART_ADDED: "message",
     ev.PART_DONE: "message",
+    ev.ANNOTATION_ADDED: "message",
     ev.SUMMARY_PART_ADDED: "reasoning",
     ev.SUMMARY_PART_DONE: "reasoning",
+    ev.WEB_SEARCH_IN_PROGRESS: "web_search_call",
+    ev.WEB_SEARCH_SEARCHING: "web_search_call",
+    ev.WEB_SEARCH_COMPLETED: "web_search_call",
+    ev.FILE_SEARCH_IN_PROGRESS: "file_search_call",
+    ev.FILE_SEARCH_SEARCHING: "file_search_call",
+    ev.FILE_SEARCH_COMPLETED: "file_search_call",
+    ev.IMAGE_GEN_IN_PROGRESS: "image_generation_call",
+    ev.IMAGE_GEN_GENERATING: "image_generation_call",
+    ev.IMAGE_GEN_PARTIAL_IMAGE: "image_generation_call",
+    ev.IMAGE_GEN_COMPLETED: "image_generation_call",
+    ev.CODE_INTERPRETER_IN_PROGRESS: "code_interpreter_call",
+    ev.CODE_INTERPRETER_INTERPRETING: "code_interpreter_call",
+    ev.CODE_INTERPRETER_COMPLETED: "code_interpreter_call",
+    ev.MCP_CALL_IN_PROGRESS: "mcp_call",
+    ev.MCP_CALL_COMPLETED: "mcp_call",
+    ev.MCP_CALL_FAILED: "mcp_call",
+    ev.MCP_LIST_TOOLS_IN_PROGRESS: "mcp_list_tools",
+    ev.MCP_LIST_TOOLS_COMPLETED: "mcp_list_tools",
+    ev.MCP_LIST_TOOLS_FAILED: "mcp_list_tools",
+    ev.SHELL_COMMAND_ADDED: "shell_call",
+    ev.SHELL_OUTPUT_DELTA: "shell_call_output",
+    ev.SHELL_OUTPUT_DONE: "shell_call_output",
+    ev.COMPACTING: "compaction",
 }
-"""The other events that belong to an output item of one type (by event type: the item type)."""
+"""The other events that belong to an output item of one type (by event type: the item type). The shell output
+content events stream a `{stdout, stderr}` object, not text: they are held to their item, not to a join."""
+
+NEEDS_PART: dict[str, str] = {ev.ANNOTATION_ADDED: ev.PART_ADDED}
+"""Events other than deltas that come after the event opening their part (by event type: the opening event)."""
+
+NOT_ITEM_BOUND = frozenset(
+    {ev.AUDIO_DELTA, ev.AUDIO_DONE, ev.AUDIO_TRANSCRIPT_DELTA, ev.AUDIO_TRANSCRIPT_DONE, ev.ERROR}
+)
+"""Response events that belong to no output item: never read as referring to one."""
+
+LIFECYCLE = ev.LIFECYCLE_TYPES | {ev.QUEUED}
+"""The events that carry the whole response object (its id held to one)."""
 
 _FAMILY_OF_DELTA = {family.delta: family for family in FAMILIES}
 _FAMILY_OF_DONE = {family.done: family for family in FAMILIES}
@@ -63,6 +115,10 @@ _ITEM_TYPE_OF = {
     **{family.done: family.item_type for family in FAMILIES},
 }
 _OPENERS = frozenset(family.opened_by for family in FAMILIES if family.opened_by is not None)
+_OPENED_BY = {**{f.delta: f.opened_by for f in FAMILIES if f.opened_by is not None}, **NEEDS_PART}
+
+ITEM_BOUND = frozenset({ev.ITEM_ADDED, ev.ITEM_DONE, *_ITEM_TYPE_OF})
+"""Every event type the checker holds to an output item: the item's own added and done events, and its content."""
 
 
 # -- the checker ------------------------------------------------------------------------------------------------
@@ -70,7 +126,7 @@ _OPENERS = frozenset(family.opened_by for family in FAMILIES if family.opened_by
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """One rule broken, at the event `index` (relayed comments left out of the count), with what is wrong."""
+    """One rule broken, at the event `index` (side-channel frames left out of the count), with what is wrong."""
 
     index: int
     rule: Rule
@@ -80,25 +136,39 @@ class Violation:
         return f"event {self.index}: breaks '{self.rule.value}': {self.detail}"
 
 
+class _Given(NamedTuple):
+    """What a done event gave, to be found again in its item's output_item.done."""
+
+    family: Family
+    part: Any
+    value: Any
+
+
 @dataclass(slots=True)
 class _Item:
     type: object  # as the item states it (any JSON value)
+    id: object = None
     done: bool = False
+    given: list[_Given] = field(default_factory=list)
 
 
 class _Check:
     """One stream's check: what it has opened so far and the rules it broke."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, complete: bool) -> None:
+        self.complete = complete
         self.violations: list[Violation] = []
         self.items: dict[int, _Item] = {}  # by output_index
-        self.parts: set[tuple[str, int, Any]] = set()  # (opening event type, output_index, content_index)
-        self.deltas: dict[tuple[str, int, Any], list[str]] = {}  # (delta type, output_index, content_index)
+        self.done_items: dict[int, Any] = {}  # the output_item.done items, by output_index
+        self.parts: set[tuple[str, int, Any]] = set()  # (opening event type, output_index, part index)
+        self.deltas: dict[tuple[str, int, Any], list[str]] = {}  # (delta type, output_index, part index)
         self.response_id: str | None = None
+        self.opened = False  # response.created (or the event that came in its place) seen
         self.terminal_at: int | None = None
 
-    def flag(self, index: int, rule: Rule, detail: str) -> None:
-        self.violations.append(Violation(index, rule, detail))
+    def flag(self, index: int, rule: Rule, detail: str | None) -> None:
+        if detail is not None:
+            self.violations.append(Violation(index, rule, detail))
 
     def event(self, index: int, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -110,80 +180,134 @@ class _Check:
         sequence = event.get("sequence_number")
         if sequence != index:
             self.flag(index, Rule.SEQUENCE, f"expected sequence_number {index}, got {sequence!r}")
-        if index == 0 and kind != ev.CREATED:
-            self.flag(index, Rule.CREATED_FIRST, f"first event is {kind!r}")
+        self.opening(index, kind)
         if self.terminal_at is not None:
             self.flag(index, Rule.ONE_TERMINAL, f"{kind!r} after the terminal event at {self.terminal_at}")
         elif kind in ev.ENDING_TYPES:
             self.terminal_at = index
 
+    def opening(self, index: int, kind: object) -> None:
+        """response.created opens the stream; only response.queued may come before it."""
+        if self.opened or kind == ev.QUEUED:
+            return
+        self.opened = True
+        if kind != ev.CREATED:
+            first = "first event" if index == 0 else "first event after response.queued"
+            self.flag(index, Rule.CREATED_FIRST, f"{first} is {kind!r}")
+
     def lifecycle(self, index: int, kind: object, event: dict[str, Any]) -> None:
-        rid = (event.get("response") or {}).get("id")
+        response = event.get("response")
+        response = response if isinstance(response, dict) else {}
+        rid = response.get("id")
         if self.response_id is None:
             self.response_id = rid
         elif rid != self.response_id:
             self.flag(index, Rule.ONE_RESPONSE_ID, f"response.id {rid!r} after {self.response_id!r}")
+        if kind == ev.COMPLETED:
+            self.completed(index, response)
+
+    def completed(self, index: int, response: dict[str, Any]) -> None:
+        """What response.completed says again: the done items (a complete stream's; a null output the client
+        recovers from the done items, as the SDK does) and the usage."""
+        output = response.get("output")
+        if self.complete and output is not None:
+            done = [self.done_items[at] for at in sorted(self.done_items)]
+            self.flag(index, Rule.COMPLETED_OUTPUT, cs.output_problem(output, done))
+        self.flag(index, Rule.USAGE, cs.usage_problem(response))
 
     def item_added(self, index: int, kind: object, event: dict[str, Any]) -> None:
         output_index = event.get("output_index")
         if output_index != len(self.items):
             expected = len(self.items)
             self.flag(index, Rule.OUTPUT_INDEX, f"item added at output_index {output_index}, expected {expected}")
-        item = event.get("item") or {}
-        self.items[output_index if isinstance(output_index, int) else len(self.items)] = _Item(item.get("type"))
+        item = event.get("item")
+        item = item if isinstance(item, dict) else {}
+        self.items[output_index if isinstance(output_index, int) else len(self.items)] = _Item(
+            item.get("type"), item.get("id")
+        )
 
     def item_event(self, index: int, kind: object, event: dict[str, Any]) -> None:
         """An event that refers to an output item by its `output_index` (an event that names none is let be)."""
         output_index = event.get("output_index")
         if not isinstance(output_index, int):
             return
+        if kind == ev.ITEM_DONE:
+            self.done_items[output_index] = event.get("item")  # what a client puts in its history, added or not
         item = self.items.get(output_index)
         if item is None:
             self.flag(index, Rule.ITEM_ADDED_FIRST, f"{kind} refers to output_index {output_index}, never added")
+            if (family := _FAMILY_OF_DELTA.get(str(kind))) is not None:
+                self.keep_delta(family, event, output_index)  # still a piece of what its done event joins
             return
         if item.done:
             self.flag(index, Rule.ITEM_OPEN, f"{kind} for output_index {output_index} after its output_item.done")
+        self.flag(index, Rule.ITEM_ID, cs.item_id_problem(kind, event, item.id))
         if kind == ev.ITEM_DONE:
-            item.done = True
+            self.item_done(index, event, item)
         else:
             self.content(index, str(kind), event, output_index, item)
+
+    def item_done(self, index: int, event: dict[str, Any], item: _Item) -> None:
+        item.done = True
+        done = event.get("item")
+        for given in item.given:
+            family = given.family
+            path = family.in_item or ()
+            problem = cs.repeat_problem(family.done, family.field, path, given.part, given.value, done)
+            self.flag(index, Rule.DONE_ITEM_REPEATS, problem)
 
     def content(self, index: int, kind: str, event: dict[str, Any], output_index: int, item: _Item) -> None:
         expected_type = _ITEM_TYPE_OF.get(kind)
         if expected_type is not None and item.type != expected_type:
             self.flag(index, Rule.ITEM_TYPE, f"{kind} on a {item.type!r} item")
-        content_index = event.get("content_index", event.get("summary_index", 0))
+        part = cs.part_index(event)
         if kind in _OPENERS:
-            self.parts.add((kind, output_index, content_index))
-        if (family := _FAMILY_OF_DELTA.get(kind)) is not None:
-            self.delta(index, family, event, output_index, content_index)
-        elif (family := _FAMILY_OF_DONE.get(kind)) is not None:
-            seen = self.deltas.pop((family.delta, output_index, content_index), None)
-            if seen is not None and "".join(seen) != event.get(family.field):
-                self.flag(index, Rule.DONE_MATCHES_DELTAS, f"{kind}.{family.field} differs from the joined deltas")
-
-    def delta(self, index: int, family: Family, event: dict[str, Any], output_index: int, content_index: Any) -> None:
-        opener = family.opened_by
-        if opener is not None and (opener, output_index, content_index) not in self.parts:
+            self.parts.add((kind, output_index, part))
+        opener = _OPENED_BY.get(kind)
+        if opener is not None and (opener, output_index, part) not in self.parts:
             opened = opener.removeprefix("response.")
-            self.flag(index, Rule.PART_ADDED_FIRST, f"{family.delta} at content_index {content_index} before {opened}")
-        self.deltas.setdefault((family.delta, output_index, content_index), []).append(str(event.get("delta", "")))
+            self.flag(index, Rule.PART_ADDED_FIRST, f"{kind} at {cs.part_named(event)} before {opened}")
+        if (family := _FAMILY_OF_DELTA.get(kind)) is not None:
+            self.keep_delta(family, event, output_index)
+        elif (family := _FAMILY_OF_DONE.get(kind)) is not None:
+            self.done_event(index, family, event, output_index, part, item)
+
+    def keep_delta(self, family: Family, event: dict[str, Any], output_index: int) -> None:
+        """A piece of what the family's done event (at the same output and part index) must join to."""
+        pieces = self.deltas.setdefault((family.delta, output_index, cs.part_index(event)), [])
+        pieces.append(str(event.get("delta", "")))
+
+    def done_event(
+        self, index: int, family: Family, event: dict[str, Any], output_index: int, part: Any, item: _Item
+    ) -> None:
+        value = event.get(family.field)
+        seen = self.deltas.pop((family.delta, output_index, part), None)
+        if seen is not None and "".join(seen) != value:
+            self.flag(index, Rule.DONE_MATCHES_DELTAS, f"{family.done}.{family.field} differs from the joined deltas")
+        if family.in_item is not None:
+            item.given.append(_Given(family, part, value))
+
+
+def _not_item_bound(check: _Check, index: int, kind: object, event: dict[str, Any]) -> None:
+    """An event of the response as a whole (audio, the flat error): no item rule applies."""
 
 
 _Handler = Callable[[_Check, int, object, dict[str, Any]], None]
 _HANDLERS: dict[str, _Handler] = {
-    **{kind: _Check.lifecycle for kind in ev.LIFECYCLE_TYPES},
+    **{kind: _Check.lifecycle for kind in LIFECYCLE},
+    **{kind: _not_item_bound for kind in NOT_ITEM_BOUND},
     ev.ITEM_ADDED: _Check.item_added,
 }
 """How an event is checked beyond the stream-wide rules, by its type (any other: as an output item's event)."""
 
 
 def check_order(events: Iterable[dict[str, Any]], *, complete: bool = True) -> list[Violation]:
-    """Every rule the stream breaks, in stream order. `complete=False` checks a prefix (no terminal needed)."""
-    check = _Check()
+    """Every rule the stream breaks, in stream order, side-channel frames left out (`events.SIDE_CHANNELS`).
+    `complete=False` checks a prefix (no terminal needed, response.output not held to the done items)."""
+    check = _Check(complete=complete)
     index = -1
-    relayed_comments_left_out = (event for event in events if event.get("type") != ev.SSE_COMMENT)
-    for index, event in enumerate(relayed_comments_left_out):
+    response_events = (event for event in events if event.get("type") not in ev.SIDE_CHANNELS)
+    for index, event in enumerate(response_events):
         check.event(index, event)
     if complete and check.terminal_at is None:
         check.flag(max(index, 0), Rule.TERMINAL_REQUIRED, "no terminal event")

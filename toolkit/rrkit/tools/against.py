@@ -25,7 +25,7 @@ from ..cassette.format import (
     RecordedHandshake,
 )
 from ..client.ws_transport import websocket_url
-from ..protocol.events import ENDING_TYPES, SSE_COMMENT, response_id_of
+from ..protocol.events import ENDING_TYPES, SIDE_CHANNELS, SSE_COMMENT, response_id_of
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
 from ..protocol.sse import SSEDecoder
 from ..protocol.vocabulary import ClosedBy
@@ -251,7 +251,7 @@ class _Run:
                         event = json.loads(message.data)
                         if isinstance(event, dict):
                             events.append(RecordedEvent.of(time.monotonic() - started, event))
-        stated = outcome_of_events([e.event for e in events if e.type != SSE_COMMENT])
+        stated = outcome_of_events([e.event for e in events if e.type not in SIDE_CHANNELS])
         return events, stated or Outcome(OutcomeKind.DROPPED, len(events))
 
     def _wait(self, exchange: RecordedExchange) -> float:

@@ -338,9 +338,9 @@ def _connection(connection: RecordedConnection, cassette: Cassette) -> Connectio
 
 def _exchange(exchange: RecordedExchange) -> ExchangeView:
     entries = [recorded.event for recorded in exchange.events]  # parsed once, for both the runs and the checker
-    stream = [event for event in entries if event.get("type") != ev.SSE_COMMENT]
+    stream = [event for event in entries if event.get("type") not in ev.SIDE_CHANNELS]
     log = tuple((recorded.at, str(event.get("type"))) for recorded, event in zip(exchange.events, entries, strict=True))
-    first = next((at for at, kind in log if kind != ev.SSE_COMMENT), None)
+    first = next((at for at, kind in log if kind not in ev.SIDE_CHANNELS), None)
     wire = exchange.wire_request or {}
     body = exchange.response_body
     return ExchangeView(

@@ -95,8 +95,9 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
     if exchange.response_body is not None or (outcome is not None and outcome.kind is OutcomeKind.REFUSED):
         return []
     cut = outcome is None or outcome.kind in CUT_KINDS
-    # check_order numbers events without the relayed SSE comments; findings point into the recorded list
-    positions = [index for index, event in enumerate(events) if event.get("type") != ev.SSE_COMMENT]
+    # check_order numbers events without the side channels (relayed comments, metadata frames); findings point
+    # into the recorded list
+    positions = [index for index, event in enumerate(events) if event.get("type") not in ev.SIDE_CHANNELS]
 
     def at(index: int) -> int | None:
         return positions[index] if index < len(positions) else None
@@ -113,7 +114,7 @@ def _outcome_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any
     outcome = exchange.outcome
     if outcome is None or outcome.kind not in STATED_KINDS:
         return []
-    stated = outcome_of_events([event for event in events if event.get("type") != ev.SSE_COMMENT])
+    stated = outcome_of_events([event for event in events if event.get("type") not in ev.SIDE_CHANNELS])
     if stated is None or stated.kind is outcome.kind:
         return []
     terminal = max((i for i, e in enumerate(events) if e.get("type") in ev.ENDING_TYPES), default=None)

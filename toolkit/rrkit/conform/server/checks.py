@@ -101,29 +101,36 @@ def _events_readable(found: _Found) -> None:
         found.add(Severity.MUST, "every data line (every frame) is one JSON object", f"got {text!r}", event=place)
 
 
+def _sse_head(found: _Found) -> bool:
+    """Whether an HTTP answer to a streamed request is a stream: 200 and text/event-stream."""
+    answer = found.answer
+    if answer.status != 200:
+        found.add(Severity.MUST, "a streamed request is answered 200", f"got status {answer.status}")
+        return False
+    if answer.content_type != "text/event-stream":
+        seen = f"got {answer.content_type or 'no content-type'!r}"
+        found.add(Severity.MUST, "a streamed answer is text/event-stream", seen)
+        return False
+    return True
+
+
 def _stream(found: _Found, expect: Expect) -> None:
     answer = found.answer
     if answer.events and answer.events[0].get("type") == ev.ERROR:
         return  # an error frame in place of a stream: a refusal, judged as one
     if answer.transport == "http" and answer.status is not None and answer.status >= 400:
         return  # refused before the stream: judged as a refusal
-    if answer.transport == "http":
-        if answer.status != 200:
-            found.add(Severity.MUST, "a streamed request is answered 200", f"got status {answer.status}")
-            return
-        if answer.content_type != "text/event-stream":
-            found.add(
-                Severity.MUST,
-                "a streamed answer is text/event-stream",
-                f"got {answer.content_type or 'no content-type'!r}",
-            )
-            return
+    if answer.transport == "http" and not _sse_head(found):
+        return
     _events_readable(found)
     whole = _ended_whole(found)
+    # check_order numbers the events without the side channels (metadata frames); a finding names the event's place
+    positions = [index for index, event in enumerate(answer.events) if event.get("type") not in ev.SIDE_CHANNELS]
     for violation in check_order(answer.events, complete=whole):
-        found.add(Severity.MUST, violation.rule.value, violation.detail, event=violation.index)
+        place = positions[violation.index] if violation.index < len(positions) else None
+        found.add(Severity.MUST, violation.rule.value, violation.detail, event=place)
     for index, event in enumerate(answer.events):
-        problems = event_problems(event)
+        problems = event_problems(event)  # None for a side channel: no SDK type to hold it to
         if problems:
             found.add(
                 Severity.SHOULD,
