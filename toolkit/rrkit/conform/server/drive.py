@@ -9,7 +9,7 @@ import contextlib
 import json
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +36,7 @@ class Target:
 
     base_url: str
     model: str = "gpt-4.1-mini"
-    api_key: str = "rrkit-conform"
+    api_key: str = field(default="rrkit-conform", repr=False)  # sent to the server, never shown
     timeout: float = 30.0
 
     def __post_init__(self) -> None:
@@ -153,13 +153,13 @@ async def _read_stream(response: httpx.Response, answer: Answer) -> None:
 
 
 async def _read_body(response: httpx.Response, answer: Answer) -> None:
-    data = b""
+    data = bytearray()
     async for chunk in response.aiter_bytes():
         data += chunk
         if len(data) > MAX_BODY:
             answer.ending, answer.error = Ending.CUT, f"the body went past {MAX_BODY} bytes"
             return
-    answer.body_text = data.decode("utf-8", "replace")
+    answer.body_text = bytes(data).decode("utf-8", "replace")
     try:
         answer.body = json.loads(answer.body_text) if answer.body_text.strip() else None
     except ValueError:
