@@ -58,3 +58,8 @@ def test_it_answers_requests_the_api_refuses_and_a_warmup_with_output(report: Se
 def test_its_upgrade_and_its_refusal_of_invalid_json_are_as_the_protocol_says(report: ServerReport) -> None:
     assert not any("upgrade" in must.lower() for must in _musts(report, "upgrade", "ws"))
     assert _musts(report, "invalid-json", "http") == set()
+
+
+def test_its_websocket_error_frames_carry_no_status(report: ServerReport) -> None:
+    musts = _musts(report, "invalid-json", "ws")
+    assert musts == {"an error frame carries the HTTP `status` a client classifies it by"}

@@ -103,12 +103,11 @@ def test_an_unreachable_server_is_a_connection_error_under_the_root() -> None:
     ("text", "problem"),
     [
         ("name: x\ndescription: d\nsteps:\n  - expect: [{check: strem}]\n", "line 4"),
-        ("name: x\ndescription: d\nsteps:\n  - raw: '{'\n    expect: [{check: refused}]\n", "HTTP only"),
         ("name: x\ndescription: d\nsteps:\n  - follows: true\n    expect: [{check: stream}]\n", "no response to"),
         ("name: x\ndescription: d\nstep: []\n", "unknown key 'step' (did you mean 'steps'?)"),
         ("name: x\ndescription: d\nsteps:\n  - expect: [{check: refused, status: 500}]\n", "status"),
     ],
-    ids=["unknown-check", "raw-over-ws", "follows-nothing", "misspelt-key", "refused-with-a-5xx"],
+    ids=["unknown-check", "follows-nothing", "misspelt-key", "refused-with-a-5xx"],
 )
 def test_a_probe_file_with_an_error_is_refused_naming_the_file_and_the_problem(
     tmp_path: Path, text: str, problem: str

@@ -189,10 +189,14 @@ async def _over_ws(probe: Probe, target: Target) -> list[Answer]:
             if (skipped := _skipped(probe, index, "ws", answers)) is not None:
                 answers.append(skipped)
                 continue
-            body = _as_dict(body_of(step, target, answers[-1] if answers else None))
-            frame = {"type": "response.create", **body}
+            body = body_of(step, target, answers[-1] if answers else None)
+            frame: dict[str, Any] | str = (
+                body if isinstance(body, str) else {"type": "response.create", **_as_dict(body)}
+            )
 
-            async def once(frame: dict[str, Any] = frame, index: int = index, follows: bool = step.follows) -> Answer:
+            async def once(
+                frame: dict[str, Any] | str = frame, index: int = index, follows: bool = step.follows
+            ) -> Answer:
                 answer = Answer(probe.name, index, "ws", frame, status=101, upgrade=upgrade)
                 connection = await socket.open()
                 answer.connection = socket.serial
@@ -250,19 +254,19 @@ class _Socket:
         await self.close()
 
 
-def _as_dict(body: dict[str, Any] | str) -> dict[str, Any]:
+def _as_dict(body: dict[str, Any]) -> dict[str, Any]:
     """A body as a frame's fields (a WebSocket response is always streamed: `stream` is left out)."""
-    return {key: value for key, value in body.items() if key != "stream"} if isinstance(body, dict) else {}
+    return {key: value for key, value in body.items() if key != "stream"}
 
 
 async def _exchange(
-    socket: ClientConnection, frame: dict[str, Any], answer: Answer, timeout: float, previous: Answer | None
+    socket: ClientConnection, frame: dict[str, Any] | str, answer: Answer, timeout: float, previous: Answer | None
 ) -> None:
     """Send one frame; read frames until an event ends the response (a terminal event or an error frame). A
     frame of the previous response that comes after its end (a second terminal event, say) is its, not this
     answer's."""
     try:
-        await socket.send(json.dumps(frame))
+        await socket.send(frame if isinstance(frame, str) else json.dumps(frame))
         async with asyncio.timeout(timeout):
             while True:
                 message = await socket.recv()

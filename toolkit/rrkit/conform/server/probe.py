@@ -41,7 +41,7 @@ class Step(BaseModel):
     say: str = "Say hello in one word."
     send: dict[str, Any] = Field(default_factory=dict)
     omit: list[str] = Field(default_factory=list)
-    raw: str | None = Field(None, description="HTTP only: this text as the body, in place of JSON")
+    raw: str | None = Field(None, description="this text as the body (over WebSocket, the frame), in place of JSON")
     follows: bool = False
     expect: list[Expect] = Field(min_length=1)
 
@@ -63,8 +63,6 @@ class Probe(BaseModel):
 
     @model_validator(mode="after")
     def _fits_its_transports(self) -> Probe:
-        if "ws" in self.transports and any(step.raw is not None for step in self.steps):
-            raise ValueError("a `raw` body is sent over HTTP only: give `transports: [http]`")
         if self.steps[0].follows:
             raise ValueError("the first step has no response to follow")
         return self
