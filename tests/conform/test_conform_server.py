@@ -20,6 +20,7 @@ from rrkit.conform.server import (
     Severity,
     Target,
     accept_key,
+    judge_server,
     load_probe,
     probe_catalogue,
     run_server,
@@ -218,3 +219,13 @@ def test_the_conformance_page_judges_every_probe_on_rrkit_serve_and_lists_each_s
         for transport in probe.transports:
             assert f"| {probe.name} | {transport} | ok |" in servers, (probe.name, transport)  # rrkit serve's column
     assert "### `rrkit serve`\n\nNo finding." in servers and "### `@copilotkit/aimock` 1.43.0" in servers
+
+
+async def test_an_async_test_awaits_the_same_judgement(served: FakeServer) -> None:
+    report = await judge_server(Target(served.http_url), only=("follow-up", "upgrade"))
+    assert [(r.probe, r.transport) for r in report.results] == [
+        ("follow-up", "http"),
+        ("follow-up", "ws"),
+        ("upgrade", "ws"),
+    ]
+    assert report.ok and report.findings == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .checks import CHECKS, Finding, Severity, accept_key
 from .drive import Target
 from .probe import PROBES, Expect, Probe, Step, load_probe, probe_catalogue, select_probes
-from .report import ProbeResult, ServerReport, run_server
+from .report import ProbeResult, ServerReport, judge_server, run_server
 
 __all__ = [
     "CHECKS",
@@ -20,6 +20,7 @@ __all__ = [
     "Step",
     "Target",
     "accept_key",
+    "judge_server",
     "load_probe",
     "probe_catalogue",
     "run_server",

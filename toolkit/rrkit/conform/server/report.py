@@ -109,18 +109,31 @@ def run_server(
     on_result: Callable[[ProbeResult], None] | None = None,
 ) -> ServerReport:
     """Judge the server at `target` on the probe catalogue (or `probes`), `only` the named ones, over each of
-    `transports` a probe applies to; `on_result` is called as each one ends."""
+    `transports` a probe applies to; `on_result` is called as each one ends. From a running event loop (an async
+    test), await `judge_server` instead."""
+    return asyncio.run(judge_server(target, only=only, transports=transports, probes=probes, on_result=on_result))
+
+
+async def judge_server(
+    target: Target,
+    *,
+    only: Sequence[str] = (),
+    transports: Sequence[Transport] = TRANSPORTS,
+    probes: Sequence[Probe] | None = None,
+    on_result: Callable[[ProbeResult], None] | None = None,
+) -> ServerReport:
+    """`run_server`, on the running event loop."""
     chosen = select_probes(list(probes) if probes is not None else probe_catalogue(), tuple(only))
-    _reachable(target)
+    await asyncio.to_thread(_reachable, target)
     checked = "ws" in transports and any(
         "ws" in probe.transports and any(expect.check == "upgrade" for step in probe.steps for expect in step.expect)
         for probe in chosen
     )
-    upgrade_reported = checked and upgrade_broken(asyncio.run(read_upgrade(target)))
+    upgrade_reported = checked and upgrade_broken(await read_upgrade(target))
     results = []
     for probe in chosen:
         for transport in (t for t in transports if t in probe.transports):
-            answers = asyncio.run(run_probe(probe, transport, target))
+            answers = await run_probe(probe, transport, target)
             findings = [
                 finding
                 for step, answer in zip(probe.steps, answers, strict=False)
