@@ -8,6 +8,7 @@ import json
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from ...protocol.exceptions import ServerUnreachable
@@ -100,18 +101,20 @@ def _reachable(target: Target) -> None:
         ) from None
 
 
-def run_server(
-    target: Target,
-    *,
-    only: Sequence[str] = (),
-    transports: Sequence[Transport] = TRANSPORTS,
-    probes: Sequence[Probe] | None = None,
-    on_result: Callable[[ProbeResult], None] | None = None,
-) -> ServerReport:
-    """Judge the server at `target` on the probe catalogue (or `probes`), `only` the named ones, over each of
-    `transports` a probe applies to; `on_result` is called as each one ends. From a running event loop (an async
-    test), await `judge_server` instead."""
-    return asyncio.run(judge_server(target, only=only, transports=transports, probes=probes, on_result=on_result))
+class RunOptions(TypedDict, total=False):
+    """What narrows a run: `only` the named probes, over `transports`, from `probes` in place of the catalogue;
+    `on_result`, called as each probe run ends."""
+
+    only: Sequence[str]
+    transports: Sequence[Transport]
+    probes: Sequence[Probe] | None
+    on_result: Callable[[ProbeResult], None] | None
+
+
+def run_server(target: Target, **options: Unpack[RunOptions]) -> ServerReport:
+    """Judge the server at `target` on the probe catalogue over each transport a probe applies to (see
+    RunOptions). From a running event loop (an async test), await `judge_server` instead."""
+    return asyncio.run(judge_server(target, **options))
 
 
 async def judge_server(
@@ -122,7 +125,8 @@ async def judge_server(
     probes: Sequence[Probe] | None = None,
     on_result: Callable[[ProbeResult], None] | None = None,
 ) -> ServerReport:
-    """`run_server`, on the running event loop."""
+    """`run_server`, on the running event loop: every probe of `probes` (the catalogue), `only` the named ones, over
+    each of `transports` a probe applies to; `on_result` is called as each one ends."""
     chosen = select_probes(list(probes) if probes is not None else probe_catalogue(), tuple(only))
     await asyncio.to_thread(_reachable, target)
     checked = "ws" in transports and any(
