@@ -118,6 +118,14 @@ INCOMPLETE = Classification(ErrorKind.INCOMPLETE, False)
 """`response.incomplete`: never retried; the turn fails ("Incomplete response returned, reason: ...")."""
 
 
+def ending_error(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The error object an ending event carries: an `error` frame's own, or a `response.failed`'s
+    `response.error` ({} when it has none)."""
+    response = event.get("response")
+    error = event.get("error") or (response.get("error") if isinstance(response, Mapping) else None)
+    return error if isinstance(error, Mapping) else {}
+
+
 def error_event_code(event: Mapping[str, Any]) -> str | None:
     """The code of an `error` event: `error.code` of a WebSocket frame, or the flat SSE event's `code`."""
     error = event.get("error")

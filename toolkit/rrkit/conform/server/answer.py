@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from ...protocol import events as ev
+from ...protocol.errors import ending_error
 from ...protocol.headers import media_type
 from ...protocol.vocabulary import Transport
 
@@ -60,8 +61,7 @@ class Answer:
             return self.ending.value
         last = self.events[-1] if self.events else None
         if last is not None and last.get("type") in (ev.FAILED, ev.ERROR):
-            error = last.get("error") or (last.get("response") or {}).get("error") or {}
-            code = error.get("code") if isinstance(error, dict) else None
+            code = ending_error(last).get("code")
             return f"{last.get('type')} {code}" if code else str(last.get("type"))
         return f"status {self.status}"
 

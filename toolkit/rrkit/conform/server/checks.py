@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from ...protocol import events as ev
+from ...protocol.errors import ending_error
 from ...protocol.order import check_order
 from .answer import Answer, Ending, Upgrade
 from .probe import Expect
@@ -163,9 +164,8 @@ def _completed(found: _Found, expect: Expect) -> None:
 
 
 def _failure_text(event: dict[str, Any]) -> str:
-    error = event.get("error") or (event.get("response") or {}).get("error") or {}
-    code = error.get("code") if isinstance(error, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
+    error = ending_error(event)
+    code, message = error.get("code"), error.get("message")
     return f"ended with {event.get('type')}" + (f" ({code}: {message})" if code or message else "")
 
 
