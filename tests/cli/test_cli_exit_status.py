@@ -15,6 +15,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from rrkit.cassette import RecordedEvent, load_cassette, save_cassette
 from rrkit.cli import main
 from rrkit.cli.group import EXIT_STATUSES, ExitStatus, exit_status
 from rrkit.protocol.exceptions import CassetteError, CodexNotFound, LockHeld, RRKitError, ScriptError
@@ -46,11 +47,24 @@ def _folder(tmp_path: Path, name: str, text: str) -> str:
     return str(tmp_path)
 
 
+def _out_of_order(tmp_path: Path) -> str:
+    """The golden text cassette with its terminal event's sequence_number off by one."""
+    cassette = load_cassette(Path(TEXT))
+    exchange = cassette.exchanges[0]
+    *head, last = exchange.events
+    shifted = last.event | {"sequence_number": last.event["sequence_number"] + 1}
+    exchange.events = [*head, RecordedEvent.of(last.at, shifted)]
+    return str(save_cassette(cassette, tmp_path / "out-of-order.json"))
+
+
 CASES = [
     Case("show", ExitStatus.OK, "a cassette", lambda _: ["show", TEXT]),
     Case("show", ExitStatus.USAGE, "no such file", lambda p: ["show", str(p / "none.json")]),
     Case("show", ExitStatus.USAGE, "a script given", lambda p: ["show", str(ROOT / "fixtures" / "text.yaml")]),
     Case("diff", ExitStatus.OK, "the same cassette twice", lambda _: ["diff", TEXT, TEXT]),
+    Case("validate", ExitStatus.OK, "the golden cassettes", lambda _: ["validate", str(GOLDEN)]),
+    Case("validate", ExitStatus.FAILED, "a cassette breaking a rule", lambda p: ["validate", _out_of_order(p)]),
+    Case("validate", ExitStatus.USAGE, "no such file", lambda p: ["validate", str(p / "none.json")]),
     Case("diff", ExitStatus.FAILED, "two cassettes that differ", lambda _: ["diff", TEXT, OTHER]),
     Case(
         "diff", ExitStatus.USAGE, "an --ignore path that is not one", lambda _: ["diff", TEXT, TEXT, "--ignore", "a[*"]

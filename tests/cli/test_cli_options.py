@@ -124,9 +124,10 @@ def test_a_cassette_given_as_a_script_is_named_a_cassette_with_the_option_that_t
     assert_one_line(result, f"{CASSETTE} is a cassette", f"not a script: use --cassette {CASSETTE}")
 
 
-@pytest.mark.parametrize("command", ["show", "diff", "replay"])
-def test_a_script_given_to_show_diff_or_replay_is_named_a_script(script_yaml: Path, command: str) -> None:
-    args = {"show": [str(script_yaml)], "diff": [str(CASSETTE), str(script_yaml)], "replay": [str(script_yaml)]}
+@pytest.mark.parametrize("command", ["show", "diff", "validate", "replay"])
+def test_a_script_given_to_show_diff_validate_or_replay_is_named_a_script(script_yaml: Path, command: str) -> None:
+    args = {"show": [str(script_yaml)], "diff": [str(CASSETTE), str(script_yaml)]}
+    args |= {"validate": [str(script_yaml)], "replay": [str(script_yaml)]}
     result = invoke(command, *args[command])
     assert_one_line(result, f"{script_yaml} is a script", "not a cassette", f"rrkit serve --script {script_yaml}")
 

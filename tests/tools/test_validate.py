@@ -3,12 +3,15 @@ with that rule, at that exchange and event."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette
+from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette, save_cassette
+from rrkit.cli import main
 from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.tools.validate import RULES, Finding, validate_cassette
 
@@ -44,13 +47,19 @@ def test_every_golden_cassette_validates_clean(path: Path) -> None:
     assert [str(finding) for finding in validate_cassette(load_cassette(path))] == []
 
 
-def test_a_delta_before_its_item_is_found_at_the_delta() -> None:
+def delta_before_its_item() -> tuple[Cassette, list[dict[str, Any]]]:
+    """The golden text cassette with its first delta moved before its item was added, and its events."""
     cassette = golden("text.http.json")
     exchange = cassette.exchanges[0]
     events = events_of(exchange)
     delta = events.pop(position(events, "response.output_text.delta"))
     events.insert(position(events, "response.output_item.added"), delta)
     set_events(exchange, events)
+    return cassette, events
+
+
+def test_a_delta_before_its_item_is_found_at_the_delta() -> None:
+    cassette, events = delta_before_its_item()
 
     findings = validate_cassette(cassette)
 
@@ -229,3 +238,38 @@ def test_a_finding_reads_as_a_sentence_and_every_rule_has_a_statement() -> None:
         "detail": "expected sequence_number 5, got 4",
     }
     assert {"sequence", "one_terminal", "terminal_required", "item_added_first", "rebuilds"} <= set(RULES)
+
+
+def test_validate_command_finds_every_golden_cassette_clean() -> None:
+    result = CliRunner().invoke(main, ["validate", str(GOLDEN)])
+
+    assert result.exit_code == 0, result.output
+    assert f"{len(GOLDEN_FILES)} cassette(s): every cassette is clean" in result.output
+
+
+def test_validate_command_exits_1_naming_the_rule_exchange_and_event(tmp_path: Path) -> None:
+    cassette, events = delta_before_its_item()
+    broken = tmp_path / "broken.json"
+    save_cassette(cassette, broken)
+
+    result = CliRunner().invoke(main, ["validate", str(GOLDEN / "text.ws.json"), str(broken)])
+    report = json.loads(CliRunner().invoke(main, ["validate", "--json", str(broken)]).output)
+
+    assert result.exit_code == 1, result.output
+    at = position(events, "response.output_text.delta")
+    assert f"exchange 0, event {at}: breaks '{RULES['item_added_first']}'" in result.output
+    assert "1 of 2 cassette(s) break a rule" in result.output
+    assert report["rrkit_validate"] == 1 and report["clean"] is False
+    first = report["cassettes"][0]["findings"][0]
+    assert (first["exchange"], first["event"], first["rule"]) == (0, at, "item_added_first")
+    assert first["statement"] == RULES["item_added_first"]
+
+
+def test_validate_command_refuses_a_file_that_is_no_cassette_naming_it(tmp_path: Path) -> None:
+    not_json = tmp_path / "notes.json"
+    not_json.write_bytes(b"\xff\xfe not a cassette")
+
+    result = CliRunner().invoke(main, ["validate", str(not_json)])
+
+    assert result.exit_code == 2
+    assert str(not_json) in result.output

@@ -1,4 +1,4 @@
-"""The cassette commands: `show`, `diff`, `replay` (against a client or a server) and `recover`."""
+"""The cassette commands: `show`, `diff`, `validate`, `replay` (against a client or a server) and `recover`."""
 
 from __future__ import annotations
 
@@ -70,6 +70,32 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
     except SettingError as error:
         raise click.UsageError(str(error)) from None
     conclude(report.equal, as_json, report.to_json, lambda console: render_report(report, console))
+
+
+@main.command()
+@click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_validate version 1).")
+def validate(cassettes: tuple[Path, ...], as_json: bool) -> None:
+    """Check cassettes against the protocol: the event order rules of every event family in each recorded
+    stream (side-channel frames left out), each recorded outcome against its terminal event, and each WebSocket
+    delta against the earlier response it continues. A folder stands for every cassette under it.
+
+    Exit status: 0 every cassette is clean, 1 a rule broken, 2 a usage or file error.
+
+    \b
+    Examples:
+      rrkit validate cassettes/
+      rrkit validate session.json --json
+    """
+    from ..tools.validate import Validated, ValidationReport, validate_cassette
+    from ..tools.validate_render import render_validation
+
+    validated = []
+    for path in _cassette_files(cassettes):
+        cassette = read_cassette(path)
+        validated.append(Validated(str(path), len(cassette.exchanges), validate_cassette(cassette)))
+    report = ValidationReport(validated)
+    conclude(report.clean, as_json, report.to_json, lambda console: render_validation(report, console))
 
 
 class ThenCommand(click.Command):

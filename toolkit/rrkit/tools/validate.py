@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+import orjson
+
 from ..cassette.format import Cassette, RecordedExchange
 from ..cassette.match import canonical, shown
 from ..protocol import events as ev
@@ -58,6 +60,50 @@ class Finding:
         where += f" (connection {self.connection})" if self.connection is not None else ""
         where += f", event {self.event}" if self.event is not None else ""
         return f"{where}: breaks '{self.statement}': {self.detail}"
+
+
+VALIDATE_FORMAT = 1  # the `rrkit_validate` field of `ValidationReport.to_dict`; bump it on incompatible changes
+
+
+@dataclass(frozen=True, slots=True)
+class Validated:
+    """One cassette's findings."""
+
+    path: str
+    exchanges: int
+    findings: list[Finding]
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport:
+    """The findings of every cassette validated (`rrkit validate`)."""
+
+    cassettes: list[Validated]
+
+    @property
+    def clean(self) -> bool:
+        return not any(validated.findings for validated in self.cassettes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """`{"rrkit_validate": 1, "clean": bool, "cassettes": [{path, exchanges, findings: [{connection, exchange,
+        event, rule, statement, detail}]}]}`."""
+        return {
+            "rrkit_validate": VALIDATE_FORMAT,
+            "clean": self.clean,
+            "cassettes": [
+                {
+                    "path": validated.path,
+                    "exchanges": validated.exchanges,
+                    "findings": [
+                        finding.to_dict() | {"statement": finding.statement} for finding in validated.findings
+                    ],
+                }
+                for validated in self.cassettes
+            ],
+        }
+
+    def to_json(self) -> str:
+        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2).decode()
 
 
 @dataclass(frozen=True, slots=True)
