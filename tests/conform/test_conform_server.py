@@ -140,6 +140,15 @@ def test_a_refusal_with_a_5xx_breaks_a_must_and_another_4xx_only_a_should() -> N
     assert [f.severity for f in other] == [Severity.SHOULD] and "answered 400" in other[0].requires
 
 
+def test_an_error_body_the_sdk_cannot_parse_is_a_should_naming_the_field() -> None:
+    body = {"error": {"message": "no", "type": "invalid_request_error", "param": None, "code": 400}}
+    findings = list(judge_answer(_answer(status=400, body=body), [Expect(check="refused", status=400)]))
+    assert [(f.severity, f.requires) for f in findings] == [
+        (Severity.SHOULD, "the error object parses as the official SDK's ErrorObject")
+    ]
+    assert findings[0].seen.startswith("code: ")
+
+
 def test_an_error_frame_without_status_or_code_is_named_at_its_event_and_field() -> None:
     frame = {"type": "error", "error": {"message": "gone", "type": "invalid_request_error", "param": None}}
     findings = list(

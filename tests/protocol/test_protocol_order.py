@@ -258,6 +258,29 @@ def test_order_flat_error_event_counts_as_terminal() -> None:
     assert rules_of(check_order(r.events)) == {Rule.ONE_TERMINAL}
 
 
+def test_order_error_event_directly_followed_by_response_failed_is_one_ending() -> None:
+    r = builder()
+    r.start()
+    r.error("boom", code="server_error")
+    r.failed("server_error", "boom")
+    assert check_order(r.events) == []
+
+
+def test_order_anything_between_the_error_and_response_failed_or_after_them_is_flagged() -> None:
+    r = builder()
+    r.start()
+    r.error("boom")
+    r.failed("server_error")
+    r.failed("server_error")  # a second failure: a second terminal
+    assert [(v.rule, v.index) for v in check_order(r.events)] == [(Rule.ONE_TERMINAL, len(r.events) - 1)]
+    late = builder()
+    late.start()
+    late.error("boom")
+    late.error("again")
+    late.failed("server_error")
+    assert [v.rule for v in check_order(late.events)] == [Rule.ONE_TERMINAL, Rule.ONE_TERMINAL]
+
+
 # -- delta/done matching per family ------------------------------------------------------------
 
 DONE_FIELDS: dict[str, tuple[Callable[[ResponseEvents], Any], str, str]] = {

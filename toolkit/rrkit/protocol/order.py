@@ -165,6 +165,7 @@ class _Check:
         self.response_id: str | None = None
         self.opened = False  # response.created (or the event that came in its place) seen
         self.terminal_at: int | None = None
+        self.terminal_kind: object = None
 
     def flag(self, index: int, rule: Rule, detail: str | None) -> None:
         if detail is not None:
@@ -181,10 +182,16 @@ class _Check:
         if sequence != index:
             self.flag(index, Rule.SEQUENCE, f"expected sequence_number {index}, got {sequence!r}")
         self.opening(index, kind)
-        if self.terminal_at is not None:
+        if self.terminal_at is not None and not self.failure_after_error(index, kind):
             self.flag(index, Rule.ONE_TERMINAL, f"{kind!r} after the terminal event at {self.terminal_at}")
         elif kind in ev.ENDING_TYPES:
-            self.terminal_at = index
+            self.terminal_at, self.terminal_kind = index, kind
+
+    def failure_after_error(self, index: int, kind: object) -> bool:
+        """An `error` event directly followed by the response.failed it announces: one ending told twice, as some
+        gateways end a failed stream (a client stops at either)."""
+        after = self.terminal_at is not None and index == self.terminal_at + 1
+        return after and self.terminal_kind == ev.ERROR and kind == ev.FAILED
 
     def opening(self, index: int, kind: object) -> None:
         """response.created opens the stream; only response.queued may come before it."""

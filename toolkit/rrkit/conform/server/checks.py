@@ -280,6 +280,8 @@ def _error_object(found: _Found, error: dict[str, Any], expect: Expect, event: i
                 event=event,
                 field=f"error.{key}",
             )
+    for problem in body_problems(error, "error") or ():
+        found.add(Severity.SHOULD, "the error object parses as the official SDK's ErrorObject", problem, event=event)
     if expect.code is not None and error.get("code") != expect.code:
         found.add(
             Severity.MUST,

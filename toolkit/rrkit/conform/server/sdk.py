@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import pydantic
 
@@ -48,13 +48,15 @@ def event_problems(event: dict[str, Any]) -> list[str] | None:
     return _problems(model, event)
 
 
-def body_problems(body: Any, kind: str) -> list[str] | None:
-    """Why the SDK refuses a whole body as a `Response` (`kind="response"`); None without the SDK."""
+def body_problems(body: Any, kind: Literal["response", "error"]) -> list[str] | None:
+    """Why the SDK refuses a whole body as a `Response` (`kind="response"`) or an error object as its
+    `ErrorObject` (`kind="error"`, the object under a refusal's `error`); None without the SDK."""
     try:
+        from openai.types import ErrorObject
         from openai.types.responses import Response
     except ImportError:
         return None
-    return _problems(Response, body) if kind == "response" else None
+    return _problems(Response if kind == "response" else ErrorObject, body)
 
 
 def _problems(model: type[pydantic.BaseModel], value: Any) -> list[str]:
