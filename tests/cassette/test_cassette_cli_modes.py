@@ -172,8 +172,9 @@ def test_record_headline_shows_the_upstream_url_without_its_secrets(serve: Serve
     secret = "sk-proj-2f9a7c21d4e5b6a8c0d2e4f6"
     with (
         serve.running() as upstream,
-        running("record", "--upstream", f"{upstream.http_url}?api-key={secret}", "--cassette", str(tmp_path / "c.json"))
-        as (_, out),
+        running(
+            "record", "--upstream", f"{upstream.http_url}?api-key={secret}", "--cassette", str(tmp_path / "c.json")
+        ) as (_, out),
     ):
         pass
     assert "api-key=[REDACTED]" in out[0] and secret not in out[0] + out[1]

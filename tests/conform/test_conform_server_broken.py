@@ -136,6 +136,7 @@ BROKEN = {
     ),
 }
 
+
 def test_the_faults_are_one_flag_each_and_every_one_is_tested() -> None:
     assert {broken.faults.name for broken in BROKEN.values()} == set(Faults.__dataclass_fields__)
     for broken in BROKEN.values():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from rrkit.protocol.headers import is_header_value
 from rrkit.protocol.jsontext import MAX_DEPTH, UnsafeJSON, parse_json
-from rrkit.protocol.request import is_header_value
 from rrkit.protocol.sse import encode_json
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -12,7 +13,9 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from rrkit.cassette import Cassette, load_cassette
@@ -45,7 +48,21 @@ responses:
         call_id: call_1
 """,
 }
-FINAL_TEXT = {"plain": PLAIN_TEXT, "tool_loop": TOOL_TEXT}
+RATE_LIMIT_HEADERS = {
+    "x-codex-primary-used-percent": "42.5",
+    "x-codex-primary-window-minutes": "300",
+    "x-codex-primary-reset-at": "1767225600",
+    "x-codex-secondary-used-percent": "7",
+    "x-codex-credits-has-credits": "true",
+}
+SCRIPTS["rate_limits"] = f"""name: codex-rate-limits
+responses:
+  - repeat: true
+    headers: {json.dumps(RATE_LIMIT_HEADERS)}
+    output:
+      - text: "{PLAIN_TEXT}"
+"""
+FINAL_TEXT = {"plain": PLAIN_TEXT, "tool_loop": TOOL_TEXT, "rate_limits": PLAIN_TEXT}
 STARTUP_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0
 CODEX_TIMEOUT = 45.0
@@ -153,12 +170,22 @@ def record(codex: str, tmp: Path, scenario: str, websockets: bool) -> Recording:
 def replay(codex: str, recording: Recording, tmp: Path, websockets: bool, *serve_args: str) -> tuple[CodexRun, str]:
     """Codex from a fresh working directory and CODEX_HOME against `rrkit serve --cassette`; its run and the
     server's stderr."""
+    run, stderr, _ = replay_seen(codex, recording, tmp, websockets, *serve_args)
+    return run, stderr
+
+
+def replay_seen(
+    codex: str, recording: Recording, tmp: Path, websockets: bool, *serve_args: str
+) -> tuple[CodexRun, str, list[dict[str, Any]]]:
+    """`replay`, and each exchange as the replaying server kept it (its admin API: what it sent Codex)."""
     workdir, home = tmp / REPLAY_WORKDIR, tmp / "replay-codex-home-elsewhere"
     workdir.mkdir()
     with rrkit("serve", "--cassette", str(recording.cassette_path), *serve_args, logs=tmp / "replay") as server:
         write_codex_home(home, server.http_url, websockets=websockets)
         run = run_codex(codex, home=home, workdir=workdir, timeout=CODEX_TIMEOUT)
-    return run, server.stderr
+        admin = server.http_url.removesuffix("/v1") + "/__rrkit/exchanges?full=1"
+        seen: list[dict[str, Any]] = httpx.get(admin, timeout=10).json()["data"]
+    return run, server.stderr, seen
 
 
 def check_recorded(recording: Recording, scenario: str, websockets: bool) -> None:
@@ -241,6 +268,23 @@ def test_codex_tool_loop_over_websocket_replays_from_another_directory_with_code
     codex = require_codex()
     recording = record(codex, tmp_path, "tool_loop", True)
     check_replayed(*replay(codex, recording, tmp_path, True, "--match-preset", "codex"), "tool_loop")
+
+
+# -- side channels: what Codex reads beyond the events replays as recorded --------------------------
+
+
+def test_codex_turn_with_rate_limit_headers_replays_them_byte_for_byte(tmp_path: Path) -> None:
+    codex = require_codex()
+    recording = record(codex, tmp_path, "rate_limits", False)
+    recorded = [exchange.response_headers for exchange in recording.cassette.exchanges]
+    assert recorded and all(RATE_LIMIT_HEADERS.items() <= headers.items() for headers in recorded)
+    run, stderr, seen = replay_seen(codex, recording, tmp_path, False, "--match-preset", "codex")
+    check_replayed(run, stderr, "rate_limits")
+    assert len(seen) == len(recorded)
+    for exchange, headers in zip(seen, recorded, strict=True):
+        sent = exchange["response_headers"]
+        assert {name: sent.get(name) for name in RATE_LIMIT_HEADERS} == RATE_LIMIT_HEADERS
+        assert sent["x-request-id"] == headers["x-request-id"]  # the recorded one, not a new one
 
 
 # -- without the preset, the other directory is a mismatch, and the report says where ---------------

@@ -196,6 +196,22 @@ def test_wrong_field_type_names_the_file_line_place_and_problem(tmp_path: Path) 
     assert "valid integer" in message
 
 
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ('{x-limit: "a\\r\\nx-injected: yes"}', "cannot be sent as a header"),
+        ('{x-limit: "snow \u2603"}', "printable ASCII only"),
+        ('{"x limit": "1"}', "is not a header name"),
+    ],
+)
+def test_a_header_no_response_can_carry_is_refused_at_load_naming_its_place(
+    tmp_path: Path, headers: str, said: str
+) -> None:
+    path = write(tmp_path, VALID_START + f"    headers: {headers}\n")
+    message = load_error(path)
+    assert "line 5" in message and "responses[0].headers" in message and said in message
+
+
 def test_unknown_key_names_the_file_line_place_and_suggests_the_known_key(tmp_path: Path) -> None:
     path = write(tmp_path, VALID_START + "    fault:\n      dorp_after: 3\n")
     message = load_error(path)

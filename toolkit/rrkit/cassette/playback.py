@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..protocol.events import response_id_of
-from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.headers import TURN_STATE_HEADER, replayable_headers
 from ..protocol.outcome import Outcome, OutcomeKind, response_id_of_body
 from ..protocol.plan import (
     NO_FAULT,
@@ -24,9 +24,6 @@ from ..script.models import Reject
 from ..script.render import rejection_of
 from .format import COMMENT_MARK, RecordedBody, RecordedEvents, RecordedExchange, compact
 
-REPLAYED_HEADERS = (TURN_STATE_HEADER, "openai-model", "retry-after", "retry-after-ms", "x-request-id")
-"""The recorded response headers a replay sends again; the rest describe the recording server."""
-
 
 def render_recording(
     exchange: RecordedExchange,
@@ -39,9 +36,9 @@ def render_recording(
 ) -> ResponsePlan:
     """The plan that plays `exchange` back. `rename` maps the recorded response id to the id to send (each
     replay issues its own); `time_scale` 0 plays at once, 1 at the recorded speed."""
-    replayed = {k: v for k, v in exchange.response_headers.items() if k.lower() in REPLAYED_HEADERS}
-    kept = {k: v for k, v in replayed.items() if k != TURN_STATE_HEADER}
-    common: dict[str, Any] = {"headers": kept, "turn_state": replayed.get(TURN_STATE_HEADER), "replayed": True}
+    kept = replayable_headers(exchange.response_headers)
+    turn_state = next((v for k, v in exchange.response_headers.items() if k.lower() == TURN_STATE_HEADER), None)
+    common: dict[str, Any] = {"headers": kept, "turn_state": turn_state, "replayed": True}
     if exchange.response_body is not None and not exchange.events:
         # A whole body that was not played from events (relayed: a response object, an error, a page): served as
         # it was sent. A body the fake server played from events is played again, into the same body.
@@ -49,7 +46,8 @@ def render_recording(
     outcome = exchange.outcome
     if outcome is not None and outcome.kind is OutcomeKind.REFUSED:
         status = outcome.status or exchange.response_status or 500
-        refused = Reject(status=status, code=outcome.code, message=outcome.message, headers=replayed)
+        turn = {TURN_STATE_HEADER: turn_state} if turn_state else {}
+        refused = Reject(status=status, code=outcome.code, message=outcome.message, headers={**kept, **turn})
         return ResponsePlan(rejection=rejection_of(refused), **common)
     events = compact(exchange.events)
     fault = _fault(outcome, len(events), close, close_code)

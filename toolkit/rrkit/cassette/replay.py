@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.headers import TURN_STATE_HEADER, replayable_headers
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import STATED_KINDS
 from ..protocol.plan import ResponsePlan
@@ -167,9 +167,12 @@ class CassetteSource(ReplySource):
             self._answered[connection_id] = self.cassette.connections[index].id
         connection = self.cassette.connections[index]
         recorded = connection.handshake
+        headers = replayable_headers(recorded.response_headers)
+        turn_state = recorded.response_headers.get(TURN_STATE_HEADER)
         if recorded.status is not None and recorded.status != 101:
-            return Handshake(refuse=recorded.status, refuse_headers=recorded.response_headers)
-        return Handshake(turn_state=recorded.response_headers.get(TURN_STATE_HEADER), **self._closing(connection))
+            turn = {TURN_STATE_HEADER: turn_state} if turn_state else {}
+            return Handshake(refuse=recorded.status, refuse_headers={**headers, **turn})
+        return Handshake(turn_state=turn_state, headers=headers, **self._closing(connection))
 
     def _closing(self, connection: RecordedConnection) -> dict[str, Any]:
         """A connection the server closed between requests (after its last one ended) closes the same way, after

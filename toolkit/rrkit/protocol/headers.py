@@ -1,6 +1,7 @@
 """Header names and values the protocol gives a meaning to, written once for the client and the server."""
 
 import json
+import re
 from collections.abc import Mapping
 
 TURN_STATE_HEADER = "x-codex-turn-state"
@@ -18,6 +19,38 @@ TURN_METADATA_HEADER = "x-codex-turn-metadata"
 """A JSON object `{turn_id, request_kind}`; Codex 0.169 copies it into the body's `client_metadata` too."""
 PREWARM_KIND = "prewarm"
 TURN_KIND = "turn"
+
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"})
+"""Headers of one connection (RFC 9110 section 7.6.1) and its framing: each side's connection sets its own."""
+SERVER_FRAMED = HOP_BY_HOP | {"content-type", "content-encoding", "date", "server"}
+"""Response headers every server writes for itself (the connection, the framing, the body's type and encoding,
+its clock and its name): never relayed nor replayed; every other response header is."""
+
+
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
+
+
+def is_header_value(value: str) -> bool:
+    """May `value` (a model name, anything a request carried) be sent as an HTTP header value? RFC 9110's
+    field-value, ASCII only: visible characters, spaces and tabs inside, none at either end; no CR, LF or NUL."""
+    return _HEADER_VALUE.fullmatch(value) is not None
+
+
+def is_transport_header(name: str, framed: frozenset[str] = SERVER_FRAMED) -> bool:
+    """Whether a header (its name in lower case) belongs to the connection or the WebSocket handshake itself."""
+    return name in framed or name.startswith("sec-websocket-")
+
+
+def replayable_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The recorded response headers a replay sends again, names in lower case: every one but those the replaying
+    server writes for itself and the turn state (sent apart); a value no header may carry (`is_header_value`: a
+    hand-edited cassette) is left out rather than refused."""
+    kept = {}
+    for name, value in headers.items():
+        key = name.lower()
+        if not is_transport_header(key) and key != TURN_STATE_HEADER and is_header_value(value):
+            kept[key] = value
+    return kept
 
 
 def media_type(content_type: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -204,15 +203,6 @@ _JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
 def _json_type(value: object) -> str:
     """How the API names the JSON type of a value in its messages."""
     return next((name for kind, name in _JSON_TYPE_NAMES if isinstance(value, kind)), type(value).__name__)
-
-
-_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
-
-
-def is_header_value(value: str) -> bool:
-    """May `value` (a model name, anything a request carried) be sent as an HTTP header value? RFC 9110's
-    field-value, ASCII only: visible characters, spaces and tabs inside, none at either end; no CR, LF or NUL."""
-    return _HEADER_VALUE.fullmatch(value) is not None
 
 
 def input_items(body: dict[str, Any]) -> list[Item]:

@@ -5,23 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.headers import HOP_BY_HOP, SERVER_FRAMED, TURN_STATE_HEADER, is_transport_header
 
-_HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"})
-"""Headers of one connection (RFC 9110 section 7.6.1) and its framing: each side's connection sets its own."""
-_REQUEST_DROP = _HOP_BY_HOP | {"host", "proxy-connection", "proxy-authorization", "accept-encoding"}
+_REQUEST_DROP = HOP_BY_HOP | {"host", "proxy-connection", "proxy-authorization", "accept-encoding"}
 """Never forwarded upstream."""
-_RESPONSE_DROP = _HOP_BY_HOP | {"content-type", "content-encoding", "date", "server", TURN_STATE_HEADER}
+_RESPONSE_DROP = SERVER_FRAMED | {TURN_STATE_HEADER}
 """Never passed back to the client: the fake server's app frames its own responses (the turn state goes apart)."""
-
-
-def _is_transport_header(name: str, drop: frozenset[str]) -> bool:
-    return name in drop or name.startswith("sec-websocket-")
 
 
 def forwarded_request_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The client's request headers to send upstream: all but hop-by-hop and transport ones."""
-    return {k.lower(): v for k, v in headers.items() if not _is_transport_header(k.lower(), _REQUEST_DROP)}
+    return {k.lower(): v for k, v in headers.items() if not is_transport_header(k.lower(), _REQUEST_DROP)}
 
 
 def response_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -30,7 +24,7 @@ def response_headers(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     kept: dict[str, str] = {}
     for name, value in items:
         key = name.lower()
-        if _is_transport_header(key, _RESPONSE_DROP):
+        if is_transport_header(key, _RESPONSE_DROP):
             continue
         kept[key] = f"{kept[key]}, {value}" if key in kept else value
     return kept

@@ -145,6 +145,7 @@ def refuse_upgrade(
 def accept_upgrade(
     *,
     turn_state: str | None = None,
+    headers: dict[str, str] | None = None,
     delay: float = 0.0,
     close_after: int | None = None,
     close: CloseKind = "frame",
@@ -152,9 +153,12 @@ def accept_upgrade(
     times: int = 1,
     repeat: bool = False,
 ) -> Handshake:
+    """Accept a WebSocket upgrade: a 101 carrying `turn_state` and `headers`, after `delay` seconds; with
+    `close_after`, the server closes the socket after that many requests."""
     return Handshake.model_validate(
         {
             "turn_state": turn_state,
+            "headers": headers or {},
             "delay": delay,
             "close_after": close_after,
             "close": close,

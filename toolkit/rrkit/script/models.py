@@ -5,10 +5,12 @@ The same models are the file format in `fixtures/` and what the Python builder A
 
 # No `from __future__ import annotations` here: pydantic would evaluate every field's annotation string at import.
 import json
+import re
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from ..protocol.headers import is_header_value
 from ..protocol.vocabulary import CloseKind, Transport
 
 
@@ -16,6 +18,24 @@ class _Strict(BaseModel):
     # Each model's validator is built when the model first validates, not at import: `rrkit serve` starts sooner.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _sendable(headers: dict[str, str]) -> dict[str, str]:
+    for name, value in headers.items():
+        if not _TOKEN.fullmatch(name):
+            raise ValueError(f"{name!r} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)")
+        if not is_header_value(value):
+            raise ValueError(
+                f"the value of {name!r} cannot be sent as a header: printable ASCII only, no CR, LF or NUL, no space "
+                f"at either end (got {value!r})"
+            )
+    return headers
+
+
+ResponseHeaders = Annotated[dict[str, str], AfterValidator(_sendable)]
+"""Headers the server sends: each name an HTTP token, each value one a header can carry."""
 
 Chunks = Annotated[int, Field(ge=1, description="number of delta events the text is split into")]
 
@@ -120,7 +140,7 @@ def with_retry_headers(
 class _RetryHeaders(_Strict):
     retry_after: Seconds | None = Field(None, description="a `retry-after` header (seconds)")
     retry_after_ms: Annotated[int, Field(ge=0)] | None = Field(None, description="a `retry-after-ms` header")
-    headers: dict[str, str] = {}
+    headers: ResponseHeaders = {}
 
     @property
     def all_headers(self) -> dict[str, str]:
@@ -196,7 +216,7 @@ class Reply(_Strict):
     error_frame: ErrorFrame | None = None
     reject: Reject | None = None
     fault: Fault = Fault.model_construct()  # no validator built at import
-    headers: dict[str, str] = Field({}, description="extra HTTP response headers")
+    headers: ResponseHeaders = Field({}, description="extra HTTP response headers")
     turn_state: str | None = Field(None, description="x-codex-turn-state on the HTTP response")
     metadata_turn_state: str | None = Field(
         None, description="WebSocket: a `codex.response.metadata` frame with this x-codex-turn-state, sent first"
@@ -260,13 +280,13 @@ class Handshake(_Once):
     """What the server does with a WebSocket upgrade."""
 
     refuse: Annotated[int, Field(ge=300, le=599)] | None = Field(None, description="answer with this status")
-    refuse_headers: dict[str, str] = {}
+    refuse_headers: ResponseHeaders = {}
     retry_after: Seconds | None = Field(None, description="a refusal's `retry-after` header (seconds)")
     retry_after_ms: Annotated[int, Field(ge=0)] | None = Field(None, description="a refusal's `retry-after-ms`")
     refuse_body: dict[str, Any] | None = None
     delay: Annotated[float, Field(ge=0)] = 0.0
     turn_state: str | None = Field(None, description="x-codex-turn-state on the 101 response")
-    headers: dict[str, str] = {}
+    headers: ResponseHeaders = {}
     close_after: Annotated[int, Field(ge=1)] | None = Field(None, description="close after N requests")
     close: CloseKind = "frame"
     close_code: Annotated[int, Field(ge=1000, le=4999)] = 1000

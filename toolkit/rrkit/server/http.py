@@ -14,12 +14,11 @@ from starlette.types import Receive, Scope, Send
 from ..protocol import errors
 from ..protocol.encoding import decode_body
 from ..protocol.exceptions import BodyEncodingError, BodyTooLarge
-from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.headers import TURN_STATE_HEADER, is_header_value
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.plan import ResponsePlan
-from ..protocol.request import is_header_value
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange
