@@ -170,14 +170,20 @@ def record(codex: str, tmp: Path, scenario: str, websockets: bool) -> Recording:
 def replay(codex: str, recording: Recording, tmp: Path, websockets: bool, *serve_args: str) -> tuple[CodexRun, str]:
     """Codex from a fresh working directory and CODEX_HOME against `rrkit serve --cassette`; its run and the
     server's stderr."""
-    run, stderr, _ = replay_seen(codex, recording, tmp, websockets, *serve_args)
-    return run, stderr
+    replayed = replay_seen(codex, recording, tmp, websockets, *serve_args)
+    return replayed.run, replayed.stderr
 
 
-def replay_seen(
-    codex: str, recording: Recording, tmp: Path, websockets: bool, *serve_args: str
-) -> tuple[CodexRun, str, list[dict[str, Any]]]:
-    """`replay`, and each exchange as the replaying server kept it (its admin API: what it sent Codex)."""
+@dataclass
+class Replayed:
+    run: CodexRun
+    stdout: str  # the server's: its headline first
+    stderr: str
+    exchanges: list[dict[str, Any]]  # as the replaying server kept them (its admin API: what it sent Codex)
+
+
+def replay_seen(codex: str, recording: Recording, tmp: Path, websockets: bool, *serve_args: str) -> Replayed:
+    """`replay`, with what the replaying server printed and kept."""
     workdir, home = tmp / REPLAY_WORKDIR, tmp / "replay-codex-home-elsewhere"
     workdir.mkdir()
     with rrkit("serve", "--cassette", str(recording.cassette_path), *serve_args, logs=tmp / "replay") as server:
@@ -185,7 +191,7 @@ def replay_seen(
         run = run_codex(codex, home=home, workdir=workdir, timeout=CODEX_TIMEOUT)
         admin = server.http_url.removesuffix("/v1") + "/__rrkit/exchanges?full=1"
         seen: list[dict[str, Any]] = httpx.get(admin, timeout=10).json()["data"]
-    return run, server.stderr, seen
+    return Replayed(run, server.stdout, server.stderr, seen)
 
 
 def check_recorded(recording: Recording, scenario: str, websockets: bool) -> None:
@@ -246,28 +252,28 @@ def test_codex_tool_loop_over_websocket_is_recorded_through_the_proxy(tmp_path: 
 # -- replay from another directory and CODEX_HOME ------------------------------------------------
 
 
-def test_codex_plain_turn_over_sse_replays_from_another_directory_with_codex_preset(tmp_path: Path) -> None:
+def test_codex_plain_turn_over_sse_replays_elsewhere_with_the_stored_codex_preset(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "plain", False)
-    check_replayed(*replay(codex, recording, tmp_path, False, "--match-preset", "codex"), "plain")
+    check_replayed(*replay(codex, recording, tmp_path, False), "plain")
 
 
-def test_codex_plain_turn_over_websocket_replays_from_another_directory_with_codex_preset(tmp_path: Path) -> None:
+def test_codex_plain_turn_over_websocket_replays_elsewhere_with_the_stored_codex_preset(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "plain", True)
-    check_replayed(*replay(codex, recording, tmp_path, True, "--match-preset", "codex"), "plain")
+    check_replayed(*replay(codex, recording, tmp_path, True), "plain")
 
 
-def test_codex_tool_loop_over_sse_replays_from_another_directory_with_codex_preset(tmp_path: Path) -> None:
+def test_codex_tool_loop_over_sse_replays_elsewhere_with_the_stored_codex_preset(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "tool_loop", False)
-    check_replayed(*replay(codex, recording, tmp_path, False, "--match-preset", "codex"), "tool_loop")
+    check_replayed(*replay(codex, recording, tmp_path, False), "tool_loop")
 
 
-def test_codex_tool_loop_over_websocket_replays_from_another_directory_with_codex_preset(tmp_path: Path) -> None:
+def test_codex_tool_loop_over_websocket_replays_elsewhere_with_the_stored_codex_preset(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "tool_loop", True)
-    check_replayed(*replay(codex, recording, tmp_path, True, "--match-preset", "codex"), "tool_loop")
+    check_replayed(*replay(codex, recording, tmp_path, True), "tool_loop")
 
 
 # -- side channels: what Codex reads beyond the events replays as recorded --------------------------
@@ -278,25 +284,65 @@ def test_codex_turn_with_rate_limit_headers_replays_them_byte_for_byte(tmp_path:
     recording = record(codex, tmp_path, "rate_limits", False)
     recorded = [exchange.response_headers for exchange in recording.cassette.exchanges]
     assert recorded and all(RATE_LIMIT_HEADERS.items() <= headers.items() for headers in recorded)
-    run, stderr, seen = replay_seen(codex, recording, tmp_path, False, "--match-preset", "codex")
-    check_replayed(run, stderr, "rate_limits")
-    assert len(seen) == len(recorded)
-    for exchange, headers in zip(seen, recorded, strict=True):
+    replayed = replay_seen(codex, recording, tmp_path, False)  # no matching option: the cassette says codex
+    check_replayed(replayed.run, replayed.stderr, "rate_limits")
+    assert recording.cassette.match_presets == ["codex"]
+    assert "matching with preset codex (stored in the cassette)" in replayed.stdout.splitlines()[0]
+    assert len(replayed.exchanges) == len(recorded)
+    for exchange, headers in zip(replayed.exchanges, recorded, strict=True):
         sent = exchange["response_headers"]
         assert {name: sent.get(name) for name in RATE_LIMIT_HEADERS} == RATE_LIMIT_HEADERS
         assert sent["x-request-id"] == headers["x-request-id"]  # the recorded one, not a new one
 
 
+CODEX_CLIENT = """\
+import os, sys
+from pathlib import Path
+from rrkit.differential.codex import config_toml, exec_codex
+from rrkit.differential.settings import Budgets
+
+binary, home, workdir = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+home.mkdir(parents=True, exist_ok=True)
+workdir.mkdir(parents=True, exist_ok=True)
+budgets = Budgets(request_max_retries=0, stream_max_retries=1, idle_timeout=30.0)
+(home / "config.toml").write_text(config_toml(os.environ["RRKIT_HTTP_URL"], websockets=False, budgets=budgets))
+run = exec_codex(binary, home, workdir, "say hi", 45.0)
+sys.stdout.write(run.stdout)
+sys.stderr.write(run.stderr)
+sys.exit(1 if run.timed_out else run.returncode)
+"""
+"""`codex exec` pointed at the replay server `rrkit replay -- COMMAND` starts (its URL in RRKIT_HTTP_URL)."""
+
+
+def test_rrkit_replay_of_a_codex_cassette_recorded_elsewhere_passes_with_no_matching_option(tmp_path: Path) -> None:
+    codex = require_codex()
+    recording = record(codex, tmp_path, "plain", False)
+    client = tmp_path / "codex_client.py"
+    client.write_text(CODEX_CLIENT, encoding="utf-8")
+    elsewhere = tmp_path / "replay-elsewhere"
+    command = [sys.executable, str(client), codex, str(elsewhere / "home"), str(elsewhere / "work")]
+    replayed = subprocess.run(
+        [sys.executable, "-m", "rrkit", "replay", "--json", str(recording.cassette_path), "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=CODEX_TIMEOUT * 2,
+    )
+    assert replayed.returncode == 0, f"{replayed.stdout}\n{replayed.stderr}"
+    (result,) = json.loads(replayed.stdout)
+    assert result["ok"] and result["client"]["ok"], result
+    assert result["matching"] == "preset codex (stored in the cassette)"
+
+
 # -- without the preset, the other directory is a mismatch, and the report says where ---------------
 
 
-def test_codex_replay_over_sse_without_codex_preset_fails_naming_the_differing_fields(tmp_path: Path) -> None:
+def test_codex_replay_over_sse_with_no_preset_fails_naming_the_differing_fields(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "plain", False)
-    check_no_match_report(recording, *replay(codex, recording, tmp_path, False))
+    check_no_match_report(recording, *replay(codex, recording, tmp_path, False, "--match-preset", "none"))
 
 
-def test_codex_replay_over_websocket_without_codex_preset_fails_naming_the_differing_fields(tmp_path: Path) -> None:
+def test_codex_replay_over_websocket_with_no_preset_fails_naming_the_differing_fields(tmp_path: Path) -> None:
     codex = require_codex()
     recording = record(codex, tmp_path, "plain", True)
-    check_no_match_report(recording, *replay(codex, recording, tmp_path, True))
+    check_no_match_report(recording, *replay(codex, recording, tmp_path, True, "--match-preset", "none"))

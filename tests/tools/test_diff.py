@@ -413,3 +413,21 @@ def test_codex_identity_headers_count_by_presence_not_by_their_per_session_value
     first.exchanges[0].request_headers.pop("thread-id")
     (missing,) = [d for d in diff_cassettes(first, second).differences if "thread-id" in d.path]
     assert missing.a.value is None and missing.b.value is not None
+
+
+def test_presets_compare_requests_as_matching_under_them_sees_them() -> None:
+    def in_directory(cwd: str) -> Cassette:
+        cassette = load_cassette(GOLDEN / "text.http.json")
+        for exchange in cassette.exchanges:
+            context = f"<environment_context><cwd>{cwd}</cwd></environment_context>"
+            message = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": context}]}
+            for request in (exchange.logical_request, exchange.wire_request):
+                assert request is not None
+                request["input"] = [message]
+        return cassette
+
+    here, elsewhere = in_directory("/home/a/project"), in_directory("/tmp/elsewhere")
+    plain = diff_cassettes(here, elsewhere)
+    assert [(d.kind, d.path) for d in plain.differences][:1] == [(Kind.CONTENT, "input[0].content[0].text")]
+    assert diff_cassettes(here, elsewhere, presets=("codex",)).equal
+    assert not diff_cassettes(here, elsewhere, presets=("codex",), strict=True).equal

@@ -25,6 +25,7 @@ from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome
 from ..protocol.vocabulary import ClosedBy, Transport
+from .presets import PRESETS
 
 FORMAT_VERSION = 1  # the `rrkit_cassette` field; bump it (and its Literal) on incompatible changes
 
@@ -303,8 +304,20 @@ class Cassette(_Model):
     source: str = Field("", description="what recorded it: fake-server, proxy, client")
     recorded_at: str = ""
     redaction: Redaction | None = None
+    match_presets: list[str] = Field(
+        [], description="the matching presets a replay applies unless told others: detected from the client, or given"
+    )
     connections: list[RecordedConnection] = []
     exchanges: list[RecordedExchange] = []
+
+    @field_validator("match_presets")
+    @classmethod
+    def _known_presets(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in PRESETS:
+                known = ", ".join(PRESETS)
+                raise ValueError(f"no matching preset named {name!r} (known: {known}); remove it or name one of those")
+        return names
 
     def connection(self, connection_id: int | None) -> RecordedConnection | None:
         return next((c for c in self.connections if c.id == connection_id), None)

@@ -22,7 +22,7 @@ from ..protocol.names import names_of, unknown_name
 from ..protocol.request import INPUT_FIELD, input_items
 from ..protocol.secrets import mask_request
 from .format import RecordedExchange
-from .presets import PRESETS, Preset
+from .presets import NO_PRESET, PRESETS, Preset
 
 VOLATILE_FIELDS: tuple[str, ...] = ("client_metadata", "prompt_cache_key", "metadata", "user", "safety_identifier")
 """Fields left out of matching by default: they change from run to run without changing what the model sees."""
@@ -205,7 +205,7 @@ class _Compiled:
 
     @classmethod
     def of(cls, config: MatchConfig) -> _Compiled:
-        chosen = [preset_named(name) for name in config.presets]
+        chosen = presets_named(config.presets)
         ignore = [*config.ignore, *(f"{INPUT_FIELD}[*].{key}" for key in config.item_keys)]
         paths = _ignore_paths([*ignore, *(entry.target for preset in chosen for entry in preset.ignore)])
         top = frozenset(path.text for path in paths if len(path.steps) == 1 and path.steps[0])
@@ -261,9 +261,14 @@ def _normalize_setting(value: Any) -> tuple[tuple[str, str], ...]:
     )
 
 
+def presets_named(names: Sequence[str]) -> list[Preset]:
+    """The presets these names give (`none` gives none)."""
+    return [preset_named(name) for name in names if name != NO_PRESET]
+
+
 def preset_named(name: str) -> Preset:
     if name not in PRESETS:
-        raise SettingError(unknown_name("match preset", name, sorted(PRESETS), list_valid=True))
+        raise SettingError(unknown_name("match preset", name, [*sorted(PRESETS), NO_PRESET], list_valid=True))
     return PRESETS[name]
 
 

@@ -216,7 +216,12 @@ class CassetteDeck:
         used = {exchange.connection_id for exchange in new if exchange.connection_id not in replayed_on}
         new_connections = [c for c in connections if c.id in used or (not c.exchanges and self._all_new())]
         fresh = cassette_from_capture(
-            new, new_connections, name=self.name or self.path.stem, source=self.source_name, redactor=self.redactor
+            new,
+            new_connections,
+            name=self.name or self.path.stem,
+            source=self.source_name,
+            redactor=self.redactor,
+            presets=self.match.presets or None,
         )
 
         def build(on_disk: Cassette | None) -> Cassette:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 
@@ -79,7 +80,23 @@ CODEX = Preset(
 
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (CODEX, OPENAI_SDK)}
 """The built-in presets by name."""
+NO_PRESET = "none"
+"""Given as a preset: none, not even the one a cassette stores."""
 
 PLATFORM_HEADERS: tuple[str, ...] = tuple(left.target for left in OPENAI_SDK.headers)
 """Header patterns whose values say which machine and SDK release sent a request: masked in every snapshot, so
 that a snapshot holds on another OS or SDK version."""
+
+
+def detect_presets(headers: Iterable[Mapping[str, str]]) -> tuple[str, ...]:
+    """The presets of the clients that sent requests (and upgrades) with these headers, in `PRESETS` order:
+    `codex` where the Codex CLI names itself (`originator` or `user-agent`: codex_exec, codex_cli_rs, ...),
+    `openai-sdk` where an official SDK sends its `x-stainless-*` headers."""
+    found = set()
+    for each in headers:
+        lowered = {name.lower(): value for name, value in each.items()}
+        if any(lowered.get(name, "").lower().startswith("codex") for name in ("originator", "user-agent")):
+            found.add(CODEX.name)
+        elif any(name.startswith("x-stainless-") for name in lowered):
+            found.add(OPENAI_SDK.name)
+    return tuple(name for name in PRESETS if name in found)

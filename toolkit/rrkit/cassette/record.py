@@ -23,6 +23,7 @@ from .format import (
     RecordedHandshake,
     escape_unencodable,
 )
+from .presets import NO_PRESET, detect_presets
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -106,14 +107,21 @@ def cassette_from_capture(
     name: str = "",
     source: str = "fake-server",
     redactor: Redactor | None = None,
+    presets: Sequence[str] | None = None,
 ) -> Cassette:
-    """A redacted cassette of captured traffic (pass `Redactor(headers=())` only to keep secrets on purpose)."""
+    """A redacted cassette of captured traffic (pass `Redactor(headers=())` only to keep secrets on purpose). It
+    stores the matching presets its replays apply: `presets`, else those of the clients that sent the requests
+    (`presets.detect_presets`)."""
     origin = min((e.started_at for e in exchanges), default=0.0)
     origin = min([origin, *(c.started_at for c in connections)]) if connections else origin
+    if presets is None:
+        sent = [*(e.request_headers for e in exchanges), *(c.handshake_headers for c in connections)]
+        presets = detect_presets(sent)
     cassette = Cassette(
         name=name,
         source=source,
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        match_presets=[name for name in presets if name != NO_PRESET],
         connections=[recorded_connection(connection) for connection in connections],
         exchanges=[recorded_exchange(exchange, origin) for exchange in exchanges],
     )
@@ -137,6 +145,7 @@ def append(base: Cassette, extra: Cassette) -> Cassette:
         for index, e in enumerate(extra.exchanges)
     ]
     merged.recorded_at = extra.recorded_at
+    merged.match_presets = list(dict.fromkeys([*base.match_presets, *extra.match_presets]))
     return merged
 
 

@@ -19,7 +19,7 @@ from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
 from ..script.select import NoMatch, ReplySource, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
-from .match import MatchConfig, canonical, compare, digest, shown
+from .match import MatchConfig, canonical, compare, digest, presets_named, shown
 from .playback import render_recording
 
 
@@ -40,6 +40,9 @@ class CassetteSource(ReplySource):
     ids: IdGenerator = field(default_factory=IdGenerator)
 
     def __post_init__(self) -> None:
+        self._presets_stored = not self.match.presets and bool(self.cassette.match_presets)
+        if self._presets_stored:  # what the recording stored, unless told otherwise
+            self.match = replace(self.match, presets=tuple(self.cassette.match_presets))
         if self.allow_repeats != self.match.allow_repeats:
             self.match = replace(self.match, allow_repeats=self.allow_repeats or self.match.allow_repeats)
         self.allow_repeats = self.match.allow_repeats
@@ -57,6 +60,16 @@ class CassetteSource(ReplySource):
         self._used: set[int] = set()  # positions in `_exchanges`
         self._features: list[tuple[frozenset[int], int]] | None = None
         self._features_lock = threading.Lock()
+
+    @property
+    def matching(self) -> str:
+        """How requests are matched, for a headline: `preset codex (stored in the cassette)`, `preset codex
+        (given)`; "" with the defaults."""
+        presets = [preset.name for preset in presets_named(self.match.presets)]
+        if not presets:
+            return ""
+        said = f"preset{'s' if len(presets) > 1 else ''} {', '.join(presets)}"
+        return f"{said} ({'stored in the cassette' if self._presets_stored else 'given'})"
 
     def reset(self) -> None:
         with self._lock:

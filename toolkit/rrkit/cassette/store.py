@@ -266,7 +266,8 @@ def _exchange_text(exchange: RecordedExchange) -> str:
 
 def dump_cassette(cassette: Cassette) -> Iterator[str]:
     """The cassette's file text: its head, then one piece per exchange (written with one write each)."""
-    head = cassette.model_dump(mode="json", exclude={"exchanges"})
+    left_out = {"exchanges"} if cassette.match_presets else {"exchanges", "match_presets"}
+    head = cassette.model_dump(mode="json", exclude=left_out)
     body = _dumps(head, 0)
     yield body[:-1].rstrip() + ',\n  "exchanges": ['
     last = len(cassette.exchanges) - 1

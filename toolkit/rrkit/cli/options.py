@@ -144,7 +144,8 @@ match_options = bundle(
         "--match-preset",
         "match_presets",
         multiple=True,
-        help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching).",
+        help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching); none for no preset, not "
+        "even the one a cassette stores (a recording stores the one of the client it saw).",
     ),
     click.option(
         "--match-ignore",

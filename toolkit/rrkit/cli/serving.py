@@ -80,7 +80,7 @@ def serve(
       rrkit serve --script fixture:drop-mid-stream
       rrkit serve --script my-script.yaml --port 8000
       rrkit serve --port 0 --ready-file /tmp/rrkit.json --journal /tmp/exchanges.jsonl --quiet
-      rrkit serve --cassette codex.json --match-preset codex
+      rrkit serve --cassette codex.json              # matching with the preset it stores
       rrkit serve --cassette run.json --upstream https://api.openai.com/v1 --record-mode new_episodes
     """
     if upstream is not None and (cassette_path is None or script_path is not None):
@@ -109,7 +109,9 @@ def serve(
         time_scale=time_scale,
         source_name="proxy" if upstream is not None else "fake-server",
     )
+    matching = deck.replay.matching if deck.replay is not None else ""
     served = f"rrkit: serving cassette {str(cassette_path)!r} (record mode {deck.mode.value})"
+    served += f", matching with {matching}" if matching else ""
     kept = f"rrkit: stopped; {cassette_path} kept as it was (record mode {deck.mode.value})"
     serve_then_save(fake, deck, server, served, "Press Ctrl-C to stop.", kept=kept)
 

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..cassette.format import Cassette, RecordedBody, RecordedConnection, RecordedExchange
+from ..cassette.match import MatchConfig
 from ..cassette.normalize import VOLATILE_HEADERS
 from ..protocol import events as ev
 from ..protocol.exceptions import SettingError
@@ -70,16 +71,22 @@ def diff_cassettes(
     ignore: Sequence[str] = (),
     view: View = "both",
     names: tuple[str, str] | None = None,
+    presets: Sequence[str] = (),
 ) -> DiffReport:
     """How B differs from A. Raises ValueError for an invalid ignore path or view.
 
     Unless `strict`, what changes from run to run is not compared: ids (paired by use), timestamps, token counts,
     `client_metadata`, `prompt_cache_key`, per-run and SDK platform headers, start times and event offsets, SSE
-    keep-alive comments. `ignore` paths are left out: request paths as in matching (`input[*].output`), the
-    rest rooted as reported (`events[*].delta`, `outcome.message`, `response_headers.retry-after`).
+    keep-alive comments, and what the matching `presets` leave out or normalize (a replay's: Codex's working
+    directory, its session headers). `ignore` paths are left out: request paths as in matching
+    (`input[*].output`), the rest rooted as reported (`events[*].delta`, `outcome.message`,
+    `response_headers.retry-after`).
     """
     if view not in VIEWS:
         raise SettingError(f"invalid view {view!r}: it is one of {', '.join(VIEWS)}")
+    if presets and not strict:
+        through = MatchConfig(ignore=(), item_keys=(), presets=tuple(presets))
+        a, b = _through(a, through), _through(b, through)
     ignore = (ignore,) if isinstance(ignore, str) else tuple(ignore)
     paths = tuple(JsonPath.parse(text, "ignore path") for text in ignore)
     name_a, name_b = names or (a.name or "A", b.name or "B")
@@ -94,6 +101,19 @@ def diff_cassettes(
         pairs,
         differ.found,
     )
+
+
+def _through(cassette: Cassette, config: MatchConfig) -> Cassette:
+    """The cassette with each request as matching under `config` sees it, and its headers without those `config`
+    leaves out."""
+
+    def seen(exchange: RecordedExchange) -> RecordedExchange:
+        requests = {name: getattr(exchange, name) for name in ("logical_request", "wire_request")}
+        update: dict[str, Any] = {name: config.view(value) for name, value in requests.items() if value is not None}
+        headers = {name: value for name, value in exchange.request_headers.items() if not config.header_ignored(name)}
+        return exchange.model_copy(update={**update, "request_headers": headers})
+
+    return cassette.model_copy(update={"exchanges": [seen(exchange) for exchange in cassette.exchanges]})
 
 
 def _signature(exchange: RecordedExchange, comparer: Comparer, view: View) -> tuple[str, bytes, str]:

@@ -225,6 +225,7 @@ class ReplayResult:
     report: DiffReport
     client: ClientRun
     unplayed: list[str] = field(default_factory=list)
+    matching: str = ""  # how requests were matched: `preset codex (stored in the cassette)`, "" for the defaults
 
     @property
     def ok(self) -> bool:
@@ -238,6 +239,7 @@ class ReplayResult:
             "ok": self.ok,
             "client": {"ok": self.client.ok, "detail": self.client.detail},
             "unplayed": self.unplayed,
+            "matching": self.matching or None,
             "report": self.report.to_dict(),
         }
 
@@ -263,8 +265,11 @@ async def replay_cassette(
         except TimeoutError as error:
             run = ClientRun(False, f"{run.detail}; {error}".strip("; "))
         observed = cassette_from_capture(server.exchanges, server.connections, name=f"{cassette.name} (replayed)")
-    report = diff_cassettes(cassette, observed, strict=strict, ignore=ignore, view=view, names=("recorded", "replay"))
-    return ReplayResult(cassette.name or (path.stem if path else ""), path, report, run, source.unplayed())
+    presets = source.match.presets
+    names = ("recorded", "replay")
+    report = diff_cassettes(cassette, observed, strict=strict, ignore=ignore, view=view, names=names, presets=presets)
+    name = cassette.name or (path.stem if path else "")
+    return ReplayResult(name, path, report, run, source.unplayed(), matching=source.matching)
 
 
 async def replay_against(
@@ -348,8 +353,9 @@ def summary_table(results: Sequence[ReplayResult], who: str) -> Table:
         verdict = "[green]as recorded[/]" if result.ok else f"[red]{len(result.report.differences)} differences[/]"
         if not result.client.ok:
             verdict += f"\n[yellow]{escape(result.client.detail)}[/]"
-        name = str(result.path) if result.path is not None else result.name
-        table.add_row(escape(name), str(result.report.a.exchanges), verdict, escape(first_difference(result)))
+        name = escape(str(result.path) if result.path is not None else result.name)
+        name += f"\n[dim]matching with {escape(result.matching)}[/]" if result.matching else ""
+        table.add_row(name, str(result.report.a.exchanges), verdict, escape(first_difference(result)))
     same = sum(1 for result in results if result.ok)
     table.caption = f"{same} of {len(results)} behaved as recorded"
     return table
