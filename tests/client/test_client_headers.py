@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from rrkit.protocol import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA
-from rrkit.protocol.headers import TURN_METADATA_HEADER
-from rrkit.script import Script, function_call, reject, reply
+from rrkit.protocol.headers import TURN_METADATA_HEADER, TURN_STATE_HEADER
+from rrkit.script import Script, function_call, reject, reply, side_frame
 from rrkit.server import Exchange, FakeServer
 
 from ..errortrap import Serve
@@ -90,3 +90,20 @@ async def test_turn_metadata_is_copied_into_the_bodys_client_metadata(serve: Ser
         header = sent_headers(h.server)[0][TURN_METADATA_HEADER]
         metadata = (h.exchanges[0].wire_request or {})["client_metadata"]
         assert metadata == {TURN_METADATA_HEADER: header}
+
+
+@pytest.mark.parametrize(
+    ("transport", "frame_type", "echoed"),
+    [("ws", "response.metadata", True), ("ws", "codex.response.metadata", False), ("http", "response.metadata", False)],
+)
+async def test_a_response_metadata_turn_state_over_websocket_is_echoed_in_the_turn_s_next_client_metadata(
+    serve: Serve, transport: str, frame_type: str, echoed: bool
+) -> None:
+    frame = side_frame(frame_type, before=1, headers={TURN_STATE_HEADER: "ts-frame"})
+    script = Script().queue(reply(function_call("get_weather", {"city": "Paris"}), frames=[frame]), reply("Sunny."))
+    async with served(serve, script, transport=transport) as h:
+        await h.conversation().run_turn("Weather?", lambda call: "sunny")
+        first, second = [e for e in h.server.exchanges if (e.wire_request or {}).get("generate") is not False]
+    assert TURN_STATE_HEADER not in first.client_metadata
+    assert second.client_metadata.get(TURN_STATE_HEADER) == ("ts-frame" if echoed else None)
+    assert TURN_STATE_HEADER not in second.request_headers  # a frame's token never becomes a header

@@ -5,28 +5,13 @@ step of its own in .ci/run; skipped without them)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from rrkit.conform import CommandClient, catalogue, run
-from rrkit.differential.codex import find_codex
-from rrkit.protocol.exceptions import CodexNotFound
 from rrkit.protocol.vocabulary import Transport
 
-from ..realclients.codex import require_codex
-
-NEWEST = "0.171.0"
-NEWEST_BIN = Path(__file__).resolve().parents[2] / ".ci" / f"node-{NEWEST}" / "node_modules" / ".bin" / "codex"
-
-
-def codex_of(version: str) -> str:
-    if version != NEWEST:
-        return require_codex()
-    try:
-        return find_codex(str(NEWEST_BIN) if NEWEST_BIN.exists() else None, version=NEWEST)
-    except CodexNotFound as error:
-        pytest.skip(f"{error} (npm install --prefix .ci/node-{NEWEST} @openai/codex@{NEWEST})")
+from ..realclients.codex import NEWEST, codex_of
 
 
 @pytest.mark.codex

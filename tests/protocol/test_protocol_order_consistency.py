@@ -52,7 +52,7 @@ def completed_output(events: list[Event]) -> list[Any]:
 
 SIDE_FRAMES: dict[str, Event] = {
     ev.SSE_COMMENT: {"type": ev.SSE_COMMENT, "comment": "ping"},
-    ev.RESPONSE_METADATA: {"type": ev.RESPONSE_METADATA, "headers": {"x-codex-turn-state": "ts_1"}},
+    ev.CODEX_METADATA: {"type": ev.CODEX_METADATA, "headers": {"x-codex-turn-state": "ts_1"}},
     ev.METADATA: {"type": ev.METADATA, "metadata": {"region": "eu"}},
     ev.RATE_LIMITS: {"type": ev.RATE_LIMITS, "primary": {"used_percent": 10.0}, "sequence_number": 99},
 }

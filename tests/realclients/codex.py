@@ -14,7 +14,20 @@ from rrkit.differential.codex import find_codex as _find
 from rrkit.differential.settings import Budgets
 from rrkit.protocol.exceptions import CodexNotFound
 
-__all__ = ["CODEX_VERSION", "CodexRun", "find_codex", "require_codex", "run_codex", "write_codex_home"]
+__all__ = [
+    "CODEX_VERSION",
+    "NEWEST",
+    "CodexRun",
+    "codex_of",
+    "find_codex",
+    "require_codex",
+    "run_codex",
+    "write_codex_home",
+]
+
+NEWEST = "0.171.0"
+"""The newest Codex release, judged beside the pinned one (installed by .ci/run into .ci/node-0.171.0)."""
+NEWEST_BIN = Path(__file__).resolve().parents[2] / ".ci" / f"node-{NEWEST}" / "node_modules" / ".bin" / "codex"
 
 RECORDING_BUDGETS = Budgets(request_max_retries=0, stream_max_retries=1, idle_timeout=30.0)
 """One retry, no request-level retries, and a stream idle timeout long enough for a slow machine."""
@@ -37,6 +50,16 @@ def require_codex() -> str:
     if shutil.which("node") is None:  # the npm package's `codex` is a node script
         pytest.skip("node/npm not found")
     pytest.skip(f"Codex CLI {CODEX_VERSION} not installed: run `{INSTALL_HINT}`")
+
+
+def codex_of(version: str) -> str:
+    """The binary of `version` ("pinned" or NEWEST), or skip the test saying how to install it."""
+    if version != NEWEST:
+        return require_codex()
+    try:
+        return _find(str(NEWEST_BIN) if NEWEST_BIN.exists() else None, version=NEWEST)
+    except CodexNotFound as error:
+        pytest.skip(f"{error} (npm install --prefix .ci/node-{NEWEST} @openai/codex@{NEWEST})")
 
 
 def write_codex_home(home: Path, base_url: str, *, websockets: bool) -> Path:

@@ -464,14 +464,15 @@ CASES: dict[str, Case] = {
         "completed",
         show=("ts",),
     ),
-    "ws-metadata-frame-turn-state-is-not-echoed": Case(
-        "a codex.response.metadata turn state is not echoed in client_metadata (0.169.0; newer versions do)",
+    "ws-metadata-frame-turn-state-is-echoed-by-the-turn-s-next-request": Case(
+        "a response.metadata turn state is echoed in the client_metadata of the turn's next request, the one on "
+        "the prewarm's answer is not (0.169.0)",
         then_ok(dropped(OK.with_metadata_turn_state("ts-frame-1"), after=3), when_ws=True),
         True,
         (
             f"{WARM} | client_metadata ts=no",
             "<none> ws incremental -> dropped | client_metadata ts=no",
-            "<backoff> ws full -> completed | client_metadata ts=no",
+            "<backoff> ws full -> completed | client_metadata ts=yes",
         ),
         "completed",
         show=("metadata",),

@@ -8,7 +8,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from rrkit.protocol import TURN_STATE_HEADER
-from rrkit.protocol.events import RESPONSE_METADATA
+from rrkit.protocol.events import METADATA as METADATA_FRAME
 from rrkit.script import (
     Handshake,
     Script,
@@ -26,7 +26,7 @@ from ..server.faultclient import Serve, body, finished, post_sse, ws_connect, ws
 METADATA = {"session_id": "s-1", "x-codex-turn-state": "ts-echoed"}
 
 
-# -- turn state: on the HTTP response, on the 101, in a codex.response.metadata frame ------------
+# -- turn state: on the HTTP response, on the 101, in a response.metadata frame ---------------------
 
 
 def test_turn_state_on_the_http_response_is_a_header(serve: Serve) -> None:
@@ -48,7 +48,7 @@ def test_metadata_turn_state_is_a_frame_before_the_response_events_over_websocke
     server = serve(Script().add(reply("hi", metadata_turn_state="ts-frame"), repeat=True))
     with ws_connect(server) as websocket:
         result = ws_request(websocket)
-    assert result.events[0] == {"type": RESPONSE_METADATA, "headers": {TURN_STATE_HEADER: "ts-frame"}}
+    assert result.events[0] == {"type": METADATA_FRAME, "headers": {TURN_STATE_HEADER: "ts-frame"}}
     assert result.types[1] == "response.created" and result.types[-1] == "response.completed"
     exchange = finished(server)
     assert exchange.outcome is not None and exchange.outcome.kind.value == "completed"
@@ -57,7 +57,7 @@ def test_metadata_turn_state_is_a_frame_before_the_response_events_over_websocke
 def test_metadata_turn_state_is_not_sent_over_http(serve: Serve) -> None:
     server = serve(Script().add(reply("hi").with_metadata_turn_state("ts-frame"), repeat=True))
     result = post_sse(server)
-    assert RESPONSE_METADATA not in result.types
+    assert METADATA_FRAME not in result.types
     assert TURN_STATE_HEADER not in result.headers
 
 

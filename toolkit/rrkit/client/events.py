@@ -68,7 +68,14 @@ class Completed:
     end_turn: bool | None
 
 
-ResponseEvent = Created | OutputItemAdded | Delta | OutputItemDone | Completed
+@dataclass(frozen=True, slots=True)
+class Metadata:
+    """A `response.metadata` side-channel frame: the headers it carries (a turn state, say)."""
+
+    headers: Mapping[str, str]
+
+
+ResponseEvent = Created | OutputItemAdded | Delta | OutputItemDone | Completed | Metadata
 
 DELTA_CLASSES: dict[str, type[Delta]] = {
     ev.TEXT_DELTA: TextDelta,
@@ -133,6 +140,12 @@ def _completed(event: Mapping[str, Any]) -> Completed:
     )
 
 
+def _metadata(event: Mapping[str, Any]) -> Metadata:
+    headers = event.get("headers")
+    texts = headers.items() if isinstance(headers, Mapping) else ()
+    return Metadata({str(name).lower(): value for name, value in texts if isinstance(value, str)})
+
+
 def _failed(event: Mapping[str, Any]) -> NoReturn:
     error = _response(event).get("error") or {}
     raise failed_error(error.get("code"), error.get("message"))
@@ -158,5 +171,6 @@ _MAPPERS: dict[str, _Mapper] = {
     ev.FAILED: _failed,
     ev.INCOMPLETE: _incomplete,
     ev.ERROR: _error,
+    ev.METADATA: _metadata,  # not `codex.response.metadata`: Codex reads neither that name nor this one over SSE
 }
 """How each event type the client reads is mapped (by its `type`)."""

@@ -24,7 +24,7 @@ from ..protocol.request import Item
 from ..protocol.vocabulary import Transport
 from .connections import Connections
 from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
-from .events import Completed, Created, Delta, OutputItemDone, map_event
+from .events import Completed, Created, Delta, Metadata, OutputItemDone, map_event
 from .prompt import Prompt, RequestDefaults
 from .retry import ClientOptions, RetryBudget, Step
 from .session_state import SessionState
@@ -77,6 +77,9 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         self.turn_state: str | None = None
         """`x-codex-turn-state` of an HTTP response: empty at the start of every turn, captured once, sent
         back within it. A token on a 101 is not captured: Codex 0.169 never sends it back."""
+        self.frame_turn_state: str | None = None
+        """The turn state of a `response.metadata` frame over WebSocket: captured once, sent back in the
+        `client_metadata` of the turn's later requests (Codex 0.169.0 and 0.171.0, observed)."""
         self.usage: list[dict[str, Any]] = []
         self.samples = 0
         self._defaults = defaults
@@ -167,6 +170,8 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
     def _new_entry(self, prompt: Prompt, transport: Transport, attempt: int, *, warmup: bool = False) -> TraceEntry:
         trace = self._state.trace
         metadata = {**(prompt.client_metadata or {}), TURN_METADATA_HEADER: self.metadata}
+        if self.frame_turn_state and transport == "ws":
+            metadata[TURN_STATE_HEADER] = self.frame_turn_state
         return trace.add(
             TraceEntry(
                 index=trace.next_index(),
@@ -295,6 +300,9 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
                 ignored = raw
             elif isinstance(event, Created):
                 entry.response_id = event.response_id or entry.response_id
+            elif isinstance(event, Metadata):
+                if entry.transport == "ws" and self.frame_turn_state is None:
+                    self.frame_turn_state = event.headers.get(TURN_STATE_HEADER)
             elif isinstance(event, Delta):
                 if on_delta is not None:
                     on_delta(event)

@@ -77,16 +77,20 @@ SSE_COMMENT = "rrkit.sse_comment"
 """Not a Responses event: an SSE comment line (a keep-alive) kept in a relay or a recording in its place, as
 `{"type": SSE_COMMENT, "comment": text}`; sent as the comment again over SSE, never over a WebSocket."""
 
-RESPONSE_METADATA = "codex.response.metadata"
-"""A server frame newer Codex versions read turn state from: `{type, headers: {x-codex-turn-state}}`."""
-
 METADATA = "response.metadata"
-"""A server frame of metadata about a response (not one of its events)."""
+"""A server frame about a response, not one of its events: `{type, headers: {x-codex-turn-state, ...}, metadata}`.
+Codex 0.169.0 and 0.171.0 read a WebSocket turn state from it (observed: the turn's next request carries the
+token in `client_metadata`); over HTTP SSE they read neither this frame nor `CODEX_METADATA`."""
+
+CODEX_METADATA = "codex.response.metadata"
+"""The same frame under the name some gateways give it: neither Codex release reads it (observed)."""
 
 RATE_LIMITS = "codex.rate_limits"
 """A server frame Codex reads its rate-limit windows from (not a response event)."""
 
-SIDE_CHANNELS = frozenset({SSE_COMMENT, RESPONSE_METADATA, METADATA, RATE_LIMITS})
+SIDE_FRAMES = (METADATA, CODEX_METADATA, RATE_LIMITS)
+"""The side-channel frames a server sends of its own (a script's `frames`): metadata and rate limits."""
+SIDE_CHANNELS = frozenset({SSE_COMMENT, *SIDE_FRAMES})
 """Frames that travel with a response's events but are none of them: no rule of a stream counts or checks them
 (validation, replay, diff and show leave them out alike)."""
 

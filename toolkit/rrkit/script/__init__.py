@@ -14,10 +14,11 @@ from .builder import (
     refuse_upgrade,
     reject,
     reply,
+    side_frame,
     text,
 )
 from .loader import default_script, load_script, parse_script
-from .models import Fault, Handshake, Match, Reply, Script, Step
+from .models import Fault, Handshake, Match, Reply, Script, SideFrame, Step
 from .select import NoMatch, ReplySource, RequestView
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "RequestView",
     "Script",
     "ScriptError",
+    "SideFrame",
     "Step",
     "accept_upgrade",
     "custom_tool_call",
@@ -46,5 +48,6 @@ __all__ = [
     "refuse_upgrade",
     "reject",
     "reply",
+    "side_frame",
     "text",
 ]

@@ -19,6 +19,7 @@ from .models import (
     RefusalOut,
     Reject,
     Reply,
+    SideFrame,
     UsageSpec,
 )
 
@@ -54,11 +55,13 @@ def reply(
     turn_state: str | None = None,
     metadata_turn_state: str | None = None,
     headers: dict[str, str] | None = None,
+    frames: list[SideFrame] | None = None,
 ) -> Reply:
     """A completed response with these output items (a bare string is a one-chunk text message).
 
     `turn_state` goes in the HTTP response's `x-codex-turn-state`; `metadata_turn_state`, over WebSocket, in a
-    `codex.response.metadata` frame sent before the response's events."""
+    `response.metadata` frame sent before the response's events; `frames` (`side_frame`) go with the
+    events over either transport."""
     items = [text(item) if isinstance(item, str) else item for item in outputs]
     fields: dict[str, Any] = {"output": items}
     if usage is not None:
@@ -71,7 +74,16 @@ def reply(
         fields["metadata_turn_state"] = metadata_turn_state
     if headers:
         fields["headers"] = headers
+    if frames:
+        fields["frames"] = frames
     return Reply.model_validate(fields)
+
+
+def side_frame(type: str, *, before: int = 0, **fields: Any) -> SideFrame:
+    """A side-channel frame (`response.metadata`, `codex.response.metadata`, `codex.rate_limits`) with these
+    fields, sent before the response event numbered `before`:
+    `side_frame("response.metadata", headers={"x-codex-turn-state": "ts-1"})`."""
+    return SideFrame.model_validate({"type": type, "before": before, **fields})
 
 
 def failed(code: str | None, message: str | None = None, *outputs: Output) -> Reply:

@@ -10,7 +10,9 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
+from ..protocol.names import unknown_name
 from ..protocol.vocabulary import CloseKind, Transport
 
 
@@ -200,6 +202,29 @@ class TimedEvent(_Strict):
     event: dict[str, Any]
 
 
+class SideFrame(BaseModel):
+    """A frame that travels with a response's events but is none of them (`protocol.events.SIDE_FRAMES`:
+    `response.metadata`, `codex.response.metadata`, `codex.rate_limits`), with its own fields as given; sent
+    over either transport before the response event numbered `before` (0: first; past the last: after it)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    type: str
+    before: Annotated[int, Field(ge=0)] = 0
+
+    @field_validator("type")
+    @classmethod
+    def _side_channel(cls, value: str) -> str:
+        if value not in SIDE_FRAMES:
+            raise ValueError(unknown_name("side-channel frame type", value, SIDE_FRAMES, list_valid=True))
+        return value
+
+    @property
+    def frame(self) -> dict[str, Any]:
+        """The frame as sent: its type, then its fields."""
+        return {"type": self.type, **(self.model_extra or {})}
+
+
 _ENDINGS = ("fail", "incomplete", "error_event", "error_frame", "reject")
 
 
@@ -219,8 +244,9 @@ class Reply(_Strict):
     headers: ResponseHeaders = Field({}, description="extra HTTP response headers")
     turn_state: str | None = Field(None, description="x-codex-turn-state on the HTTP response")
     metadata_turn_state: str | None = Field(
-        None, description="WebSocket: a `codex.response.metadata` frame with this x-codex-turn-state, sent first"
+        None, description="WebSocket: a `response.metadata` frame with this x-codex-turn-state, sent first"
     )
+    frames: list[SideFrame] = Field([], description="side-channel frames sent with the events (both transports)")
     events: list[TimedEvent] | None = Field(None, description="verbatim events instead of generated ones")
 
     @model_validator(mode="after")
@@ -246,7 +272,8 @@ class Reply(_Strict):
         return self.model_copy(update={"turn_state": token})
 
     def with_metadata_turn_state(self, token: str) -> "Reply":
-        """Over WebSocket, send `token` in a `codex.response.metadata` frame before the response's events."""
+        """Over WebSocket, send `token` in a `response.metadata` frame before the response's events (where
+        Codex reads it)."""
         return self.model_copy(update={"metadata_turn_state": token})
 
     def _with_fault(self, **changes: Any) -> "Reply":

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..protocol import errors
-from ..protocol.events import ERROR, RESPONSE_METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
+from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
@@ -46,7 +46,7 @@ def render_reply(
     if reply.reject is not None:
         return ResponsePlan(rejection=rejection_of(reply.reject))
     fault = reply.fault
-    prelude = _metadata_frame(reply.metadata_turn_state) if reply.metadata_turn_state and transport == "ws" else []
+    frames = _frames(reply, transport)
     common: dict[str, Any] = {
         "fault": stream_fault(fault),
         "headers": dict(reply.headers),
@@ -54,18 +54,42 @@ def render_reply(
         "model": reply.model,
     }
     if reply.events is not None:
-        verbatim = [*prelude, *(timed.event for timed in reply.events)]
-        offsets = [0.0] * len(prelude) + [timed.at for timed in reply.events]
-        delays = [max(0.0, now - before) for before, now in zip([0.0, *offsets], offsets, strict=False)]
-        encoded = (planned(event, transport, delay) for event, delay in zip(verbatim, delays, strict=True))
-        return ResponsePlan(events_of(encoded), response_id=response_id_of(verbatim) or "", **common)
+        timed = list(_with_frames(((t.at, t.event) for t in reply.events), frames))
+        delays = [max(0.0, now - before) for (before, _), (now, _) in zip([(0.0, {}), *timed], timed, strict=False)]
+        encoded = (planned(event, transport, delay) for (_, event), delay in zip(timed, delays, strict=True))
+        return ResponsePlan(events_of(encoded), response_id=response_id_of([e for _, e in timed]) or "", **common)
     builder = ResponseEvents(request, ids=ids, model=reply.model, keep_events=False)
-    made = _generated(builder, reply, warmup, prelude)
+    made = (event for _, event in _with_frames(((0.0, e) for e in _generated(builder, reply, warmup)), frames))
     return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
 
 
-def _generated(builder: ResponseEvents, reply: Reply, warmup: bool, prelude: list[Event]) -> Iterator[Event]:
-    yield from prelude
+def _frames(reply: Reply, transport: Transport) -> list[tuple[int, Event]]:
+    """The side-channel frames of a reply, each with the response event it goes before."""
+    frames = [(frame.before, frame.frame) for frame in reply.frames]
+    if reply.metadata_turn_state and transport == "ws":
+        frames.insert(0, (0, {"type": METADATA, "headers": {TURN_STATE_HEADER: reply.metadata_turn_state}}))
+    return sorted(frames, key=lambda placed: placed[0])  # stable: frames given for one place keep their order
+
+
+def _with_frames(
+    events: Iterable[tuple[float, Event]], frames: list[tuple[int, Event]]
+) -> Iterator[tuple[float, Event]]:
+    """The (offset, event) pairs with each frame before the response event it names (at that event's offset),
+    the frames past the last event after it."""
+    waiting = iter(frames)
+    pending = next(waiting, None)
+    at = 0.0
+    for index, (at, event) in enumerate(events):
+        while pending is not None and pending[0] <= index:
+            yield at, pending[1]
+            pending = next(waiting, None)
+        yield at, event
+    while pending is not None:
+        yield at, pending[1]
+        pending = next(waiting, None)
+
+
+def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[Event]:
     if warmup:
         yield from builder.created()
         yield from builder.completed(usage(0, 0))
@@ -107,10 +131,6 @@ def rejection_of(reject: Reject) -> Rejection:
         param=reject.param,
     )
     return Rejection(reject.status, body, reject.all_headers)
-
-
-def _metadata_frame(token: str) -> list[Event]:
-    return [{"type": RESPONSE_METADATA, "headers": {TURN_STATE_HEADER: token}}]
 
 
 def error_frame_event(frame: ErrorFrame) -> Event:
