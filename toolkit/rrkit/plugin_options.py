@@ -18,6 +18,7 @@ from .cassette.recordmode import RecordMode, parse_record_mode
 from .protocol.exceptions import ScriptError, SettingError
 from .protocol.jsonpath import JsonPath
 from .protocol.names import names_of, unknown_name
+from .protocol.plan import Chaos
 from .script.loader import load_script
 from .script.models import Script
 from .script.shipped import FIXTURE_PREFIX
@@ -31,6 +32,7 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "assert_all_played": ((bool,), "True or False"),
     "match": ((MatchConfig, Mapping, type(None)), "a MatchConfig, a mapping of match settings, or None"),
     "allow_repeats": ((bool, type(None)), "True, False or None"),
+    "chaos": ((Chaos, str, type(None)), "a Chaos, 'drop=P,stall=P,seed=N', or None"),
 }
 
 
@@ -52,6 +54,7 @@ class RRKitConfig(Mapping[str, Any]):
     match: MatchConfig | Mapping[str, Any] | None = None  # a MatchConfig, or settings for MatchConfig.from_settings
     match_preset: str | tuple[str, ...] | None = None  # preset name(s) added to `match`, e.g. "codex"
     allow_repeats: bool | None = None  # True lets a recorded exchange answer more than once (overrides `match`)
+    chaos: Chaos | str | None = None  # seeded random drops and stalls on every stream: "drop=0.02,seed=7"
 
     def __post_init__(self) -> None:
         """Check every value, so that a bad one fails naming its key; names lists become tuples."""
@@ -69,6 +72,11 @@ class RRKitConfig(Mapping[str, Any]):
             JsonPath.parse(path, "rrkit_config key 'redact_paths': path")
         if self.match_preset is not None:
             object.__setattr__(self, "match_preset", names_of("rrkit_config key 'match_preset'", self.match_preset))
+        if isinstance(self.chaos, str):
+            try:
+                object.__setattr__(self, "chaos", Chaos.parse(self.chaos))
+            except SettingError as error:
+                raise SettingError(f"rrkit_config key 'chaos': {error}") from None
 
     @classmethod
     def of(cls, settings: RRKitConfig | Mapping[str, Any]) -> RRKitConfig:
@@ -114,6 +122,7 @@ MARKER_KEYS = (
     "match",
     "match_preset",
     "allow_repeats",
+    "chaos",
 )
 """The arguments `@pytest.mark.rrkit(...)` accepts."""
 _MARKER_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -122,7 +131,7 @@ _MARKER_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "record_mode": ((str,), "a record mode name"),
     "match_preset": ((str, tuple, list, type(None)), "a preset name or a list of names"),
     **{key: _KINDS[key] for key in ("upstream", "assert_all_used", "assert_all_matched", "assert_all_played")},
-    **{key: _KINDS[key] for key in ("match", "allow_repeats")},
+    **{key: _KINDS[key] for key in ("match", "allow_repeats", "chaos")},
 }
 """What each marker argument must be: a typo'd value (`assert_all_used="no"`) fails instead of being truthy."""
 _MAX_NAME = 100
@@ -152,6 +161,7 @@ class FixtureOptions:
     match: MatchConfig
     script: Path | str | None = None  # a script file, or `fixture:NAME`, from the marker's `script=`
     script_given: str = ""  # `script=` as the marker says it, for messages
+    chaos: Chaos | None = None
 
 
 def _unknown_keys(given: Mapping[str, Any], valid: tuple[str, ...], where: str) -> str | None:
@@ -286,4 +296,12 @@ def options_of(request: pytest.FixtureRequest, config: RRKitConfig | Mapping[str
         match=_match(request.node.nodeid, marked, checked),
         script=_script_reference(request, marked.get("script")),
         script_given=str(marked.get("script", "")),
+        chaos=_chaos(request.node.nodeid, marked.get("chaos", checked.chaos)),
     )
+
+
+def _chaos(test: str, given: Chaos | str | None) -> Chaos | None:
+    try:
+        return Chaos.parse(given) if isinstance(given, str) else given
+    except SettingError as error:
+        raise pytest.UsageError(f"{test}: rrkit marker argument 'chaos': {error}") from None

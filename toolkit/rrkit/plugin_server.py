@@ -238,7 +238,7 @@ def new_server(options: FixtureOptions) -> tuple[FakeServer, Script, CassetteDec
     _stop_on_sigterm()
     script = script_of(options)
     if options.cassette is None:
-        return FakeServer(script), script, None
+        return FakeServer(script, chaos=options.chaos), script, None
     redactor = Redactor.with_extra(options.config.redact_headers, options.config.redact_paths)
     try:
         deck = CassetteDeck.open(
@@ -251,7 +251,7 @@ def new_server(options: FixtureOptions) -> tuple[FakeServer, Script, CassetteDec
         )
     except CassetteError as error:
         pytest.fail(f"{options.test}: {error}", pytrace=False)
-    server = FakeServer(source=deck.source())
+    server = FakeServer(source=deck.source(), chaos=options.chaos)
     deck.journal_to(server.state.capture)  # each exchange on disk as it ends: a crashed test run loses none
     return server, script, deck
 

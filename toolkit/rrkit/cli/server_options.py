@@ -1,5 +1,5 @@
 """The options `serve` and `record` share: the cassette and its record mode, and what runs the server (address,
-`--lenient`, the upstream's, matching, observing, the admin API, limits, log level) given to each as one
+`--lenient`, the upstream's, matching, observing, the admin API, limits, log level, chaos) given to each as one
 `ServerOptions`; `folded`, which makes a bundle one parameter."""
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class ServerOptions:
     admin_hosts: tuple[str, ...]
     limits: tuple[str, ...]
     log_level: str
+    chaos: str | None
     settings: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -79,6 +80,14 @@ class ServerOptions:
         settings = server_settings(
             self.host, self.port, self.log_level, self.lenient, self.admin_token, self.admin_hosts, self.limits
         )
+        if self.chaos is not None:
+            from ..protocol.exceptions import SettingError
+            from ..protocol.plan import Chaos
+
+            try:
+                settings["chaos"] = Chaos.parse(self.chaos)
+            except SettingError as error:
+                raise click.BadParameter(str(error), param_hint="--chaos") from None
         object.__setattr__(self, "settings", settings)
 
     @property
@@ -115,6 +124,12 @@ server_options = folded(
     admin_options,
     limit_option,
     log_level_option,
+    click.option(
+        "--chaos",
+        metavar="drop=P,stall=P,seed=N",
+        help="Seeded random faults on every stream without a cut of its own: before each event a drop with "
+        "probability P, else a stall; the same seed cuts the same exchanges at the same events on every run.",
+    ),
 )
 """The options of a command that runs a server in the foreground, as its parameter `server` (a ServerOptions)."""
 

@@ -24,7 +24,7 @@ from ..protocol.request import Item
 from ..protocol.vocabulary import Transport
 from .connections import Connections
 from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
-from .events import Completed, Created, Delta, Metadata, OutputItemDone, map_event
+from .events import Completed, Created, Delta, Metadata, OutputItemDone, ResponseEvent, map_event
 from .prompt import Prompt, RequestDefaults
 from .retry import ClientOptions, RetryBudget, Step
 from .session_state import SessionState
@@ -298,22 +298,34 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             event = map_event(raw)
             if event is None and raw.get("type") == ERROR:
                 ignored = raw
-            elif isinstance(event, Created):
-                entry.response_id = event.response_id or entry.response_id
-            elif isinstance(event, Metadata):
-                if entry.transport == "ws" and self.frame_turn_state is None:
-                    self.frame_turn_state = event.headers.get(TURN_STATE_HEADER)
-            elif isinstance(event, Delta):
-                if on_delta is not None:
-                    on_delta(event)
-            elif isinstance(event, OutputItemDone):
-                items.append(event.item)
-                if not entry.warmup:
-                    history.append(event.item)
             elif isinstance(event, Completed):
                 # the baseline id is the completed response's only: never the one `response.created` named
                 entry.response_id = event.response_id or entry.response_id
                 return SampleResult(event.response_id, event.usage, event.end_turn, items)
+            elif event is not None:
+                self._take(event, entry, items, history, on_delta)
+
+    def _take(
+        self,
+        event: ResponseEvent,
+        entry: TraceEntry,
+        items: list[Item],
+        history: list[Item],
+        on_delta: DeltaCallback | None,
+    ) -> None:
+        """One event before the end: an id, a frame's turn state, a delta to show, a done item to keep."""
+        if isinstance(event, Created):
+            entry.response_id = event.response_id or entry.response_id
+        elif isinstance(event, Metadata):
+            if entry.transport == "ws" and self.frame_turn_state is None:
+                self.frame_turn_state = event.headers.get(TURN_STATE_HEADER)
+        elif isinstance(event, Delta):
+            if on_delta is not None:
+                on_delta(event)
+        elif isinstance(event, OutputItemDone):
+            items.append(event.item)
+            if not entry.warmup:
+                history.append(event.item)
 
     async def _drop_socket(self) -> None:
         """After any stream error the socket, and with it the incremental baseline, is dropped."""

@@ -4,16 +4,18 @@ the server plays over any transport."""
 from __future__ import annotations
 
 import json
+import math
+import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
 from .events import SSE_COMMENT, Event
-from .exceptions import RRKitError
+from .exceptions import RRKitError, SettingError
 from .sse import encode_comment, encode_json, encode_sse
-from .vocabulary import CloseKind, Transport
+from .vocabulary import CloseKind, LineEnding, Transport
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +43,79 @@ class StreamCut(RRKitError):
 
 
 @dataclass(frozen=True, slots=True)
+class Chaos:
+    """Seeded probabilistic faults for soak tests: before each event, a drop with probability `drop`, else a stall
+    with probability `stall`. Each stream draws from its own generator, seeded with (seed, the exchange's number),
+    so the same seed cuts the same exchanges at the same events on every run."""
+
+    drop: float = 0.0
+    stall: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("drop", "stall"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"chaos {name} is a probability from 0 to 1, got {getattr(self, name)!r}")
+
+    @classmethod
+    def parse(cls, text: str) -> Chaos:
+        """From `drop=0.02,stall=0.01,seed=7` (each part optional); a SettingError says what is wrong."""
+        given: dict[str, float | int] = {}
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            name, equals, value = part.partition("=")
+            name = name.strip()
+            if not equals or name not in ("drop", "stall", "seed"):
+                raise SettingError(f"chaos {part!r}: expected drop=P, stall=P or seed=N, e.g. drop=0.02,seed=7")
+            try:
+                given[name] = int(value) if name == "seed" else float(value)
+            except ValueError:
+                kind = "an integer" if name == "seed" else "a probability from 0 to 1"
+                raise SettingError(f"chaos {name}={value!r}: {name} is {kind}") from None
+        try:
+            return cls(float(given.get("drop", 0.0)), float(given.get("stall", 0.0)), int(given.get("seed", 0)))
+        except ValueError as error:
+            raise SettingError(str(error)) from None
+
+    def first_cut(self, key: int) -> tuple[str, int] | None:
+        """Where this chaos cuts stream `key` first: ("drop" or "stall", before event N), or None. Each event is
+        hit with probability drop + stall, so the first hit is drawn at once (geometrically) from the stream's
+        own generator, seeded with (seed, key)."""
+        hit = self.drop + self.stall
+        if hit <= 0.0:
+            return None
+        draw = random.Random(f"{self.seed}:{key}")
+        index = 0 if hit >= 1.0 else int(math.log1p(-draw.random()) / math.log1p(-hit))
+        return ("drop" if draw.random() * hit < self.drop else "stall"), index
+
+
+@dataclass(frozen=True, slots=True)
 class StreamFault:
-    """How a stream ends early: cut after `drop_after` events, or silent after `stall_after`."""
+    """How a stream ends early (cut after `drop_after` events, or silent after `stall_after`), and how an SSE
+    body's bytes go out (in pieces of `chunk_bytes`, its lines ending as `line_ending` says)."""
 
     drop_after: int | None = None
     stall_after: int | None = None
     close: CloseKind = "tcp"
     close_code: int = 1011
     close_reason: str = ""
+    chunk_bytes: int | None = None  # HTTP SSE: the body in pieces of this many bytes
+    chunk_delay: float = 0.0  # seconds between two pieces
+    line_ending: LineEnding = "lf"  # HTTP SSE: how the body's lines end
+    chaos: Chaos | None = None
+    past_end: bool = True  # a cut at or past the stream's end still applies (a scripted one; not chaos's)
+
+    def resolved(self, key: int) -> StreamFault:
+        """This fault for stream `key`, its chaos turned into the cut it draws (one not scripted already wins);
+        a chaos cut past the stream's last event does not happen."""
+        if self.chaos is None or self.drop_after is not None or self.stall_after is not None:
+            return self
+        cut = self.chaos.first_cut(key)
+        if cut is None:
+            return self
+        kind, index = cut
+        if kind == "drop":
+            return replace(self, drop_after=index, past_end=False)
+        return replace(self, stall_after=index, past_end=False)
 
 
 NO_FAULT = StreamFault()

@@ -11,3 +11,6 @@ CloseKind = Literal["tcp", "frame", "end"]
 cut stream when no terminal event came before it."""
 ClosedBy = Literal["server", "client", "tcp"]
 """Who ended a WebSocket connection: the server (a close frame), the client, or neither (the TCP connection)."""
+LineEnding = Literal["lf", "crlf", "cr"]
+"""How an SSE body's lines end: each of the three the SSE format allows."""
+LINE_ENDINGS: dict[LineEnding, bytes] = {"lf": b"\n", "crlf": b"\r\n", "cr": b"\r"}

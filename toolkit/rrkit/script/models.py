@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field
 from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
-from ..protocol.vocabulary import CloseKind, Transport
+from ..protocol.vocabulary import CloseKind, LineEnding, Transport
 
 
 class _Strict(BaseModel):
@@ -173,6 +173,15 @@ class ErrorFrame(_RetryHeaders):
     param: str | None = None
 
 
+class ChaosSpec(_Strict):
+    """Seeded probabilistic faults: before each event a drop with probability `drop`, else a stall with
+    probability `stall`; the same seed cuts the same exchanges at the same events on every run."""
+
+    drop: Annotated[float, Field(ge=0, le=1)] = 0.0
+    stall: Annotated[float, Field(ge=0, le=1)] = 0.0
+    seed: int = 0
+
+
 class Fault(_Strict):
     """Transport faults around the planned events."""
 
@@ -187,6 +196,14 @@ class Fault(_Strict):
     stall_after: Annotated[int, Field(ge=0)] | None = Field(None, description="send N events, then nothing")
     delay_first: Annotated[float, Field(ge=0)] = 0.0
     delay_each: Annotated[float, Field(ge=0)] = 0.0
+    chunk_bytes: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="HTTP SSE: the body in pieces of N bytes, each its own chunk, split wherever they fall (inside "
+        "a UTF-8 character, inside CRLF); a WebSocket message arrives whole",
+    )
+    chunk_delay: Annotated[float, Field(ge=0)] = Field(0.0, description="seconds between two pieces of chunk_bytes")
+    line_ending: LineEnding = Field("lf", description="HTTP SSE: how lines end: lf, crlf or cr (all are SSE)")
+    chaos: ChaosSpec | None = Field(None, description="seeded random drops and stalls (a scripted cut wins)")
 
     @model_validator(mode="after")
     def _one_cut(self) -> Self:

@@ -9,7 +9,7 @@ from ..protocol import errors
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
+from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
 from ..protocol.vocabulary import Transport
 from .models import (
     CustomToolCallOut,
@@ -119,7 +119,17 @@ def _timed(events: Iterable[Event], fault: Fault, transport: Transport) -> Itera
 
 def stream_fault(fault: Fault) -> StreamFault:
     """A script's fault as the engine applies it (the delays are already in the planned events)."""
-    return StreamFault(fault.drop_after, fault.stall_after, fault.close, fault.close_code, fault.close_reason)
+    return StreamFault(
+        fault.drop_after,
+        fault.stall_after,
+        fault.close,
+        fault.close_code,
+        fault.close_reason,
+        fault.chunk_bytes,
+        fault.chunk_delay,
+        fault.line_ending,
+        Chaos(fault.chaos.drop, fault.chaos.stall, fault.chaos.seed) if fault.chaos is not None else None,
+    )
 
 
 def rejection_of(reject: Reject) -> Rejection:

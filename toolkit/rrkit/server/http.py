@@ -18,9 +18,9 @@ from ..protocol.headers import TURN_STATE_HEADER, is_header_value
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
-from ..protocol.plan import ResponsePlan
+from ..protocol.plan import NO_FAULT, ResponsePlan, StreamFault
 from ..protocol.sse import encode_json
-from ..protocol.vocabulary import CloseKind
+from ..protocol.vocabulary import LINE_ENDINGS, CloseKind
 from .capture import Exchange
 from .respond import (
     RequestRefused,
@@ -112,7 +112,7 @@ class _Answer(Response):
         stopping = self.state.stopping or asyncio.Event()
         if streamed:
             await send({"type": "http.response.start", "status": 200, "headers": _raw(response_headers)})
-            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone))
+            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone, plan.fault))
         else:
             exchange.outcome = await play(plan, exchange, _CollectingChannel(scope, send, stopping, gone))
             if exchange.outcome.kind in STATED_KINDS:
@@ -203,14 +203,29 @@ async def _send_whole(
 
 
 class _SSEChannel:
-    def __init__(self, scope: Scope, send: Send, stopping: asyncio.Event, gone: asyncio.Event) -> None:
+    """An SSE body; a plan's fault says how its bytes go out (in pieces, with other line endings)."""
+
+    def __init__(
+        self, scope: Scope, send: Send, stopping: asyncio.Event, gone: asyncio.Event, fault: StreamFault = NO_FAULT
+    ) -> None:
         self.scope, self._send, self.stopping, self.gone = scope, send, stopping, gone
+        self.fault = fault
 
     async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
             raise ChannelGone
         body = b"".join(wire if isinstance(wire, bytes) else wire.encode() for wire in wires)
-        await self._send({"type": "http.response.body", "body": body, "more_body": True})
+        fault = self.fault
+        if fault.line_ending != "lf":  # every newline of an SSE frame ends a line (JSON data holds none)
+            body = body.replace(b"\n", LINE_ENDINGS[fault.line_ending])
+        if fault.chunk_bytes is None:
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+            return
+        for start in range(0, len(body), fault.chunk_bytes):
+            if start and fault.chunk_delay and await self.pause(fault.chunk_delay):
+                raise ChannelGone
+            piece = body[start : start + fault.chunk_bytes]
+            await self._send({"type": "http.response.body", "body": piece, "more_body": True})
 
     async def pause(self, seconds: float) -> bool:
         return await first_of(self.gone, self.stopping, timeout=seconds)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.types import Scope
@@ -22,7 +22,7 @@ from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, json_size
 from ..protocol.limits import Limits
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
-from ..protocol.plan import Rejection, ResponsePlan
+from ..protocol.plan import Chaos, Rejection, ResponsePlan
 from ..protocol.request import Item, check_request, input_items
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
@@ -160,6 +160,7 @@ class ServerState:
     admin: AdminPolicy = field(default_factory=AdminPolicy)  # who may call the admin API
     limits: Limits = field(default_factory=Limits)  # the sizes of what it reads
     counts: ExchangeCounts = field(default_factory=ExchangeCounts)  # exchanges ended, for /__rrkit/metrics
+    chaos: Chaos | None = None  # drawn on every stream whose plan has no chaos (nor cut) of its own
 
 
 STATE_KEY = "rrkit.state"
@@ -276,6 +277,9 @@ class Responder:
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
             raise RequestRefused.of(chosen.rejection)
+        chaos = self.state.chaos
+        if chaos is not None and chosen.body is None and chosen.fault.chaos is None:
+            return replace(chosen, fault=replace(chosen.fault, chaos=chaos))
         return chosen
 
 

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from ..protocol.exceptions import SettingError
 from ..protocol.ids import IdGenerator
 from ..protocol.limits import Limits
+from ..protocol.plan import Chaos
 from ..script.loader import default_script
 from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
@@ -210,9 +211,10 @@ class FakeServer(LoopbackServer):
     """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
     `async with FakeServer(script) as server:` runs it on the current event loop. Request fields must have the
     types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`).
-    `limits` bounds what it reads (rrkit.protocol.limits). The admin API answers callers on loopback only,
-    unless `admin_token` is given (then every call needs it); a server bound to another address makes up a token
-    when none is given (`admin_token` holds it)."""
+    `limits` bounds what it reads (rrkit.protocol.limits). `chaos` (a `Chaos`, or `"drop=0.02,stall=0.01,seed=7"`)
+    cuts streams at random, the same ones on every run with the same seed. The admin API answers callers on
+    loopback only, unless `admin_token` is given (then every call needs it); a server bound to another address
+    makes up a token when none is given (`admin_token` holds it)."""
 
     def __init__(
         self,
@@ -228,13 +230,17 @@ class FakeServer(LoopbackServer):
         admin_token: str | None = None,
         admin_hosts: Iterable[str] = (),
         limits: Limits | None = None,
+        chaos: Chaos | str | None = None,
     ) -> None:
         if script is not None and source is not None:
             raise SettingError("give a script or a reply source (such as a cassette replay), not both")
         _check_source(source)
         super().__init__(host=host, port=port, log_level=log_level)
         self.state = ServerState(
-            source or ScriptState(script or default_script()), ids=ids or IdGenerator(), lenient=lenient
+            source or ScriptState(script or default_script()),
+            ids=ids or IdGenerator(),
+            lenient=lenient,
+            chaos=Chaos.parse(chaos) if isinstance(chaos, str) else chaos,
         )
         self.admin_token_made = not admin_token and not is_loopback(host)
         token = new_token() if self.admin_token_made else admin_token

@@ -118,7 +118,7 @@ async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outc
 
 
 async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
-    fault = plan.fault
+    fault = plan.fault.resolved(exchange.id)  # chaos drawn for this exchange: a cut like any other
     cut_at = fault.drop_after if fault.drop_after is not None else -1
     stall_at = fault.stall_after if fault.stall_after is not None else -1
     start = time.monotonic()
@@ -169,11 +169,12 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
 
 
 async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: int) -> Outcome:
-    """Every event was sent: a fault at (or past) the end still applies; else the response ends normally."""
-    if fault.stall_after is not None and fault.stall_after >= sent:
+    """Every event was sent: a scripted fault at (or past) the end still applies (chaos's does not); else the
+    response ends normally."""
+    if fault.past_end and fault.stall_after is not None and fault.stall_after >= sent:
         await channel.stall()
         return Outcome(OutcomeKind.STALLED, sent)
-    if fault.drop_after is not None and fault.drop_after >= sent:
+    if fault.past_end and fault.drop_after is not None and fault.drop_after >= sent:
         await channel.cut(fault.close, fault.close_code, fault.close_reason)
         return Outcome(OutcomeKind.DROPPED, sent)
     try:

@@ -1,0 +1,101 @@
+"""How an SSE body's bytes go out: in pieces of N bytes (each its own HTTP chunk, split inside UTF-8 characters and
+inside CRLF), with LF, CRLF or CR line endings. Read off the raw socket (the chunked framing itself), and by real
+SSE parsers, which must get the same events as from whole frames."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+import pytest
+
+from rrkit.protocol.sse import SSEDecoder, iter_events
+from rrkit.script import Reply, Script, reply, text
+
+from .faultclient import BODY, Serve, port_of, post_sse, sdk, ws_connect, ws_request
+
+WORDS = "Grüße, 世界! Ça va? 🙂"  # two-, three- and four-byte UTF-8 characters
+WHOLE = reply(text(WORDS, chunks=4))
+
+
+def pieces(fault: dict[str, Any]) -> Reply:
+    return WHOLE.model_copy(update={"fault": WHOLE.fault.model_validate(fault)})
+
+
+def raw_chunks(port: int) -> list[bytes]:
+    """POST the default body over a bare socket; the chunks of the chunked response body, in order."""
+    payload = json.dumps(BODY).encode()
+    request = (
+        b"POST /v1/responses HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+        + payload
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head.lower()
+    chunks = []
+    while True:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return chunks
+        chunks.append(rest[:size])
+        assert rest[size : size + 2] == b"\r\n"
+        rest = rest[size + 2 :]
+
+
+def shape(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """What must not change with the bytes' cut: each event's type and text (ids are new per response)."""
+    return [(event["type"], str(event.get("delta", event.get("text", "")))) for event in events]
+
+
+def test_one_byte_pieces_are_each_their_own_chunk_cut_inside_characters_and_crlf(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"chunk_bytes": 1, "line_ending": "crlf"})))
+    chunks = raw_chunks(port_of(server))
+    body = b"".join(chunks)
+    assert {len(chunk) for chunk in chunks} == {1}
+    assert body.count(b"\r\n\r\n") == body.count(b"data: ") and b"\n\n" not in body.replace(b"\r\n", b"")
+    assert any(chunk[0] >= 0x80 for chunk in chunks)  # a byte of a multi-byte character, alone in its chunk
+    assert "世界" in "".join(json.loads(line[6:]).get("delta", "") for line in body.decode().split("\r\n")[1::3])
+
+
+@pytest.mark.parametrize("ending", ["lf", "crlf", "cr"])
+@pytest.mark.parametrize("size", [1, 7])
+def test_the_sdk_and_rrkit_s_parser_get_the_same_events_from_pieces_as_from_whole_frames(
+    serve: Serve, size: int, ending: str
+) -> None:
+    server = serve(Script().add(WHOLE).add(pieces({"chunk_bytes": size, "line_ending": ending})).add(WHOLE))
+    whole = shape(post_sse(server).events)
+    cut = shape(post_sse(server).events)
+    with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as stream:
+        by_sdk = shape([event.model_dump() for event in stream])
+    assert cut == whole and len(whole) == 12
+    assert by_sdk == whole
+
+
+def test_rrkit_s_decoder_fed_one_byte_at_a_time_gets_the_events_of_the_whole_body(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"chunk_bytes": 3, "line_ending": "crlf"})))
+    body = b"".join(raw_chunks(port_of(server)))
+    decoder = SSEDecoder()
+    one_by_one = [event for byte in body for event in iter_events(decoder.feed(bytes([byte])))]
+    assert shape(one_by_one) == shape(list(iter_events(SSEDecoder().feed(body))))
+    assert "".join(event.get("delta", "") for event in one_by_one) == WORDS
+
+
+def test_a_websocket_message_arrives_whole_whatever_the_pieces(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"chunk_bytes": 1, "line_ending": "crlf"})))
+    with ws_connect(server) as websocket:
+        result = ws_request(websocket)
+    assert "".join(event.get("delta", "") for event in result.events) == WORDS
+
+
+def test_a_chunk_delay_paces_the_pieces(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"chunk_bytes": 64, "chunk_delay": 0.01})))
+    result = post_sse(server)
+    assert result.events[-1]["type"] == "response.completed"
+    assert result.elapsed >= 0.1  # 12 events of over 100 bytes: 18 pieces or more, 10 ms apart (a lower bound only)
