@@ -192,6 +192,7 @@ class WSResult:
     """What a websockets client saw for one request: the frames read and how the read ended."""
 
     events: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # frames that are not JSON (half of one, cut inside it)
     closed: ConnectionClosed | None = None
     close_code: int | None = None  # the code the client ends up with: the frame's, or 1006 without one
     timed_out: bool = False
@@ -213,7 +214,12 @@ def ws_read(websocket: ClientConnection, *, timeout: float = WAIT, start: float 
     result = WSResult()
     try:
         while True:
-            event = json.loads(websocket.recv(timeout=timeout))
+            frame = websocket.recv(timeout=timeout)
+            try:
+                event = json.loads(frame)
+            except json.JSONDecodeError:
+                result.unreadable.append(str(frame))
+                continue
             if result.first_event_after is None:
                 result.first_event_after = time.monotonic() - start
             result.events.append(event)

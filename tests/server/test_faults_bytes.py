@@ -1,6 +1,6 @@
-"""How an SSE body's bytes go out: in pieces of N bytes (each its own HTTP chunk, split inside UTF-8 characters and
-inside CRLF), with LF, CRLF or CR line endings. Read off the raw socket (the chunked framing itself), and by real
-SSE parsers, which must get the same events as from whole frames."""
+"""How a stream's bytes go out: an SSE body in pieces of N bytes (each its own HTTP chunk, split inside UTF-8
+characters and inside CRLF), with LF, CRLF or CR line endings; a cut inside an event. Read off the raw socket
+(the chunked framing itself), and by real SSE parsers, which must get the same events as from whole frames."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import json
 import socket
 from typing import Any
 
+import openai
 import pytest
+from websockets.exceptions import ConnectionClosed
 
 from rrkit.protocol.sse import SSEDecoder, iter_events
 from rrkit.script import Reply, Script, reply, text
@@ -99,3 +101,66 @@ def test_a_chunk_delay_paces_the_pieces(serve: Serve) -> None:
     result = post_sse(server)
     assert result.events[-1]["type"] == "response.completed"
     assert result.elapsed >= 0.1  # 12 events of over 100 bytes: 18 pieces or more, 10 ms apart (a lower bound only)
+
+
+# -- a cut inside an event ------------------------------------------------------------------------
+
+
+def test_a_cut_inside_an_event_leaves_half_a_frame_then_no_final_chunk(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
+    result = post_sse(server)
+    assert len(result.events) == 4 and result.error is not None  # httpx: the chunked body never ended
+    with pytest.raises(ValueError):
+        raw_chunks(port_of(server))  # the bare socket sees the chunked body end with no final chunk
+    exchange = server.settle().exchanges[0]
+    assert exchange.outcome is not None and (exchange.outcome.kind.value, exchange.outcome.events_sent) == (
+        "dropped",
+        4,
+    )
+
+
+def test_half_a_frame_is_what_the_sse_parser_holds_when_the_cut_comes(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
+    payload = json.dumps(BODY).encode()
+    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert not data.endswith(b"0\r\n\r\n")  # no final chunk
+    body, rest = b"", data.partition(b"\r\n\r\n")[2]
+    while rest:  # the chunks as they came, the last one cut short
+        size_line, _, rest = rest.partition(b"\r\n")
+        body, rest = body + rest[: int(size_line, 16)], rest[int(size_line, 16) + 2 :]
+    messages = body.split(b"\n\n")
+    assert len(iter_events(SSEDecoder().feed(b"\n\n".join(messages[:-1]) + b"\n\n"))) == 4  # four whole events
+    half = messages[-1].split(b"\n")[-1]
+    assert half.startswith(b"data: {") and not half.endswith(b"}")  # and half of the fifth, never ended
+
+
+def test_the_sdk_raises_on_a_cut_inside_an_event(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
+    with pytest.raises(openai.APIConnectionError):
+        list(sdk(server).responses.create(model="gpt-test", input="Hi", stream=True))
+
+
+def test_over_websocket_half_a_frame_arrives_then_the_connection_dies(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
+    frames: list[str] = []
+    with ws_connect(server) as websocket:
+        websocket.send(json.dumps({"type": "response.create", **{k: v for k, v in BODY.items() if k != "stream"}}))
+        with pytest.raises(ConnectionClosed):
+            while True:
+                frames.append(str(websocket.recv(timeout=30)))
+    assert len(frames) == 5 and json.loads(frames[0])["type"] == "response.created"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(frames[4])
+
+
+def test_cut_inside_without_drop_after_is_refused_at_load() -> None:
+    with pytest.raises(ValueError, match="give drop_after too"):
+        WHOLE.fault.model_validate({"cut_inside": True})

@@ -101,6 +101,7 @@ class StreamFault:
     chunk_bytes: int | None = None  # HTTP SSE: the body in pieces of this many bytes
     chunk_delay: float = 0.0  # seconds between two pieces
     line_ending: LineEnding = "lf"  # HTTP SSE: how the body's lines end
+    cut_inside: bool = False  # the cut at drop_after falls inside that event: half its bytes, then a bare close
     chaos: Chaos | None = None
     past_end: bool = True  # a cut at or past the stream's end still applies (a scripted one; not chaos's)
 

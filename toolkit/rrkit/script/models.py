@@ -203,12 +203,19 @@ class Fault(_Strict):
     )
     chunk_delay: Annotated[float, Field(ge=0)] = Field(0.0, description="seconds between two pieces of chunk_bytes")
     line_ending: LineEnding = Field("lf", description="HTTP SSE: how lines end: lf, crlf or cr (all are SSE)")
+    cut_inside: bool = Field(
+        False,
+        description="the cut at drop_after falls inside that event: the first half of its bytes (SSE) or of its "
+        "text (a WebSocket frame) goes out, then the connection closes bare",
+    )
     chaos: ChaosSpec | None = Field(None, description="seeded random drops and stalls (a scripted cut wins)")
 
     @model_validator(mode="after")
     def _one_cut(self) -> Self:
         if self.drop_after is not None and self.stall_after is not None:
             raise ValueError("use either drop_after or stall_after, not both")
+        if self.cut_inside and self.drop_after is None:
+            raise ValueError("cut_inside says where the drop_after cut falls: give drop_after too")
         return self
 
 

@@ -149,7 +149,7 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
                             await channel.stall()
                             return Outcome(OutcomeKind.STALLED, sent)
                         if index == cut_at:
-                            await channel.cut(fault.close, fault.close_code, fault.close_reason)
+                            await _cut(channel, fault, planned)
                             return Outcome(OutcomeKind.DROPPED, sent)
                         if await channel.pause(planned.delay):
                             return Outcome(OutcomeKind.DISCONNECTED, sent)
@@ -166,6 +166,16 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
             await channel.cut("frame", INTERNAL_ERROR, "internal error")
         return server_error_outcome(error, sent, streaming=True)
     return await _end(fault, exchange, channel, sent)
+
+
+async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent) -> None:
+    """The scripted cut before `planned`; with `cut_inside`, the first half of its bytes goes out first and the
+    connection then closes bare, so the client holds a frame it cannot finish."""
+    if fault.cut_inside:
+        await channel.send([planned.wire[: max(1, len(planned.wire) // 2)]])
+        await channel.cut("tcp", fault.close_code, fault.close_reason)
+        return
+    await channel.cut(fault.close, fault.close_code, fault.close_reason)
 
 
 async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: int) -> Outcome:
