@@ -3,9 +3,12 @@ shapes."""
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
+import pydantic
 import pytest
+from openai.types.responses import ResponseError, ResponseFailedEvent
 
 from rrkit.protocol import FAILURE_CODES, Classification, ErrorKind, classify_failure, error_body, ws_error_frame
 from rrkit.protocol.errors import (
@@ -13,6 +16,7 @@ from rrkit.protocol.errors import (
     INCOMPLETE,
     PREVIOUS_RESPONSE_NOT_FOUND,
     RECONNECT_CODES,
+    SDK_VALID_FAILURE_CODES,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
     classify_http_error,
@@ -22,6 +26,7 @@ from rrkit.protocol.errors import (
     retry_after,
 )
 from rrkit.protocol.events import ResponseEvents
+from rrkit.protocol.ids import IdGenerator
 
 # docs/protocol.md, Failures and retries: `response.failed` codes: code -> (kind, retry?).
 FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
@@ -314,3 +319,26 @@ def test_errors_error_frame_keeps_explicit_type_and_headers() -> None:
 def test_errors_error_frame_for_connection_limit_classifies_as_retryable() -> None:
     frame = ws_error_frame(400, "Too many connections.", code=WEBSOCKET_CONNECTION_LIMIT)
     assert classify_http_error(frame["status"], frame, {}).retryable
+
+
+SDK_CODES = set(typing.get_args(ResponseError.model_fields["code"].annotation))
+
+
+@pytest.mark.parametrize("code", sorted(FAILURE_CODES))
+def test_a_generated_failure_parses_strictly_with_the_sdk_exactly_when_its_code_is_in_the_sdk_literal(
+    code: str,
+) -> None:
+    """Six catalogue codes the real service sends are outside the SDK's `ResponseError.code` literal: a strict
+    parse refuses their `response.failed` (docs/protocol.md says so). A test of a strict client scripts one of
+    the codes the SDK knows."""
+    events = ResponseEvents({"model": "gpt-test"}, ids=IdGenerator.counting(), created_at=1)
+    events.start()
+    failed = events.failed(code)[-1]
+    try:
+        ResponseFailedEvent.model_validate(failed)
+    except pydantic.ValidationError:
+        parses = False
+    else:
+        parses = True
+    assert parses is (code in SDK_CODES)
+    assert (code in SDK_CODES) is (code in SDK_VALID_FAILURE_CODES)

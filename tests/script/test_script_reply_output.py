@@ -187,3 +187,23 @@ def test_the_same_reply_is_the_same_event_sequence_over_both_transports(serve: S
     over_http = stream(server, "http", BODY)
     over_ws = stream(server, "ws", BODY)
     assert types(over_http) == types(over_ws)
+
+
+BROKEN_ARGUMENTS = '{"cmd": ["echo", "hi"'  # cut short: not valid JSON
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_tool_call_whose_arguments_are_not_json_goes_out_verbatim_and_the_sdk_parses_the_stream(
+    serve: Serve, transport: str
+) -> None:
+    server = serve(Script(default=reply(function_call("shell", BROKEN_ARGUMENTS, chunks=3))))
+    events = stream(server, transport)
+    deltas = "".join(e["delta"] for e in events if e["type"] == "response.function_call_arguments.delta")
+    done = next(e for e in events if e["type"] == "response.output_item.done")
+    assert deltas == BROKEN_ARGUMENTS == done["item"]["arguments"]
+    assert check_order(events) == []
+    with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
+        final = [event for event in sdk_stream][-1]
+    assert final.response.output[0].arguments == BROKEN_ARGUMENTS  # type: ignore[union-attr]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(final.response.output[0].arguments)  # type: ignore[union-attr]

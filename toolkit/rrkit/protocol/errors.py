@@ -70,6 +70,10 @@ FAILURE_CODES: dict[str, FailureCode] = {
         ),
     )
 }
+SDK_VALID_FAILURE_CODES = frozenset({"invalid_prompt", RATE_LIMIT_EXCEEDED})
+"""The catalogue's codes inside the official SDK's `ResponseError.code` literal (openai 3.57; `server_error` is
+there too): a strict SDK parse refuses `response.failed` with any of the other six, which the real service sends
+and Codex reacts to. A test of a strict client scripts one of these (or `server_error`)."""
 POLICY_CODE_SUFFIX = "_policy"
 OVERLOADED_CODES = frozenset(code for code, entry in FAILURE_CODES.items() if entry.kind is ErrorKind.OVERLOADED)
 """`server_is_overloaded`: not retried, as `response.failed`, as an HTTP status or as a WebSocket error frame
