@@ -1,6 +1,7 @@
-"""Which side-channel frame the Codex binaries read a turn state from, observed rather than read from sources:
-a tool-loop turn whose first response carries the frame; the turn's next request carries the token (in its
-`client_metadata`) only where Codex read it. The pinned 0.169.0 and the newest 0.171.0 alike."""
+"""What the Codex binaries read and skip of a stream, observed rather than read from sources (the pinned 0.169.0
+and the newest 0.171.0 alike): which side-channel frame a turn state comes from (a tool-loop turn whose first
+response carries the frame: the turn's next request carries the token in its `client_metadata` only where Codex
+read it), and an event that is not JSON (skipped: the turn completes with no retry)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from rrkit.protocol import events as ev
 from rrkit.protocol.headers import TURN_STATE_HEADER
-from rrkit.script import Match, Script, function_call, reply, side_frame
+from rrkit.script import Match, Script, function_call, reply, side_frame, text
+from rrkit.script.models import Fault
 from rrkit.server import FakeServer
 
 from .codex import NEWEST, codex_of, run_codex, write_codex_home
@@ -50,3 +52,22 @@ def test_codex_reads_a_turn_state_only_from_a_response_metadata_frame_over_webso
     echoed = follow_up.client_metadata.get(TURN_STATE_HEADER)
     assert echoed == (token if READS[(transport, frame_type)] else None)
     assert follow_up.request_headers.get(TURN_STATE_HEADER) is None  # a frame's token never becomes a header
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+@pytest.mark.parametrize("version", ["pinned", NEWEST])
+def test_codex_skips_an_event_that_is_not_json_and_completes_without_a_retry(
+    tmp_path: Path, version: str, transport: str
+) -> None:
+    binary = codex_of(version)
+    words = reply(text("Alpha beta gamma delta.", chunks=4))
+    lost_item_added = words.model_copy(update={"fault": Fault(not_json_at=2)})  # output_item.added, not JSON
+    script = Script().add(lost_item_added).add(reply("A retry."), repeat=True)
+    with FakeServer(script) as server:
+        home = write_codex_home(tmp_path / "home", server.http_url, websockets=transport == "ws")
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        run = run_codex(binary, home=home, workdir=workdir, timeout=60.0)
+        turn = [e for e in server.settle().exchanges if (e.wire_request or {}).get("generate") is not False]
+    assert run.returncode == 0, run.stderr
+    assert "Alpha beta gamma delta." in run.stdout and len(turn) == 1

@@ -19,7 +19,7 @@ import openai
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from rrkit.protocol import Outcome, SSEDecoder, iter_events
+from rrkit.protocol import Outcome, SSEDecoder
 from rrkit.server import Exchange, FakeServer
 
 from ..errortrap import Serve as Serve  # re-exported: the type of the `serve` fixture
@@ -96,6 +96,7 @@ class SSEResult:
     status: int = 0
     headers: httpx.Headers = field(default_factory=httpx.Headers)
     events: list[dict[str, Any]] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)  # data lines that are not JSON
     error: Exception | None = None
     json: Any = None  # the body of an error response
     first_event_after: float | None = None  # seconds from sending the request to the first event
@@ -127,10 +128,15 @@ def post_sse(
                     return result
                 decoder = SSEDecoder()
                 for chunk in response.iter_bytes():
-                    for event in iter_events(decoder.feed(chunk)):
+                    for message in decoder.feed(chunk):
+                        if message.data == "[DONE]":
+                            continue
                         if result.first_event_after is None:
                             result.first_event_after = time.monotonic() - start
-                        result.events.append(event)
+                        try:
+                            result.events.append(message.json())
+                        except ValueError:  # data that is not JSON: kept apart, as a client skips it
+                            result.unreadable.append(message.data)
         except httpx.TransportError as error:
             result.error = error
         finally:

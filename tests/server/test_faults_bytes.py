@@ -12,8 +12,12 @@ import openai
 import pytest
 from websockets.exceptions import ConnectionClosed
 
+from rrkit.cassette import cassette_from_capture
+from rrkit.cassette.replay import CassetteSource
+from rrkit.protocol.events import UNPARSABLE
 from rrkit.protocol.sse import SSEDecoder, iter_events
 from rrkit.script import Reply, Script, reply, text
+from rrkit.tools.validate import validate_cassette
 
 from .faultclient import BODY, Serve, port_of, post_sse, sdk, ws_connect, ws_request
 
@@ -164,3 +168,39 @@ def test_over_websocket_half_a_frame_arrives_then_the_connection_dies(serve: Ser
 def test_cut_inside_without_drop_after_is_refused_at_load() -> None:
     with pytest.raises(ValueError, match="give drop_after too"):
         WHOLE.fault.model_validate({"cut_inside": True})
+
+
+# -- data that is not JSON --------------------------------------------------------------------------
+
+
+def test_an_sse_data_line_that_is_not_json_is_sent_and_the_stream_goes_on(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"not_json_at": 4})))
+    body = b"".join(raw_chunks(port_of(server))).decode()
+    data = [line[6:] for line in body.split("\n") if line.startswith("data: ")]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(data[4])
+    assert data[4].startswith('{"type":"response.output_text.delta"')
+    assert json.loads(data[-1])["type"] == "response.completed" and len(data) == 12
+    with pytest.raises(json.JSONDecodeError):
+        list(sdk(server).responses.create(model="gpt-test", input="Hi", stream=True))  # the SDK stops at it
+
+
+def test_over_websocket_a_frame_that_is_not_json_comes_and_the_rest_follows(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"not_json_at": 4})))
+    with ws_connect(server) as websocket:
+        result = ws_request(websocket)
+    assert len(result.unreadable) == 1 and result.unreadable[0].startswith('{"type":"response.output_text.delta"')
+    assert result.types[-1] == "response.completed" and len(result.events) == 11
+
+
+def test_data_that_is_not_json_is_recorded_as_it_went_and_replayed_the_same(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"not_json_at": 4})))
+    first = b"".join(raw_chunks(port_of(server))).decode()
+    cassette = cassette_from_capture(server.settle().exchanges, server.connections)
+    kept = cassette.exchanges[0].events[4].event
+    assert kept["type"] == UNPARSABLE and kept["event"] == "response.output_text.delta"
+    assert validate_cassette(cassette) == []  # the unread event holds its place; what it carried is not judged
+    with serve.running(source=CassetteSource(cassette)) as replay:
+        again = b"".join(raw_chunks(port_of(replay))).decode()
+    bad = [line for line in first.split("\n") if line.startswith("data: ")][4]
+    assert bad in again.split("\n")

@@ -37,8 +37,8 @@ class SSEStream(EventStream):
                     continue
                 try:
                     event = message.json()
-                except ValueError as error:
-                    raise dropped(f"undecodable SSE data: {message.data[:80]!r}") from error
+                except ValueError:  # skipped, as Codex 0.169.0 and 0.171.0 skip it (observed)
+                    continue
                 if isinstance(event, dict):
                     self._pending.append(event)
         return self._pending.popleft()

@@ -75,7 +75,7 @@ class ResponsesSocket(EventStream):
 
     async def next_event(self) -> dict[str, Any] | None:
         """The next event frame; an `error` frame with a status raises its typed error (one without is an
-        event like any other: `map_event` ignores it, bar two codes)."""
+        event like any other: `map_event` ignores it, bar two codes); a frame that is not JSON is skipped."""
         while True:
             try:
                 message = await self.connection.recv()
@@ -84,8 +84,8 @@ class ResponsesSocket(EventStream):
             text = message.decode("utf-8", errors="replace") if isinstance(message, bytes) else message
             try:
                 frame = json.loads(text)
-            except ValueError as error:
-                raise dropped(f"undecodable frame: {text[:80]!r}") from error
+            except ValueError:  # skipped, as Codex 0.169.0 and 0.171.0 skip it (observed)
+                continue
             if not isinstance(frame, dict):
                 continue
             if frame.get("type") == ev.ERROR and frame.get("status") is not None:

@@ -77,6 +77,11 @@ SSE_COMMENT = "rrkit.sse_comment"
 """Not a Responses event: an SSE comment line (a keep-alive) kept in a relay or a recording in its place, as
 `{"type": SSE_COMMENT, "comment": text}`; sent as the comment again over SSE, never over a WebSocket."""
 
+UNPARSABLE = "rrkit.unparsable"
+"""Not a Responses event: data a server sent in an event's place that is not JSON (a fault), kept as `{"type":
+UNPARSABLE, "data": text, "event": SSE event name}` and sent again as that same data. The order checker counts it
+as the event it stands for, whose content is unknown."""
+
 METADATA = "response.metadata"
 """A server frame about a response, not one of its events: `{type, headers: {x-codex-turn-state, ...}, metadata}`.
 Codex 0.169.0 and 0.171.0 read a WebSocket turn state from it (observed: the turn's next request carries the

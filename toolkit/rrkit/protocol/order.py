@@ -33,6 +33,24 @@ class Rule(StrEnum):
     USAGE = "response.completed states integer usage, total_tokens = input_tokens + output_tokens"
 
 
+ITEM_RULES = frozenset(
+    {
+        Rule.ITEM_ADDED_FIRST,
+        Rule.ITEM_OPEN,
+        Rule.OUTPUT_INDEX,
+        Rule.PART_ADDED_FIRST,
+        Rule.DONE_MATCHES_DELTAS,
+        Rule.ITEM_TYPE,
+        Rule.ITEM_ID,
+        Rule.DONE_ITEM_REPEATS,
+        Rule.COMPLETED_OUTPUT,
+    }
+)
+"""The rules about what the events carried: after an event that could not be read (`events.UNPARSABLE`), which
+may have been any of them, these are not judged; the stream-wide ones still are (it kept its place in the
+numbering)."""
+
+
 # -- what the checker knows of each event family ----------------------------------------------------------------
 
 
@@ -166,13 +184,17 @@ class _Check:
         self.opened = False  # response.created (or the event that came in its place) seen
         self.terminal_at: int | None = None
         self.terminal_kind: object = None
+        self.unread = False  # an event that could not be read came: what it carried is unknown
 
     def flag(self, index: int, rule: Rule, detail: str | None) -> None:
-        if detail is not None:
+        if detail is not None and not (self.unread and rule in ITEM_RULES):
             self.violations.append(Violation(index, rule, detail))
 
     def event(self, index: int, event: dict[str, Any]) -> None:
         kind = event.get("type")
+        if kind == ev.UNPARSABLE:  # it holds its place; its sequence_number and content are unknown
+            self.unread = True
+            return
         self.stream_rules(index, kind, event)
         _HANDLERS.get(str(kind), _Check.item_event)(self, index, kind, event)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from .events import SSE_COMMENT, Event
+from .events import SSE_COMMENT, UNPARSABLE, Event
 from .exceptions import RRKitError, SettingError
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import CloseKind, LineEnding, Transport
@@ -102,6 +102,7 @@ class StreamFault:
     chunk_delay: float = 0.0  # seconds between two pieces
     line_ending: LineEnding = "lf"  # HTTP SSE: how the body's lines end
     cut_inside: bool = False  # the cut at drop_after falls inside that event: half its bytes, then a bare close
+    not_json_at: int | None = None  # this event goes out as data that is not JSON (half its text); the rest follow
     chaos: Chaos | None = None
     past_end: bool = True  # a cut at or past the stream's end still applies (a scripted one; not chaos's)
 
@@ -247,17 +248,34 @@ class _LazyVerbatim(PlannedEvent):
     __hash__ = None  # type: ignore[assignment]  # as a PlannedEvent's: its event is a dict
 
 
+def not_json(planned_event: PlannedEvent, transport: Transport) -> PlannedEvent:
+    """`planned_event` as data no parser can read: its JSON cut short after its type and sequence number (the
+    same text on every run: no id in it). The stream goes on after it."""
+    kind, number = planned_event.type or "", planned_event.event.get("sequence_number")
+    text = f'{{"type":{json.dumps(kind)},' + (f'"sequence_number":{number},' if isinstance(number, int) else "")
+    return unparsable(text, kind, transport, planned_event.delay)
+
+
+def unparsable(data: str, event_name: str, transport: Transport, delay: float = 0.0) -> PlannedEvent:
+    """Data that is not JSON, sent as it is: a WebSocket text frame, or an SSE frame named `event_name`."""
+    event = {"type": UNPARSABLE, "data": data, **({"event": event_name} if event_name else {})}
+    wire: str | bytes = data if transport == "ws" else encode_sse(event_name or "message", data.encode())
+    return PlannedEvent(event, wire, delay)
+
+
 def verbatim(raw: str, transport: Transport, delay: float = 0.0, *, lazy: bool = False) -> PlannedEvent:
     """An event kept as its compact JSON text, sent as that text; a kept SSE comment goes out as one. The text
     is parsed now (a ValueError if it is not JSON), or with `lazy` (text known to be a JSON object with a string
     `type`, such as a loaded cassette's event) only if `event` is read: its type is read off the text."""
     kind = _type_prefix(raw) if lazy else None
-    if kind is not None and kind != SSE_COMMENT:
+    if kind is not None and kind not in (SSE_COMMENT, UNPARSABLE):
         return _LazyVerbatim(raw, raw if transport == "ws" else encode_sse(kind, raw.encode()), delay, kind)
     event = _parse_exact(raw)
     kind = event.get("type")
     if kind == SSE_COMMENT and transport != "ws":
         return PlannedEvent(event, encode_comment(str(event.get("comment", ""))), delay)
+    if kind == UNPARSABLE:
+        return unparsable(str(event.get("data", "")), str(event.get("event", "")), transport, delay)
     wire: str | bytes = raw if transport == "ws" else encode_sse(str(kind), raw.encode())
     return PlannedEvent(event, wire, delay)
 
@@ -287,12 +305,20 @@ def event_of_wire(wire: str | bytes) -> Event:
     """The event an SSE frame or WebSocket text (made by `planned`, `verbatim` or `sse_comment`) carries,
     parsed as exactly as it was written (integers beyond 64 bits included)."""
     if isinstance(wire, str):
-        parsed: Event = _parse_exact(wire)
-        return parsed
+        return event_of_data(wire)
     if wire.startswith(b":"):
         return {"type": SSE_COMMENT, "comment": wire[1:-2].decode()}
     data = wire.index(b"\ndata: ") + 7
-    parsed = _parse_exact(wire[data:-2].decode())
+    return event_of_data(wire[data:-2].decode(), wire[7 : data - 7].decode())
+
+
+def event_of_data(text: str, event_name: str = "") -> Event:
+    """The event an SSE data line (or a WebSocket frame's text) carries, parsed exactly; data that is not JSON
+    (a fault) is kept as an `UNPARSABLE` entry holding it, and `event_name` (the SSE frame's)."""
+    try:
+        parsed: Event = _parse_exact(text)
+    except ValueError:
+        return {"type": UNPARSABLE, "data": text, **({"event": event_name} if event_name else {})}
     return parsed
 
 

@@ -205,8 +205,13 @@ class Fault(_Strict):
     line_ending: LineEnding = Field("lf", description="HTTP SSE: how lines end: lf, crlf or cr (all are SSE)")
     cut_inside: bool = Field(
         False,
-        description="the cut at drop_after falls inside that event: the first half of its bytes (SSE) or of its "
-        "text (a WebSocket frame) goes out, then the connection closes bare",
+        description="the cut at drop_after falls inside that event: the first half of its bytes (SSE), or a frame "
+        "of its JSON cut short (WebSocket), goes out, then the connection closes bare",
+    )
+    not_json_at: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description="event N goes out as data that is not JSON (its JSON cut short after its type and "
+        "sequence_number: an SSE data line, a WebSocket frame); the events after it follow as usual",
     )
     chaos: ChaosSpec | None = Field(None, description="seeded random drops and stalls (a scripted cut wins)")
 

@@ -129,6 +129,7 @@ def stream_fault(fault: Fault) -> StreamFault:
         fault.chunk_delay,
         fault.line_ending,
         fault.cut_inside,
+        fault.not_json_at,
         Chaos(fault.chaos.drop, fault.chaos.stall, fault.chaos.seed) if fault.chaos is not None else None,
     )
 

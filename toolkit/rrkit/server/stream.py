@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
-from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, not_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange, SentEvents, begun_here
 
@@ -143,14 +143,16 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
             async for run in stream:
                 for planned in run:
                     index = sent + len(pending)
+                    if index == fault.not_json_at:
+                        planned = not_json(planned, "ws" if isinstance(planned.wire, str) else "http")
                     if index in (stall_at, cut_at) or planned.delay:
                         await flush()
                         if index == stall_at:
                             await channel.stall()
                             return Outcome(OutcomeKind.STALLED, sent)
                         if index == cut_at:
-                            await _cut(channel, fault, planned)
-                            return Outcome(OutcomeKind.DROPPED, sent)
+                            cut = await _cut(channel, fault, planned, exchange.events, time.monotonic() - start)
+                            return Outcome(OutcomeKind.DROPPED, sent + cut)
                         if await channel.pause(planned.delay):
                             return Outcome(OutcomeKind.DISCONNECTED, sent)
                     pending.append(planned)
@@ -168,14 +170,23 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
     return await _end(fault, exchange, channel, sent)
 
 
-async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent) -> None:
-    """The scripted cut before `planned`; with `cut_inside`, the first half of its bytes goes out first and the
-    connection then closes bare, so the client holds a frame it cannot finish."""
-    if fault.cut_inside:
+async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent, sent: SentEvents, at: float) -> int:
+    """The scripted cut before `planned`, and how many frames went out with it. With `cut_inside`, a start of it
+    goes out first and the connection then closes bare: over SSE the first half of its frame's bytes (which no
+    parser dispatches), over WebSocket a frame of its JSON cut short (recorded in `sent`, as any frame sent)."""
+    if not fault.cut_inside:
+        await channel.cut(fault.close, fault.close_code, fault.close_reason)
+        return 0
+    frames = 0
+    if isinstance(planned.wire, str):
+        partial = not_json(planned, "ws")
+        await channel.send([partial.wire])
+        sent.sent(at, [partial])
+        frames = 1
+    else:
         await channel.send([planned.wire[: max(1, len(planned.wire) // 2)]])
-        await channel.cut("tcp", fault.close_code, fault.close_reason)
-        return
-    await channel.cut(fault.close, fault.close_code, fault.close_reason)
+    await channel.cut("tcp", fault.close_code, fault.close_reason)
+    return frames
 
 
 async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: int) -> Outcome:

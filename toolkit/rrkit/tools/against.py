@@ -27,6 +27,7 @@ from ..cassette.format import (
 from ..client.ws_transport import websocket_url
 from ..protocol.events import ENDING_TYPES, SIDE_CHANNELS, SSE_COMMENT, response_id_of
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
+from ..protocol.plan import event_of_data
 from ..protocol.sse import SSEDecoder
 from ..protocol.vocabulary import ClosedBy
 
@@ -247,10 +248,9 @@ class _Run:
                     comment = {"type": SSE_COMMENT, "comment": message.comment}
                     events.append(RecordedEvent.of(time.monotonic() - started, comment))
                 elif message.data != "[DONE]":
-                    with contextlib.suppress(ValueError):
-                        event = json.loads(message.data)
-                        if isinstance(event, dict):
-                            events.append(RecordedEvent.of(time.monotonic() - started, event))
+                    event = event_of_data(message.data, message.event)  # not JSON: kept, as a recording keeps it
+                    if isinstance(event, dict):
+                        events.append(RecordedEvent.of(time.monotonic() - started, event))
         stated = outcome_of_events([e.event for e in events if e.type not in SIDE_CHANNELS])
         return events, stated or Outcome(OutcomeKind.DROPPED, len(events))
 
@@ -339,14 +339,15 @@ class _Run:
     async def _received(
         self, live: _Live, exchange: RecordedExchange, wire: dict[str, Any] | None, events: list[RecordedEvent]
     ) -> OutcomeKind | None:
-        """Send the request on the socket and collect its events into `events` up to an ending one: None, or how
-        the stream broke (a stall, a closed socket, a frame that is not JSON)."""
+        """Send the request on the socket and collect its events into `events` up to an ending one (a frame that
+        is not JSON kept as a recording keeps it): None, or how the stream broke (a stall, a closed socket)."""
         assert live.ws is not None
         started = time.monotonic()
         try:
             await live.ws.send(json.dumps(wire) if wire is not None else exchange.raw_body or "")
             while True:
-                event = json.loads(await asyncio.wait_for(live.ws.recv(), self._wait(exchange)))
+                frame = await asyncio.wait_for(live.ws.recv(), self._wait(exchange))
+                event = event_of_data(frame if isinstance(frame, str) else frame.decode("utf-8", "replace"))
                 if not isinstance(event, dict):
                     continue
                 events.append(RecordedEvent.of(time.monotonic() - started, event))
@@ -357,8 +358,6 @@ class _Run:
         except ConnectionClosed as closed:
             live.ws, live.closed_by = None, "server" if closed.rcvd is not None else "tcp"
             live.close_code = closed.rcvd.code if closed.rcvd is not None else None
-            return OutcomeKind.DROPPED
-        except ValueError:
             return OutcomeKind.DROPPED
 
     def _refused_by_frame(
