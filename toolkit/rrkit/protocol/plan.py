@@ -56,6 +56,8 @@ class Chaos:
         for name in ("drop", "stall"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"chaos {name} is a probability from 0 to 1, got {getattr(self, name)!r}")
+        if self.drop + self.stall > 1.0:
+            raise ValueError(f"chaos drop + stall is a probability, at most 1: got {self.drop} + {self.stall}")
 
     @classmethod
     def parse(cls, text: str) -> Chaos:
@@ -90,8 +92,9 @@ class Chaos:
 
 @dataclass(frozen=True, slots=True)
 class StreamFault:
-    """How a stream ends early (cut after `drop_after` events, or silent after `stall_after`), and how an SSE
-    body's bytes go out (in pieces of `chunk_bytes`, its lines ending as `line_ending` says)."""
+    """How a stream ends early (cut after `drop_after` events, inside the next one with `cut_inside`, or silent
+    after `stall_after`; or where `chaos` draws it), an event sent as data that is not JSON (`not_json_at`), and
+    how an SSE body's bytes go out (in pieces of `chunk_bytes`, its lines ending as `line_ending` says)."""
 
     drop_after: int | None = None
     stall_after: int | None = None
@@ -101,8 +104,8 @@ class StreamFault:
     chunk_bytes: int | None = None  # HTTP SSE: the body in pieces of this many bytes
     chunk_delay: float = 0.0  # seconds between two pieces
     line_ending: LineEnding = "lf"  # HTTP SSE: how the body's lines end
-    cut_inside: bool = False  # the cut at drop_after falls inside that event: half its bytes, then a bare close
-    not_json_at: int | None = None  # this event goes out as data that is not JSON (half its text); the rest follow
+    cut_inside: bool = False  # the cut at drop_after falls inside that event (`server.stream._cut`)
+    not_json_at: int | None = None  # this event goes out as data that is not JSON (`not_json`); the rest follow
     chaos: Chaos | None = None
     past_end: bool = True  # a cut at or past the stream's end still applies (a scripted one; not chaos's)
 

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field
 from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
+from ..protocol.plan import Chaos
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
 
 
@@ -180,6 +181,11 @@ class ChaosSpec(_Strict):
     drop: Annotated[float, Field(ge=0, le=1)] = 0.0
     stall: Annotated[float, Field(ge=0, le=1)] = 0.0
     seed: int = 0
+
+    @model_validator(mode="after")
+    def _chaos(self) -> Self:
+        Chaos(self.drop, self.stall, self.seed)  # its rules, once (a ValueError names what is wrong)
+        return self
 
 
 class Fault(_Strict):
