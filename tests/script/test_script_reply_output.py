@@ -207,3 +207,18 @@ def test_a_tool_call_whose_arguments_are_not_json_goes_out_verbatim_and_the_sdk_
     assert final.response.output[0].arguments == BROKEN_ARGUMENTS  # type: ignore[union-attr]
     with pytest.raises(json.JSONDecodeError):
         json.loads(final.response.output[0].arguments)  # type: ignore[union-attr]
+
+
+def test_the_python_builders_carry_what_the_yaml_form_carries(serve: Serve) -> None:
+    built = reply(
+        reasoning("Thinking.", encrypted_content="gAAAA-opaque"),
+        text("Done.", phase="final_answer"),
+        usage={"input_tokens": 7, "output_tokens": 3, "cached_tokens": 2, "cache_write_tokens": 4},
+    )
+    events = stream(serve(Script(default=built)), "http")
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert done[0]["encrypted_content"] == "gAAAA-opaque" and done[1]["phase"] == "final_answer"
+    completed = events[-1]["response"]
+    assert completed["usage"]["input_tokens_details"] == {"cached_tokens": 2, "cache_write_tokens": 4}
+    with sdk(serve(Script(default=built))).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
+        assert [event for event in sdk_stream][-1].type == "response.completed"  # every field parses strictly

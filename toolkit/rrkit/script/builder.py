@@ -24,16 +24,22 @@ from .models import (
 )
 
 
-def text(value: str, chunks: int = 1) -> MessageOut:
-    return MessageOut(text=value, chunks=chunks)
+def text(value: str, chunks: int = 1, *, phase: str | None = None) -> MessageOut:
+    """A message; `phase` (`commentary`, `final_answer`) as newer models tag their messages."""
+    return MessageOut(text=value, chunks=chunks, phase=phase)
 
 
 def refusal(value: str, chunks: int = 1) -> RefusalOut:
     return RefusalOut(type="refusal", text=value, chunks=chunks)
 
 
-def reasoning(*summary: str, text: str | None = None, chunks: int = 1) -> ReasoningOut:
-    return ReasoningOut(type="reasoning", summary=list(summary), text=text, chunks=chunks)
+def reasoning(
+    *summary: str, text: str | None = None, chunks: int = 1, encrypted_content: str | None = None
+) -> ReasoningOut:
+    """A reasoning item: summary parts, its text, and the `encrypted_content` a stateless client sends back."""
+    return ReasoningOut(
+        type="reasoning", summary=list(summary), text=text, chunks=chunks, encrypted_content=encrypted_content
+    )
 
 
 def function_call(

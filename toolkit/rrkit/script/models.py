@@ -108,6 +108,7 @@ class UsageSpec(_Strict):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
 

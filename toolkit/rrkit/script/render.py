@@ -166,4 +166,10 @@ def _usage(reply: Reply, builder: ResponseEvents) -> dict[str, Any]:
         return builder.default_usage()
     input_tokens = spec.input_tokens if spec.input_tokens is not None else estimate_tokens(builder.request.get("input"))
     output_tokens = spec.output_tokens if spec.output_tokens is not None else estimate_tokens(builder.output)
-    return usage(input_tokens, output_tokens, cached_tokens=spec.cached_tokens, reasoning_tokens=spec.reasoning_tokens)
+    return usage(
+        input_tokens,
+        output_tokens,
+        cached_tokens=spec.cached_tokens,
+        reasoning_tokens=spec.reasoning_tokens,
+        cache_write_tokens=spec.cache_write_tokens,
+    )
