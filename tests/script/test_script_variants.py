@@ -209,3 +209,31 @@ def test_refused_upgrade_carries_retry_after_headers(serve: Serve) -> None:
 def test_refused_upgrade_retry_after_from_yaml() -> None:
     handshake = parse_script({"handshakes": [{"refuse": 429, "retry_after": 3}]}).handshakes[0]
     assert isinstance(handshake, Handshake) and handshake.all_refuse_headers == {"retry-after": "3"}
+
+
+def test_an_error_frame_carries_more_error_fields_as_a_usage_limit_does(serve: Serve) -> None:
+    limit = {"plan_type": "plus", "resets_at": 1767225600}
+    script = Script().add(
+        error_frame(None, "You've hit your usage limit.", status=429, type="usage_limit_reached", error_fields=limit)
+    )
+    server = serve(script)
+    with ws_connect(server) as websocket:
+        frame = ws_request(websocket).last
+    assert frame["status"] == 429
+    assert frame["error"] == {
+        "type": "usage_limit_reached",
+        "code": None,
+        "message": "You've hit your usage limit.",
+        "param": None,
+        **limit,
+    }
+
+
+def test_error_fields_in_yaml_reach_the_frame(tmp_path: Path) -> None:
+    path = tmp_path / "limit.yaml"
+    path.write_text(
+        "name: limit\ndefault:\n  error_frame:\n    status: 429\n    type: usage_limit_reached\n"
+        "    error_fields: {plan_type: plus, resets_at: 1767225600}\n"
+    )
+    frame = load_script(path).default.error_frame  # type: ignore[union-attr]
+    assert frame is not None and frame.error_fields == {"plan_type": "plus", "resets_at": 1767225600}

@@ -128,12 +128,14 @@ def error_frame(
     message: str | None = None,
     *outputs: Output,
     status: int | None = None,
+    error_fields: dict[str, Any] | None = None,
     **details: Unpack[ErrorDetails],
 ) -> Reply:
     """A WebSocket `error` frame inside the stream (after any output items), with `status` only when given;
-    the message defaults from the catalogue. Over HTTP the same JSON is an SSE `error` event."""
-    fields = _error_fields(code, message, details)
-    return Reply(output=list(outputs), error_frame=ErrorFrame.model_validate({"status": status, **fields}))
+    the message defaults from the catalogue; `error_fields` go into its error object as they are
+    (`{"plan_type": "plus", "resets_at": 1767225600}`). Over HTTP the same JSON is an SSE `error` event."""
+    fields = {**_error_fields(code, message, details), "status": status, "error_fields": error_fields or {}}
+    return Reply(output=list(outputs), error_frame=ErrorFrame.model_validate(fields))
 
 
 def _error_fields(code: str | None, message: str | None, details: ErrorDetails) -> dict[str, Any]:

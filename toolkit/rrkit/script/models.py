@@ -173,6 +173,11 @@ class ErrorFrame(_RetryHeaders):
     message: str | None = None
     type: str | None = None
     param: str | None = None
+    error_fields: dict[str, Any] = Field(
+        {},
+        description="more fields of the error object, as the service sends them (a usage_limit_reached error's "
+        "plan_type and resets_at)",
+    )
 
 
 class ChaosSpec(_Strict):

@@ -153,7 +153,10 @@ def error_frame_event(frame: ErrorFrame) -> Event:
     event: Event = {"type": ERROR}
     if frame.status is not None:
         event["status"] = frame.status
-    event["error"] = errors.error_object(message, type=type_, code=frame.code, param=frame.param)
+    event["error"] = {
+        **errors.error_object(message, type=type_, code=frame.code, param=frame.param),
+        **frame.error_fields,
+    }
     headers = frame.all_headers
     if headers:
         event["headers"] = headers
