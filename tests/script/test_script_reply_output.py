@@ -222,3 +222,17 @@ def test_the_python_builders_carry_what_the_yaml_form_carries(serve: Serve) -> N
     assert completed["usage"]["input_tokens_details"] == {"cached_tokens": 2, "cache_write_tokens": 4}
     with sdk(serve(Script(default=built))).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
         assert [event for event in sdk_stream][-1].type == "response.completed"  # every field parses strictly
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_queued_reply_sends_response_queued_before_created_and_the_sdk_parses_it(
+    serve: Serve, transport: str
+) -> None:
+    server = serve(Script(default=reply(text("Hi.")).model_copy(update={"queued": True})))
+    events = stream(server, transport)
+    assert [e["type"] for e in events[:2]] == ["response.queued", "response.created"]
+    assert events[0]["response"]["status"] == "queued" and events[0]["sequence_number"] == 0
+    assert check_order(events) == []
+    if transport == "http":
+        with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
+            assert next(iter(sdk_stream)).type == "response.queued"  # strict: the SDK's ResponseQueuedEvent

@@ -248,6 +248,10 @@ class ResponseEvents:
     def created(self) -> list[Event]:
         return [self._emit(CREATED, response=self.response_object("in_progress"))]
 
+    def queued(self) -> list[Event]:
+        """`response.queued`: the response waits for capacity (before `response.created`)."""
+        return [self._emit(QUEUED, response=self.response_object("queued"))]
+
     def default_usage(self) -> dict[str, Any]:
         return usage(estimate_tokens(self.request.get("input")), estimate_tokens(self.output))
 

@@ -288,6 +288,7 @@ class Reply(_Strict):
         None, description="WebSocket: a `response.metadata` frame with this x-codex-turn-state, sent first"
     )
     frames: list[SideFrame] = Field([], description="side-channel frames sent with the events (both transports)")
+    queued: bool = Field(False, description="a response.queued event before response.created")
     events: list[TimedEvent] | None = Field(None, description="verbatim events instead of generated ones")
 
     @model_validator(mode="after")

@@ -90,6 +90,8 @@ def _with_frames(
 
 
 def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[Event]:
+    if reply.queued:
+        yield from builder.queued()
     if warmup:
         yield from builder.created()
         yield from builder.completed(usage(0, 0))
