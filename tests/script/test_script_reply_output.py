@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rrkit.protocol import OutcomeKind, check_order
-from rrkit.script import Script, custom_tool_call, function_call, reasoning, refusal, reply, text
+from rrkit.script import Reply, Script, custom_tool_call, function_call, reasoning, refusal, reply, text
 from rrkit.server import FakeServer
 
 from ..server.faultclient import BODY, Serve, finished, post_sse, sdk, text_of, types, ws_connect, ws_request
@@ -236,3 +236,8 @@ def test_a_queued_reply_sends_response_queued_before_created_and_the_sdk_parses_
     if transport == "http":
         with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
             assert next(iter(sdk_stream)).type == "response.queued"  # strict: the SDK's ResponseQueuedEvent
+
+
+def test_queued_beside_verbatim_events_is_refused_saying_what_to_leave_out() -> None:
+    with pytest.raises(ValueError, match="verbatim `events` hold the output and the ending already"):
+        Reply.model_validate({"events": [{"event": {"type": "response.created"}}], "queued": True})

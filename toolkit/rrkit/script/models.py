@@ -296,8 +296,8 @@ class Reply(_Strict):
         endings = [name for name in _ENDINGS if getattr(self, name) is not None]
         if len(endings) > 1:
             raise ValueError(f"a reply ends one way, but sets {' and '.join(endings)}")
-        if self.events is not None and (self.output or endings[:1] not in ([], ["reject"])):
-            raise ValueError("verbatim `events` already hold the output and the ending; leave out output/fail/...")
+        if self.events is not None and (self.output or self.queued or endings[:1] not in ([], ["reject"])):
+            raise ValueError("verbatim `events` hold the output and the ending already: leave out output, queued...")
         return self
 
     # -- builder methods: each returns a changed copy ----------------------------------------
