@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rrkit.protocol import OutcomeKind, check_order
-from rrkit.script import Reply, Script, custom_tool_call, function_call, reasoning, refusal, reply, text
+from rrkit.script import (
+    Reply,
+    Script,
+    custom_tool_call,
+    function_call,
+    load_script,
+    reasoning,
+    refusal,
+    reply,
+    text,
+    web_search_call,
+)
 from rrkit.server import FakeServer
 
 from ..server.faultclient import BODY, Serve, finished, post_sse, sdk, text_of, types, ws_connect, ws_request
@@ -241,3 +253,32 @@ def test_a_queued_reply_sends_response_queued_before_created_and_the_sdk_parses_
 def test_queued_beside_verbatim_events_is_refused_saying_what_to_leave_out() -> None:
     with pytest.raises(ValueError, match="verbatim `events` hold the output and the ending already"):
         Reply.model_validate({"events": [{"event": {"type": "response.created"}}], "queued": True})
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_web_search_call_streams_its_status_events_and_the_sdk_parses_it_strictly(
+    serve: Serve, transport: str
+) -> None:
+    server = serve(Script(default=reply(web_search_call("rrkit record replay"), text("Found it."))))
+    events = stream(server, transport)
+    kinds = [e["type"] for e in events if "web_search" in e["type"] or e["type"].startswith("response.output_item")]
+    assert kinds[:5] == [
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+    ]
+    assert check_order(events) == []
+    done = next(e["item"] for e in events if e["type"] == "response.output_item.done")
+    assert done["action"] == {"type": "search", "query": "rrkit record replay"} and done["status"] == "completed"
+    if transport == "http":
+        with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
+            final = [event for event in sdk_stream][-1]
+        assert final.response.output[0].type == "web_search_call"  # type: ignore[union-attr]
+
+
+def test_a_web_search_call_in_yaml_is_the_builder_s(tmp_path: Path) -> None:
+    path = tmp_path / "search.yaml"
+    path.write_text("name: search\ndefault:\n  output:\n    - {type: web_search_call, query: rrkit}\n")
+    assert load_script(path).default == reply(web_search_call("rrkit"))  # type: ignore[comparison-overlap]

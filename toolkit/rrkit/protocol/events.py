@@ -382,12 +382,25 @@ class ResponseEvents:
         yield self._emit(call.done, item_id=item_id, output_index=index, **{call.field: value}, **named)
         yield self._done_item(index, dict(base, **{call.field: value}, status="completed"))
 
+    def iter_web_search_call(self, query: str, *, item_id: str | None = None) -> Iterator[Event]:
+        """A hosted web search: added, in_progress, searching, completed, item done with its `search` action."""
+        item_id = item_id or self.ids.new("web_search_call")
+        action = {"type": "search", "query": query}
+        index, added = self._add_item({"id": item_id, "type": "web_search_call", "action": action})
+        yield added
+        for kind in (WEB_SEARCH_IN_PROGRESS, WEB_SEARCH_SEARCHING, WEB_SEARCH_COMPLETED):
+            yield self._emit(kind, item_id=item_id, output_index=index)
+        yield self._done_item(
+            index, {"id": item_id, "type": "web_search_call", "action": action, "status": "completed"}
+        )
+
     # -- output items, made all at once (the same arguments) -------------------------------------------------
     message = _all_at_once(iter_message)
     refusal = _all_at_once(iter_refusal)
     reasoning = _all_at_once(iter_reasoning)
     function_call = _all_at_once(iter_function_call)
     custom_tool_call = _all_at_once(iter_custom_tool_call)
+    web_search_call = _all_at_once(iter_web_search_call)
 
 
 def done_items(events: list[Event]) -> list[Item]:

@@ -12,6 +12,7 @@ PREFIXES = {
     "reasoning": "rs_",
     "function_call": "fc_",
     "custom_tool_call": "ctc_",
+    "web_search_call": "ws_",
     "call": "call_",
 }
 

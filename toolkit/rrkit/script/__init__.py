@@ -16,6 +16,7 @@ from .builder import (
     reply,
     side_frame,
     text,
+    web_search_call,
 )
 from .loader import default_script, load_script, parse_script
 from .models import Fault, Handshake, Match, Reply, Script, SideFrame, Step
@@ -50,4 +51,5 @@ __all__ = [
     "reply",
     "side_frame",
     "text",
+    "web_search_call",
 ]

@@ -21,6 +21,7 @@ from .models import (
     Reply,
     SideFrame,
     UsageSpec,
+    WebSearchCallOut,
 )
 
 
@@ -48,6 +49,11 @@ def function_call(
     return FunctionCallOut.model_validate(
         {"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id, "chunks": chunks}
     )
+
+
+def web_search_call(query: str) -> WebSearchCallOut:
+    """A hosted web search for `query`: in_progress, searching, completed, then the item."""
+    return WebSearchCallOut(type="web_search_call", query=query)
 
 
 def custom_tool_call(name: str, input: str, *, call_id: str | None = None, chunks: int = 1) -> CustomToolCallOut:

@@ -85,6 +85,13 @@ class CustomToolCallOut(_Strict):
     chunks: Chunks = 1
 
 
+class WebSearchCallOut(_Strict):
+    """A hosted web search the service ran: its status events, then the item with its `search` action."""
+
+    type: Literal["web_search_call"]
+    query: str
+
+
 def _output_type(value: Any) -> str:
     """An output item without `type` is a text message: `- text: Hello` is enough in a file."""
     if isinstance(value, dict):
@@ -97,7 +104,8 @@ Output = Annotated[
     | Annotated[RefusalOut, Tag("refusal")]
     | Annotated[ReasoningOut, Tag("reasoning")]
     | Annotated[FunctionCallOut, Tag("function_call")]
-    | Annotated[CustomToolCallOut, Tag("custom_tool_call")],
+    | Annotated[CustomToolCallOut, Tag("custom_tool_call")]
+    | Annotated[WebSearchCallOut, Tag("web_search_call")],
     Discriminator(_output_type),
 ]
 

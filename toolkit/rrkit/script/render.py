@@ -21,6 +21,7 @@ from .models import (
     RefusalOut,
     Reject,
     Reply,
+    WebSearchCallOut,
 )
 
 WARMUP_REPLY = Reply.model_construct()  # as Reply(), without building its validator at import
@@ -34,6 +35,7 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     ),
     FunctionCallOut: lambda b, o: b.iter_function_call(o.name, o.arguments, o.chunks, call_id=o.call_id),
     CustomToolCallOut: lambda b, o: b.iter_custom_tool_call(o.name, o.input, o.chunks, call_id=o.call_id),
+    WebSearchCallOut: lambda b, o: b.iter_web_search_call(o.query),
 }
 """How each kind of scripted output item is written as events."""
 
