@@ -13,7 +13,9 @@ from rrkit.script import (
     Reply,
     Script,
     custom_tool_call,
+    file_search_call,
     function_call,
+    image_generation_call,
     load_script,
     reasoning,
     refusal,
@@ -255,27 +257,43 @@ def test_queued_beside_verbatim_events_is_refused_saying_what_to_leave_out() -> 
         Reply.model_validate({"events": [{"event": {"type": "response.created"}}], "queued": True})
 
 
+PIXEL = "iVBORw0KGgo="  # base64, as the service sends images
+HOSTED = {
+    "web_search_call": (
+        web_search_call("rrkit record replay"),
+        ["in_progress", "searching", "completed"],
+        {"action": {"type": "search", "query": "rrkit record replay"}},
+    ),
+    "file_search_call": (
+        file_search_call("retry rules"),
+        ["in_progress", "searching", "completed"],
+        {"queries": ["retry rules"]},
+    ),
+    "image_generation_call": (
+        image_generation_call(PIXEL, "cGFydDE=", "cGFydDI="),
+        ["in_progress", "generating", "partial_image", "partial_image", "completed"],
+        {"result": PIXEL},
+    ),
+}
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_web_search_call_streams_its_status_events_and_the_sdk_parses_it_strictly(
-    serve: Serve, transport: str
+@pytest.mark.parametrize("kind", list(HOSTED))
+def test_a_hosted_tool_item_streams_its_own_events_and_the_sdk_parses_it_strictly(
+    serve: Serve, transport: str, kind: str
 ) -> None:
-    server = serve(Script(default=reply(web_search_call("rrkit record replay"), text("Found it."))))
+    output, steps, done_fields = HOSTED[kind]
+    server = serve(Script(default=reply(output, text("Found it."))))
     events = stream(server, transport)
-    kinds = [e["type"] for e in events if "web_search" in e["type"] or e["type"].startswith("response.output_item")]
-    assert kinds[:5] == [
-        "response.output_item.added",
-        "response.web_search_call.in_progress",
-        "response.web_search_call.searching",
-        "response.web_search_call.completed",
-        "response.output_item.done",
-    ]
+    own = [e["type"].removeprefix(f"response.{kind}.") for e in events if e["type"].startswith(f"response.{kind}.")]
+    assert own == steps
     assert check_order(events) == []
     done = next(e["item"] for e in events if e["type"] == "response.output_item.done")
-    assert done["action"] == {"type": "search", "query": "rrkit record replay"} and done["status"] == "completed"
+    assert done["type"] == kind and done["status"] == "completed" and done_fields.items() <= done.items()
     if transport == "http":
         with sdk(server).responses.create(model="gpt-test", input="Hi", stream=True) as sdk_stream:
             final = [event for event in sdk_stream][-1]
-        assert final.response.output[0].type == "web_search_call"  # type: ignore[union-attr]
+        assert final.response.output[0].type == kind  # type: ignore[union-attr]
 
 
 def test_a_web_search_call_in_yaml_is_the_builder_s(tmp_path: Path) -> None:

@@ -167,6 +167,11 @@ def _all_at_once(
     return all_at_once
 
 
+def _bare(*kinds: str) -> list[tuple[str, dict[str, Any]]]:
+    """Events of a hosted tool that carry nothing but where they belong (item_id, output_index)."""
+    return [(kind, {}) for kind in kinds]
+
+
 class _ToolCall(NamedTuple):
     """How a kind of tool call streams: its item type, the field its deltas build, its delta and done events, and
     whether the done event names the tool."""
@@ -384,15 +389,44 @@ class ResponseEvents:
 
     def iter_web_search_call(self, query: str, *, item_id: str | None = None) -> Iterator[Event]:
         """A hosted web search: added, in_progress, searching, completed, item done with its `search` action."""
-        item_id = item_id or self.ids.new("web_search_call")
+        steps = _bare(WEB_SEARCH_IN_PROGRESS, WEB_SEARCH_SEARCHING, WEB_SEARCH_COMPLETED)
         action = {"type": "search", "query": query}
-        index, added = self._add_item({"id": item_id, "type": "web_search_call", "action": action})
+        return self._iter_hosted("web_search_call", {"action": action}, steps, item_id=item_id)
+
+    def iter_file_search_call(self, *queries: str, item_id: str | None = None) -> Iterator[Event]:
+        """A hosted file search: added, in_progress, searching, completed, item done with its queries."""
+        steps = _bare(FILE_SEARCH_IN_PROGRESS, FILE_SEARCH_SEARCHING, FILE_SEARCH_COMPLETED)
+        return self._iter_hosted("file_search_call", {"queries": list(queries)}, steps, item_id=item_id)
+
+    def iter_image_generation_call(
+        self, result: str, *partial_images: str, item_id: str | None = None
+    ) -> Iterator[Event]:
+        """A hosted image generation: added, in_progress, generating, one `partial_image` event per partial
+        image (base64), completed, item done with the final image (`result`, base64)."""
+        partials = [
+            (IMAGE_GEN_PARTIAL_IMAGE, {"partial_image_b64": image, "partial_image_index": number})
+            for number, image in enumerate(partial_images)
+        ]
+        steps = [*_bare(IMAGE_GEN_IN_PROGRESS, IMAGE_GEN_GENERATING), *partials, *_bare(IMAGE_GEN_COMPLETED)]
+        return self._iter_hosted("image_generation_call", {"result": None}, steps, {"result": result}, item_id=item_id)
+
+    def _iter_hosted(
+        self,
+        kind: str,
+        fields: Item,
+        steps: Iterable[tuple[str, dict[str, Any]]],
+        done_fields: Item | None = None,
+        *,
+        item_id: str | None,
+    ) -> Iterator[Event]:
+        """A hosted tool's item: added (in progress), its own events in order, then done (completed)."""
+        item_id = item_id or self.ids.new(kind)
+        base: Item = {"id": item_id, "type": kind, **fields}
+        index, added = self._add_item(base)
         yield added
-        for kind in (WEB_SEARCH_IN_PROGRESS, WEB_SEARCH_SEARCHING, WEB_SEARCH_COMPLETED):
-            yield self._emit(kind, item_id=item_id, output_index=index)
-        yield self._done_item(
-            index, {"id": item_id, "type": "web_search_call", "action": action, "status": "completed"}
-        )
+        for event_type, extra in steps:
+            yield self._emit(event_type, item_id=item_id, output_index=index, **extra)
+        yield self._done_item(index, {**base, **(done_fields or {}), "status": "completed"})
 
     # -- output items, made all at once (the same arguments) -------------------------------------------------
     message = _all_at_once(iter_message)
@@ -401,6 +435,8 @@ class ResponseEvents:
     function_call = _all_at_once(iter_function_call)
     custom_tool_call = _all_at_once(iter_custom_tool_call)
     web_search_call = _all_at_once(iter_web_search_call)
+    file_search_call = _all_at_once(iter_file_search_call)
+    image_generation_call = _all_at_once(iter_image_generation_call)
 
 
 def done_items(events: list[Event]) -> list[Item]:

@@ -13,6 +13,8 @@ PREFIXES = {
     "function_call": "fc_",
     "custom_tool_call": "ctc_",
     "web_search_call": "ws_",
+    "file_search_call": "fs_",
+    "image_generation_call": "ig_",
     "call": "call_",
 }
 

@@ -11,8 +11,10 @@ from .models import (
     ErrorEvent,
     ErrorFrame,
     Failure,
+    FileSearchCallOut,
     FunctionCallOut,
     Handshake,
+    ImageGenerationCallOut,
     MessageOut,
     Output,
     ReasoningOut,
@@ -54,6 +56,17 @@ def function_call(
 def web_search_call(query: str) -> WebSearchCallOut:
     """A hosted web search for `query`: in_progress, searching, completed, then the item."""
     return WebSearchCallOut(type="web_search_call", query=query)
+
+
+def file_search_call(*queries: str) -> FileSearchCallOut:
+    """A hosted file search for these queries: in_progress, searching, completed, then the item."""
+    return FileSearchCallOut(type="file_search_call", queries=list(queries))
+
+
+def image_generation_call(result: str, *partial_images: str) -> ImageGenerationCallOut:
+    """A hosted image generation: a partial_image event per partial image, then the item with `result` (each a
+    base64 image)."""
+    return ImageGenerationCallOut(type="image_generation_call", result=result, partial_images=list(partial_images))
 
 
 def custom_tool_call(name: str, input: str, *, call_id: str | None = None, chunks: int = 1) -> CustomToolCallOut:

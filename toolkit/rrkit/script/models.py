@@ -92,6 +92,22 @@ class WebSearchCallOut(_Strict):
     query: str
 
 
+class FileSearchCallOut(_Strict):
+    """A hosted file search the service ran for these queries: its status events, then the item."""
+
+    type: Literal["file_search_call"]
+    queries: list[str] = Field(min_length=1)
+
+
+class ImageGenerationCallOut(_Strict):
+    """A hosted image generation: a `partial_image` event per partial image, then the item with the final image
+    (each base64, as the service sends them)."""
+
+    type: Literal["image_generation_call"]
+    result: str
+    partial_images: list[str] = []
+
+
 def _output_type(value: Any) -> str:
     """An output item without `type` is a text message: `- text: Hello` is enough in a file."""
     if isinstance(value, dict):
@@ -105,7 +121,9 @@ Output = Annotated[
     | Annotated[ReasoningOut, Tag("reasoning")]
     | Annotated[FunctionCallOut, Tag("function_call")]
     | Annotated[CustomToolCallOut, Tag("custom_tool_call")]
-    | Annotated[WebSearchCallOut, Tag("web_search_call")],
+    | Annotated[WebSearchCallOut, Tag("web_search_call")]
+    | Annotated[FileSearchCallOut, Tag("file_search_call")]
+    | Annotated[ImageGenerationCallOut, Tag("image_generation_call")],
     Discriminator(_output_type),
 ]
 

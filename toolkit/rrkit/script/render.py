@@ -15,7 +15,9 @@ from .models import (
     CustomToolCallOut,
     ErrorFrame,
     Fault,
+    FileSearchCallOut,
     FunctionCallOut,
+    ImageGenerationCallOut,
     MessageOut,
     ReasoningOut,
     RefusalOut,
@@ -36,6 +38,8 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     FunctionCallOut: lambda b, o: b.iter_function_call(o.name, o.arguments, o.chunks, call_id=o.call_id),
     CustomToolCallOut: lambda b, o: b.iter_custom_tool_call(o.name, o.input, o.chunks, call_id=o.call_id),
     WebSearchCallOut: lambda b, o: b.iter_web_search_call(o.query),
+    FileSearchCallOut: lambda b, o: b.iter_file_search_call(*o.queries),
+    ImageGenerationCallOut: lambda b, o: b.iter_image_generation_call(o.result, *o.partial_images),
 }
 """How each kind of scripted output item is written as events."""
 
