@@ -12,11 +12,14 @@ from rrkit.protocol import OutcomeKind, check_order
 from rrkit.script import (
     Reply,
     Script,
+    code_interpreter_call,
     custom_tool_call,
     file_search_call,
     function_call,
     image_generation_call,
     load_script,
+    mcp_call,
+    mcp_list_tools,
     reasoning,
     refusal,
     reply,
@@ -273,6 +276,21 @@ HOSTED = {
         image_generation_call(PIXEL, "cGFydDE=", "cGFydDI="),
         ["in_progress", "generating", "partial_image", "partial_image", "completed"],
         {"result": PIXEL},
+    ),
+    "code_interpreter_call": (
+        code_interpreter_call("print(6 * 7)", chunks=3),
+        ["in_progress", "interpreting", "completed"],
+        {"code": "print(6 * 7)", "container_id": "cntr_rrkit"},
+    ),
+    "mcp_call": (
+        mcp_call("docs", "search", {"q": "rrkit"}, "3 results", chunks=2),
+        ["in_progress", "completed"],
+        {"arguments": '{"q": "rrkit"}', "output": "3 results", "server_label": "docs", "name": "search"},
+    ),
+    "mcp_list_tools": (
+        mcp_list_tools("docs", {"name": "search", "input_schema": {"type": "object"}}),
+        ["in_progress", "completed"],
+        {"server_label": "docs", "tools": [{"name": "search", "input_schema": {"type": "object"}}]},
     ),
 }
 

@@ -410,6 +410,43 @@ class ResponseEvents:
         steps = [*_bare(IMAGE_GEN_IN_PROGRESS, IMAGE_GEN_GENERATING), *partials, *_bare(IMAGE_GEN_COMPLETED)]
         return self._iter_hosted("image_generation_call", {"result": None}, steps, {"result": result}, item_id=item_id)
 
+    def iter_code_interpreter_call(
+        self, code: str, chunks: int = 1, *, container_id: str = "cntr_rrkit", item_id: str | None = None
+    ) -> Iterator[Event]:
+        """Hosted code: added, in_progress, `chunks` code deltas, code done, interpreting, completed, item done."""
+        deltas = [(CODE_DELTA, {"delta": piece}) for piece in iter_chunks(code, chunks)]
+        steps = [*_bare(CODE_INTERPRETER_IN_PROGRESS), *deltas, (CODE_DONE, {"code": code})]
+        steps += _bare(CODE_INTERPRETER_INTERPRETING, CODE_INTERPRETER_COMPLETED)
+        fields: Item = {"code": "", "container_id": container_id, "outputs": []}
+        return self._iter_hosted("code_interpreter_call", fields, steps, {"code": code}, item_id=item_id)
+
+    def iter_mcp_call(
+        self,
+        server_label: str,
+        name: str,
+        arguments: str,
+        output: str,
+        chunks: int = 1,
+        *,
+        item_id: str | None = None,
+    ) -> Iterator[Event]:
+        """A call of a remote MCP server's tool: added, in_progress, `chunks` argument deltas, arguments done,
+        completed, item done with the tool's `output`."""
+        deltas = [(MCP_ARGUMENTS_DELTA, {"delta": piece}) for piece in iter_chunks(arguments, chunks)]
+        steps = [*_bare(MCP_CALL_IN_PROGRESS), *deltas, (MCP_ARGUMENTS_DONE, {"arguments": arguments})]
+        steps += _bare(MCP_CALL_COMPLETED)
+        fields: Item = {"server_label": server_label, "name": name, "arguments": ""}
+        done: Item = {"arguments": arguments, "output": output}
+        return self._iter_hosted("mcp_call", fields, steps, done, item_id=item_id)
+
+    def iter_mcp_list_tools(
+        self, server_label: str, tools: list[dict[str, Any]], *, item_id: str | None = None
+    ) -> Iterator[Event]:
+        """The tools a remote MCP server offers: added, in_progress, completed, item done with `tools`."""
+        steps = _bare(MCP_LIST_TOOLS_IN_PROGRESS, MCP_LIST_TOOLS_COMPLETED)
+        fields: Item = {"server_label": server_label, "tools": []}
+        return self._iter_hosted("mcp_list_tools", fields, steps, {"tools": tools}, item_id=item_id)
+
     def _iter_hosted(
         self,
         kind: str,
@@ -437,6 +474,9 @@ class ResponseEvents:
     web_search_call = _all_at_once(iter_web_search_call)
     file_search_call = _all_at_once(iter_file_search_call)
     image_generation_call = _all_at_once(iter_image_generation_call)
+    code_interpreter_call = _all_at_once(iter_code_interpreter_call)
+    mcp_call = _all_at_once(iter_mcp_call)
+    mcp_list_tools = _all_at_once(iter_mcp_list_tools)
 
 
 def done_items(events: list[Event]) -> list[Item]:

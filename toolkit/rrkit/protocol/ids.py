@@ -15,6 +15,9 @@ PREFIXES = {
     "web_search_call": "ws_",
     "file_search_call": "fs_",
     "image_generation_call": "ig_",
+    "code_interpreter_call": "ci_",
+    "mcp_call": "mcp_",
+    "mcp_list_tools": "mcpl_",
     "call": "call_",
 }
 

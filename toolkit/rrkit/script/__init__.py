@@ -3,6 +3,7 @@
 from ..protocol.exceptions import ScriptError
 from .builder import (
     accept_upgrade,
+    code_interpreter_call,
     custom_tool_call,
     error_event,
     error_frame,
@@ -11,6 +12,8 @@ from .builder import (
     function_call,
     image_generation_call,
     incomplete,
+    mcp_call,
+    mcp_list_tools,
     reasoning,
     refusal,
     refuse_upgrade,
@@ -37,6 +40,7 @@ __all__ = [
     "SideFrame",
     "Step",
     "accept_upgrade",
+    "code_interpreter_call",
     "custom_tool_call",
     "default_script",
     "error_event",
@@ -47,6 +51,8 @@ __all__ = [
     "image_generation_call",
     "incomplete",
     "load_script",
+    "mcp_call",
+    "mcp_list_tools",
     "parse_script",
     "reasoning",
     "refusal",

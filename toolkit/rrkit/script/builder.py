@@ -7,6 +7,7 @@ from typing import Any, TypedDict, Unpack
 from ..protocol.errors import UPGRADE_REQUIRED, failure_message
 from ..protocol.vocabulary import CloseKind
 from .models import (
+    CodeInterpreterCallOut,
     CustomToolCallOut,
     ErrorEvent,
     ErrorFrame,
@@ -15,6 +16,8 @@ from .models import (
     FunctionCallOut,
     Handshake,
     ImageGenerationCallOut,
+    McpCallOut,
+    McpListToolsOut,
     MessageOut,
     Output,
     ReasoningOut,
@@ -67,6 +70,26 @@ def image_generation_call(result: str, *partial_images: str) -> ImageGenerationC
     """A hosted image generation: a partial_image event per partial image, then the item with `result` (each a
     base64 image)."""
     return ImageGenerationCallOut(type="image_generation_call", result=result, partial_images=list(partial_images))
+
+
+def code_interpreter_call(code: str, *, chunks: int = 1, container_id: str = "cntr_rrkit") -> CodeInterpreterCallOut:
+    """Hosted code the service ran: its code in `chunks` deltas, interpreting, completed, then the item."""
+    return CodeInterpreterCallOut(type="code_interpreter_call", code=code, chunks=chunks, container_id=container_id)
+
+
+def mcp_call(
+    server_label: str, name: str, arguments: str | dict[str, Any] = "{}", output: str = "", *, chunks: int = 1
+) -> McpCallOut:
+    """A call of a remote MCP server's tool: its arguments in `chunks` deltas, then the item with `output`."""
+    return McpCallOut.model_validate(
+        {"type": "mcp_call", "server_label": server_label, "name": name, "arguments": arguments, "output": output}
+        | {"chunks": chunks}
+    )
+
+
+def mcp_list_tools(server_label: str, *tools: dict[str, Any]) -> McpListToolsOut:
+    """The tools a remote MCP server offers: `{"name": ..., "input_schema": {...}}` each."""
+    return McpListToolsOut(type="mcp_list_tools", server_label=server_label, tools=list(tools))
 
 
 def custom_tool_call(name: str, input: str, *, call_id: str | None = None, chunks: int = 1) -> CustomToolCallOut:

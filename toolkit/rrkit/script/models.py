@@ -8,7 +8,17 @@ import json
 import re
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
@@ -64,17 +74,20 @@ class ReasoningOut(_Strict):
     chunks: Chunks = 1
 
 
+def _json_text(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, dict | list) else value
+
+
+Arguments = Annotated[str, BeforeValidator(_json_text)]
+"""A tool call's arguments: a mapping (or list) is sent as its JSON, a string verbatim (JSON or not)."""
+
+
 class FunctionCallOut(_Strict):
     type: Literal["function_call"]
     name: str
-    arguments: str = "{}"
+    arguments: Arguments = "{}"
     call_id: str | None = None
     chunks: Chunks = 1
-
-    @field_validator("arguments", mode="before")
-    @classmethod
-    def _json_arguments(cls, value: Any) -> Any:
-        return json.dumps(value) if isinstance(value, dict | list) else value
 
 
 class CustomToolCallOut(_Strict):
@@ -108,6 +121,34 @@ class ImageGenerationCallOut(_Strict):
     partial_images: list[str] = []
 
 
+class CodeInterpreterCallOut(_Strict):
+    """Hosted code the service ran: its code in `chunks` deltas, interpreting, completed, then the item."""
+
+    type: Literal["code_interpreter_call"]
+    code: str
+    chunks: Chunks = 1
+    container_id: str = "cntr_rrkit"
+
+
+class McpCallOut(_Strict):
+    """A call of a remote MCP server's tool: its arguments in `chunks` deltas, then the item with `output`."""
+
+    type: Literal["mcp_call"]
+    server_label: str
+    name: str
+    arguments: Arguments = "{}"
+    output: str = ""
+    chunks: Chunks = 1
+
+
+class McpListToolsOut(_Strict):
+    """The tools a remote MCP server offers (`{name, input_schema, ...}` each), as the service lists them."""
+
+    type: Literal["mcp_list_tools"]
+    server_label: str
+    tools: list[dict[str, Any]] = []
+
+
 def _output_type(value: Any) -> str:
     """An output item without `type` is a text message: `- text: Hello` is enough in a file."""
     if isinstance(value, dict):
@@ -123,7 +164,10 @@ Output = Annotated[
     | Annotated[CustomToolCallOut, Tag("custom_tool_call")]
     | Annotated[WebSearchCallOut, Tag("web_search_call")]
     | Annotated[FileSearchCallOut, Tag("file_search_call")]
-    | Annotated[ImageGenerationCallOut, Tag("image_generation_call")],
+    | Annotated[ImageGenerationCallOut, Tag("image_generation_call")]
+    | Annotated[CodeInterpreterCallOut, Tag("code_interpreter_call")]
+    | Annotated[McpCallOut, Tag("mcp_call")]
+    | Annotated[McpListToolsOut, Tag("mcp_list_tools")],
     Discriminator(_output_type),
 ]
 

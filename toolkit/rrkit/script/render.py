@@ -12,12 +12,15 @@ from ..protocol.ids import IdGenerator
 from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
 from ..protocol.vocabulary import Transport
 from .models import (
+    CodeInterpreterCallOut,
     CustomToolCallOut,
     ErrorFrame,
     Fault,
     FileSearchCallOut,
     FunctionCallOut,
     ImageGenerationCallOut,
+    McpCallOut,
+    McpListToolsOut,
     MessageOut,
     ReasoningOut,
     RefusalOut,
@@ -40,6 +43,9 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     WebSearchCallOut: lambda b, o: b.iter_web_search_call(o.query),
     FileSearchCallOut: lambda b, o: b.iter_file_search_call(*o.queries),
     ImageGenerationCallOut: lambda b, o: b.iter_image_generation_call(o.result, *o.partial_images),
+    CodeInterpreterCallOut: lambda b, o: b.iter_code_interpreter_call(o.code, o.chunks, container_id=o.container_id),
+    McpCallOut: lambda b, o: b.iter_mcp_call(o.server_label, o.name, o.arguments, o.output, o.chunks),
+    McpListToolsOut: lambda b, o: b.iter_mcp_list_tools(o.server_label, o.tools),
 }
 """How each kind of scripted output item is written as events."""
 
