@@ -22,7 +22,7 @@ from ..protocol.names import names_of, unknown_name
 from ..protocol.request import INPUT_FIELD, input_items
 from ..protocol.secrets import mask_request
 from .format import RecordedExchange
-from .presets import NO_PRESET, PRESETS, Preset
+from .presets import presets_named
 
 VOLATILE_FIELDS: tuple[str, ...] = ("client_metadata", "prompt_cache_key", "metadata", "user", "safety_identifier")
 """Fields left out of matching by default: they change from run to run without changing what the model sees."""
@@ -259,17 +259,6 @@ def _normalize_setting(value: Any) -> tuple[tuple[str, str], ...]:
         for path, regexes in value.items()
         for regex in names_of(f"match setting 'normalize' at {path!r}", regexes)
     )
-
-
-def presets_named(names: Sequence[str]) -> list[Preset]:
-    """The presets these names give (`none` gives none)."""
-    return [preset_named(name) for name in names if name != NO_PRESET]
-
-
-def preset_named(name: str) -> Preset:
-    if name not in PRESETS:
-        raise SettingError(unknown_name("match preset", name, [*sorted(PRESETS), NO_PRESET], list_valid=True))
-    return PRESETS[name]
 
 
 def match_config_from_cli(

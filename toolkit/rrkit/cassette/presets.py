@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+
+from ..protocol.exceptions import SettingError
+from ..protocol.names import unknown_name
 
 
 @dataclass(frozen=True)
@@ -100,3 +103,14 @@ def detect_presets(headers: Iterable[Mapping[str, str]]) -> tuple[str, ...]:
         elif any(name.startswith("x-stainless-") for name in lowered):
             found.add(OPENAI_SDK.name)
     return tuple(name for name in PRESETS if name in found)
+
+
+def presets_named(names: Sequence[str]) -> list[Preset]:
+    """The presets these names give (`none` gives none)."""
+    return [preset_named(name) for name in names if name != NO_PRESET]
+
+
+def preset_named(name: str) -> Preset:
+    if name not in PRESETS:
+        raise SettingError(unknown_name("match preset", name, [*sorted(PRESETS), NO_PRESET], list_valid=True))
+    return PRESETS[name]

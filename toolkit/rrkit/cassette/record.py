@@ -23,7 +23,7 @@ from .format import (
     RecordedHandshake,
     escape_unencodable,
 )
-from .presets import NO_PRESET, detect_presets
+from .presets import detect_presets, presets_named
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def cassette_from_capture(
         name=name,
         source=source,
         recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        match_presets=[name for name in presets if name != NO_PRESET],
+        match_presets=[preset.name for preset in presets_named(presets)],
         connections=[recorded_connection(connection) for connection in connections],
         exchanges=[recorded_exchange(exchange, origin) for exchange in exchanges],
     )

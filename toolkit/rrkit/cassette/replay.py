@@ -19,8 +19,9 @@ from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
 from ..script.select import NoMatch, ReplySource, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
-from .match import MatchConfig, canonical, compare, digest, presets_named, shown
+from .match import MatchConfig, canonical, compare, digest, shown
 from .playback import render_recording
+from .presets import presets_named
 
 
 @dataclass

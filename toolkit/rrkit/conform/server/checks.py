@@ -141,10 +141,6 @@ def _stream(found: _Found, expect: Expect) -> None:
             )
 
 
-def _terminal(answer: Answer) -> dict[str, Any] | None:
-    return next((event for event in reversed(answer.events) if event.get("type") in ev.ENDING_TYPES), None)
-
-
 def _completed(found: _Found, expect: Expect) -> None:
     answer = found.answer
     if not answer.streamed:
@@ -157,7 +153,7 @@ def _completed(found: _Found, expect: Expect) -> None:
                 field="status",
             )
         return
-    terminal = _terminal(answer)
+    terminal = ev.terminal_event(answer.events)
     if terminal is None or terminal.get("type") != ev.COMPLETED:
         seen = _failure_text(terminal) if terminal is not None else "no terminal event"
         found.add(Severity.MUST, "the request is answered: its stream ends with response.completed", seen)
@@ -303,7 +299,7 @@ def _no_output(found: _Found, expect: Expect) -> None:
                 event=index,
             )
             return
-    terminal = _terminal(answer)
+    terminal = ev.terminal_event(answer.events)
     output = (terminal or {}).get("response", {}).get("output") if terminal else None
     if output:
         found.add(
@@ -382,7 +378,7 @@ def _refusal(answer: Answer) -> str | None:
     ending), else None."""
     if answer.transport == "http" and answer.status is not None and answer.status >= 400:
         return f"status {answer.status}" + (f" ({_error_text(answer.body)})" if isinstance(answer.body, dict) else "")
-    terminal = _terminal(answer)
+    terminal = ev.terminal_event(answer.events)
     if terminal is not None and terminal.get("type") != ev.COMPLETED:
         return _failure_text(terminal)
     if not answer.streamed and isinstance(answer.body, dict) and answer.body.get("status") in ("failed", "incomplete"):

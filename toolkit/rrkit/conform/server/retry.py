@@ -27,7 +27,7 @@ def retry_delay(answer: Answer) -> float | None:
         return _delay(classify_http_error(answer.status, body, answer.headers))
     if isinstance(answer.body, dict) and answer.body.get("status") == "failed":
         return _failed(answer.body)
-    if answer.streamed and not any(event.get("type") in ev.ENDING_TYPES for event in answer.events):
+    if answer.streamed and ev.terminal_event(answer.events) is None:
         return 0.0  # a stream that ended whole before its terminal event: a cut to a client, which sends it again
     return _ending_delay(answer.events[-1] if answer.events else {})
 
