@@ -22,6 +22,7 @@ from rrkit.protocol.errors import (
     classify_http_error,
     classify_statusless_error,
     failure_message,
+    named_delays,
     parse_retry_delay,
     retry_after,
 )
@@ -342,3 +343,10 @@ def test_a_generated_failure_parses_strictly_with_the_sdk_exactly_when_its_code_
         parses = True
     assert parses is (code in SDK_CODES)
     assert (code in SDK_CODES) is (code in SDK_VALID_FAILURE_CODES)
+
+
+def test_named_delays_are_every_delay_an_answer_names_whichever_a_client_reads() -> None:
+    headers = {"Retry-After": "2", "retry-after-ms": "1500"}
+    assert named_delays(headers, "Please try again in 28ms.") == (0.028, 1.5, 2.0)
+    assert named_delays({"retry-after": "inf", "retry-after-ms": "nan"}, "try again in 2 minutes") == ()
+    assert named_delays({"retry-after-ms": "soon"}, None) == ()

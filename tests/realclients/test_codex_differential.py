@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from rrkit.differential import Observation
-from rrkit.differential.observation import WaitRanges, named_delays
+from rrkit.differential.observation import WaitRanges
 from rrkit.differential.run import observe_codex, observe_reference
 
 from .codex import require_codex
@@ -37,7 +37,7 @@ def _params(for_reference: bool) -> list[object]:
 def _ranges(case: Case) -> WaitRanges:
     """The wait ranges of a case that names the connect timeout."""
     budgets = case.budgets
-    return WaitRanges(named_delays(case.script), budgets.idle_timeout, connect_timeout=case.connect_timeout)
+    return WaitRanges(budgets.idle_timeout, connect_timeout=case.connect_timeout)
 
 
 def _waits_only(rows: tuple[str, ...]) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast
 
-from ..differential.observation import WaitRanges, named_delays, observe
+from ..differential.observation import WaitRanges, observe
 from ..differential.run import reference_turn
 from ..differential.settings import DEFAULT_BUDGETS, Budgets
 from ..protocol.events import ITEM_DONE, done_items
@@ -155,7 +155,7 @@ def play(scenario: Scenario, transport: str, client: ConformClient, timeout: flo
         with contextlib.suppress(TimeoutError):  # a stream left stalled is judged as it is
             server.settle(SETTLE)
         exchanges, connections = list(server.exchanges), list(server.connections)
-    ranges = WaitRanges(named=named_delays(scenario.script), idle_timeout=REFERENCE_BUDGETS.idle_timeout)
+    ranges = WaitRanges(idle_timeout=REFERENCE_BUDGETS.idle_timeout)
     seen = observe(exchanges, connections, end.outcome, ranges)
     return ConformRun(
         scenario.name,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
+from ..protocol.errors import ending_error, named_delays
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind
-from ..script.models import Script
 from ..server.capture import Connection, Exchange
 
 TURN_METADATA_HEADER = "x-codex-turn-metadata"
@@ -26,47 +26,18 @@ WATCHED_HEADERS = (
 """The request headers whose presence is compared (values vary per run, except the turn state)."""
 
 
-_NAMED_DELAY = re.compile(r"try again in\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?)\b", re.IGNORECASE)
-
-
-def named_delays(script: Script) -> tuple[float, ...]:
-    """Every delay a script names: `retry-after` / `retry-after-ms` headers, "try again in N s" messages."""
-    found: set[float] = set()
-    headers: list[dict[str, str]] = [h.all_refuse_headers for h in script.handshakes]
-    replies = [*script.responses, *([script.default] if script.default else [])]
-    for reply in replies:
-        for part in (reply.reject, reply.error_frame):
-            if part is not None:
-                headers.append(part.all_headers)
-                found.update(_message_delays(part.message))
-        if reply.fail is not None:
-            found.update(_message_delays(reply.fail.message))
-    for named in headers:
-        for name, scale in (("retry-after", 1.0), ("retry-after-ms", 0.001)):
-            with contextlib.suppress(KeyError, ValueError):
-                found.add(float(named[name]) * scale)
-    return tuple(sorted(found))
-
-
-def _message_delays(message: str | None) -> list[float]:
-    return [float(value) / (1000 if unit.lower() == "ms" else 1) for value, unit in _NAMED_DELAY.findall(message or "")]
-
-
 @dataclass(frozen=True, slots=True)
 class WaitRanges:
     """How a gap between two attempts is named: `none` (an immediate retry), `backoff` (200 ms x 2^(n-1),
-    +-10 %), `named` (a delay the script named: Retry-After, "try again in 1s"), `idle` (the client gave up
-    on a quiet connection after its idle timeout). Scripts pick named delays away from the backoff steps."""
+    +-10 %), `named` (at least a delay the previous answer named: Retry-After, "try again in 1s"), `idle` (the
+    client gave up on a quiet connection after its idle timeout). A named delay is judged by its lower bound
+    alone: a client on a busy machine may keep it late by any amount, only a retry sooner than it is not the
+    named wait. Scripts name delays longer than the backoff step a client would take instead."""
 
-    named: tuple[float, ...] = ()
     idle_timeout: float = 1.0
     backoff_base: float = 0.2
     jitter: float = 0.1
     slack: float = 0.06  # the clients' own latency: reconnecting, rebuilding the request, a busy machine
-    # A named delay kept, then the client's latency on a machine busy with a parallel test run: Codex has been
-    # seen 0.19 and 0.23 s late on "try again in 1s" under CI's two workers. Early stays tight (`slack`): a retry
-    # sooner than the named delay is what the check is for.
-    named_late: float = 0.3
     # A backoff step's own latency bound: a client on a machine busy with a parallel test run (CI's two workers)
     # has been seen 0.09 s late on the first step; named delays keep the tighter `slack`.
     backoff_slack: float = 0.1
@@ -76,9 +47,10 @@ class WaitRanges:
 
     connect_timeout: float | None = None  # after an unanswered upgrade: "connect timeout" (+ the wait after it)
 
-    def classify(self, gap: float, *, quiet: float | None = None) -> str:
+    def classify(self, gap: float, *, quiet: float | None = None, named: tuple[float, ...] = ()) -> str:
         """`gap`: seconds from the end of the previous attempt; `quiet`: how long the client then waited on
-        a connection the server kept open, before it gave up (a stall, an ignored error frame)."""
+        a connection the server kept open, before it gave up (a stall, an ignored error frame); `named`: the
+        delays the previous attempt's answer named."""
         timeout = self.connect_timeout
         if timeout is not None and gap >= timeout - self.none_below:
             rest = self.classify(max(0.0, gap - timeout))
@@ -89,7 +61,7 @@ class WaitRanges:
             return "idle"
         if gap < self.none_below:
             return "none"
-        if any(-(0.05 * delay + self.slack) <= gap - delay <= 0.05 * delay + self.named_late for delay in self.named):
+        if any(gap >= 0.95 * delay - self.slack for delay in named):
             return "named"
         for retry in range(1, 10):
             step = self.backoff_base * 2 ** (retry - 1)
@@ -149,6 +121,7 @@ class _Seen:
     stalled: bool
     attempt: Attempt
     connection: Connection | None = None
+    named: tuple[float, ...] = ()  # the delays the server's answer to this attempt named
 
     def quiet_before(self, now: _Seen) -> float | None:
         """How long the client waited on this attempt's open connection after its last event, if it did."""
@@ -187,7 +160,26 @@ def _exchange(exchange: Exchange, start: float, connection: Connection | None) -
     )
     end = exchange.started_at + (exchange.events[-1].at if exchange.events else 0.0)
     stalled = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.STALLED
-    return _Seen(start, end, stalled, attempt, connection)
+    return _Seen(start, end, stalled, attempt, connection, _named(exchange))
+
+
+def _named(exchange: Exchange) -> tuple[float, ...]:
+    """The delays the answer named: in a refusal's headers and body, or in the error event or frame (with its
+    own `headers`) or `response.failed` that ended the stream."""
+    headers = dict(exchange.response_headers)
+    error: Any = {}
+    if exchange.response_body:
+        with contextlib.suppress(ValueError):
+            body = json.loads(exchange.response_body)
+            error = body.get("error") if isinstance(body, dict) else {}
+    ending = exchange.events.last_ending()
+    if ending is not None:
+        error = ending_error(ending.event)
+        frame_headers = ending.event.get("headers")
+        if isinstance(frame_headers, dict):
+            headers.update({str(key): str(value) for key, value in frame_headers.items()})
+    message = error.get("message") if isinstance(error, dict) else None
+    return named_delays(headers, message if isinstance(message, str) else None)
 
 
 def _turn_metadata(value: object) -> dict[str, str]:
@@ -215,7 +207,8 @@ def _refused(connection: Connection) -> _Seen:
         turn_id=turn.get("turn_id"),
         connection=connection.id,
     )
-    return _Seen(connection.started_at, connection.started_at, False, attempt)
+    named = named_delays(connection.response_headers, None)
+    return _Seen(connection.started_at, connection.started_at, False, attempt, named=named)
 
 
 def _unanswered(connection: Connection) -> _Seen:
@@ -266,6 +259,6 @@ def observe(
         wait, gap = "first", None
         if before is not None:
             gap = max(0.0, now.start - before.end)
-            wait = ranges.classify(gap, quiet=before.quiet_before(now))
+            wait = ranges.classify(gap, quiet=before.quiet_before(now), named=before.named)
         attempts.append(replace(now.attempt, wait=wait, gap=gap))
     return Observation(tuple(attempts), outcome)

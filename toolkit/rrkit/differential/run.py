@@ -15,7 +15,7 @@ from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from .appserver import run_codex_turns
 from .codex import run_codex
-from .observation import Attempt, Observation, WaitRanges, named_delays, observe
+from .observation import Attempt, Observation, WaitRanges, observe
 from .settings import DEFAULT_BUDGETS, Budgets
 
 PROMPT = Prompt(model="gpt-test", instructions="You are a differential test client.")
@@ -112,7 +112,7 @@ def _observed(
 
 
 def _ranges(budgets: Budgets, script: Script) -> WaitRanges:
-    return WaitRanges(named=named_delays(script), idle_timeout=budgets.idle_timeout)
+    return WaitRanges(idle_timeout=budgets.idle_timeout)
 
 
 def _settle(server: FakeServer) -> None:

@@ -3,6 +3,7 @@ shapes."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Mapping
@@ -234,6 +235,18 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     if not math.isfinite(seconds):  # "inf" or "nan" would make a client wait forever or not at all
         return None
     return max(0.0, seconds)
+
+
+def named_delays(headers: Mapping[str, str], message: str | None) -> tuple[float, ...]:
+    """Every delay an answer names, whichever a client reads: `Retry-After` (seconds), `retry-after-ms`, and
+    "try again in N s" in its error message; sorted, each once."""
+    lowered = {key.lower(): value for key, value in headers.items()}
+    found = {delay for delay in (retry_after(lowered), parse_retry_delay(message)) if delay is not None}
+    with contextlib.suppress(KeyError, ValueError):
+        milliseconds = float(lowered["retry-after-ms"])
+        if math.isfinite(milliseconds):
+            found.add(max(0.0, milliseconds / 1000))
+    return tuple(sorted(found))
 
 
 _DEFAULT_ERROR_TYPES = {
