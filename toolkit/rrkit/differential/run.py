@@ -69,7 +69,7 @@ def observe_codex(
         return TURNS_SEPARATOR.join(run.outcomes), tuple(run.errors)
 
     drive = codex_turn if turns is None else session
-    return _observed(script, drive, ranges or _ranges(budgets, script), unanswered=unanswered, turns=turns is not None)
+    return _observed(script, drive, ranges or _ranges(budgets), unanswered=unanswered, turns=turns is not None)
 
 
 def observe_reference(
@@ -89,9 +89,7 @@ def observe_reference(
         outcomes, errors = asyncio.run(done)
         return TURNS_SEPARATOR.join(outcomes), errors
 
-    return _observed(
-        script, session, ranges or _ranges(budgets, script), unanswered=unanswered, turns=turns is not None
-    )
+    return _observed(script, session, ranges or _ranges(budgets), unanswered=unanswered, turns=turns is not None)
 
 
 def _observed(
@@ -111,7 +109,7 @@ def _observed(
         return Observation(next_turns_marked(seen.attempts) if turns else seen.attempts, seen.outcome, errors)
 
 
-def _ranges(budgets: Budgets, script: Script) -> WaitRanges:
+def _ranges(budgets: Budgets) -> WaitRanges:
     return WaitRanges(idle_timeout=budgets.idle_timeout)
 
 
