@@ -155,7 +155,7 @@ def play(scenario: Scenario, transport: str, client: ConformClient, timeout: flo
         with contextlib.suppress(TimeoutError):  # a stream left stalled is judged as it is
             server.settle(SETTLE)
         exchanges, connections = list(server.exchanges), list(server.connections)
-    ranges = WaitRanges(idle_timeout=REFERENCE_BUDGETS.idle_timeout)
+    ranges = WaitRanges(idle_timeout=REFERENCE_BUDGETS.idle_timeout, max_retries=REFERENCE_BUDGETS.max_retries)
     seen = observe(exchanges, connections, end.outcome, ranges)
     return ConformRun(
         scenario.name,

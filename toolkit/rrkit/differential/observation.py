@@ -28,22 +28,20 @@ WATCHED_HEADERS = (
 
 @dataclass(frozen=True, slots=True)
 class WaitRanges:
-    """How a gap between two attempts is named: `none` (an immediate retry), `backoff` (200 ms x 2^(n-1),
-    +-10 %), `named` (at least a delay the previous answer named: Retry-After, "try again in 1s"), `idle` (the
-    client gave up on a quiet connection after its idle timeout). A named delay is judged by its lower bound
-    alone: a client on a busy machine may keep it late by any amount, only a retry sooner than it is not the
-    named wait. Scripts name delays longer than the backoff step a client would take instead."""
+    """How a gap between two attempts is named: `none` (an immediate retry), `backoff` (at least the first
+    backoff step, 200 ms less its 10 % jitter, and at most twice the longest step `max_retries` reaches), `named`
+    (at least a delay the previous answer named: Retry-After, "try again in 1s"), `idle` (the client gave up on a
+    quiet connection after its idle timeout), else `other`. Waits are judged by their lower bounds: a client on a
+    busy machine may keep any of them late, only a retry sooner than its wait is not that wait. Scripts name
+    delays longer than the backoff step a client would take instead."""
 
     idle_timeout: float = 1.0
     backoff_base: float = 0.2
-    jitter: float = 0.1
     slack: float = 0.06  # the clients' own latency: reconnecting, rebuilding the request, a busy machine
-    # A backoff step's own latency bound: a client on a machine busy with a parallel test run (CI's two workers)
-    # has been seen 0.09 s late on the first step; named delays keep the tighter `slack`.
-    backoff_slack: float = 0.1
     # An immediate retry still costs the client a reconnect, and more on a loaded machine: anything shorter than
     # the first backoff step can be (180 ms, 200 ms less its jitter) is no wait at all.
     none_below: float = 0.17
+    max_retries: int = 5  # the larger of the budgets' retry counts: its step is the longest backoff
 
     connect_timeout: float | None = None  # after an unanswered upgrade: "connect timeout" (+ the wait after it)
 
@@ -63,10 +61,8 @@ class WaitRanges:
             return "none"
         if any(gap >= 0.95 * delay - self.slack for delay in named):
             return "named"
-        for retry in range(1, 10):
-            step = self.backoff_base * 2 ** (retry - 1)
-            if abs(gap - step) <= step * self.jitter + self.backoff_slack:
-                return "backoff"
+        if gap <= 2 * self.backoff_base * 2 ** (self.max_retries - 1):
+            return "backoff"
         return f"other({gap:.2f}s)"
 
 

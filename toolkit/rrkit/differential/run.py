@@ -110,7 +110,7 @@ def _observed(
 
 
 def _ranges(budgets: Budgets) -> WaitRanges:
-    return WaitRanges(idle_timeout=budgets.idle_timeout)
+    return WaitRanges(idle_timeout=budgets.idle_timeout, max_retries=budgets.max_retries)
 
 
 def _settle(server: FakeServer) -> None:

@@ -15,5 +15,10 @@ class Budgets:
     stream_max_retries: int | None = 5
     idle_timeout: float = 1.0
 
+    @property
+    def max_retries(self) -> int:
+        """The larger retry count (Codex's defaults, 4 and 5, where one is left out)."""
+        return max(self.request_max_retries or 4, self.stream_max_retries or 5)
+
 
 DEFAULT_BUDGETS = Budgets()
