@@ -27,7 +27,7 @@ from rrkit.protocol import (
 from rrkit.protocol import events as ev
 from rrkit.protocol.events import split_chunks
 
-STRICT = pydantic.TypeAdapter(ResponseStreamEvent)
+from ..sdk_strict import STRICT, assert_sdk_accepts
 
 REQUEST: dict[str, Any] = {
     "model": "gpt-test",
@@ -157,15 +157,6 @@ SCENARIOS: dict[str, Callable[[ResponseEvents], list[Event]]] = {
     "error-without-code": error_without_code,
 }
 COMPLETED_SCENARIOS = [name for name in SCENARIOS if SCENARIOS[name](builder())[-1]["type"] == ev.COMPLETED]
-
-
-def assert_sdk_accepts(event: Event) -> None:
-    """The event passes the SDK's own strict check and pydantic strict mode, and loses or coerces nothing."""
-    sdk = validate_type(type_=ResponseStreamEvent, value=event)  # type: ignore[arg-type]
-    strict = STRICT.validate_python(event, strict=True)
-    assert sdk.type == event["type"]
-    assert type(strict) is type(sdk)
-    assert sdk.model_dump(mode="json", by_alias=True, exclude_unset=True) == event
 
 
 # -- the SDK's models --------------------------------------------------------------------------

@@ -28,21 +28,9 @@ from rrkit.script import (
 )
 from rrkit.server import FakeServer
 
-from ..server.faultclient import BODY, Serve, finished, post_sse, sdk, text_of, types, ws_connect, ws_request
+from ..server.faultclient import BODY, Serve, finished, sdk, stream, text_of, types
 
 TRANSPORTS = ["http", "ws"]
-
-
-def stream(server: FakeServer, transport: str, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """One request over `transport`; the events the client read (the stream must end normally)."""
-    if transport == "http":
-        result = post_sse(server, request)
-        assert result.status == 200 and result.error is None, result
-        return result.events
-    with ws_connect(server) as websocket:
-        answer = ws_request(websocket, request)
-    assert answer.closed is None and not answer.timed_out, answer
-    return answer.events
 
 
 def completed_on_server(server: FakeServer, events: list[dict[str, Any]]) -> None:

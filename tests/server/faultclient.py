@@ -251,3 +251,15 @@ def ws_request(
 def ws_send_raw(websocket: ClientConnection, frame: str, *, timeout: float = WAIT) -> WSResult:
     websocket.send(frame)
     return ws_read(websocket, timeout=timeout)
+
+
+def stream(server: FakeServer, transport: str, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One request over `transport`; the events the client read (the stream must end normally)."""
+    if transport == "http":
+        result = post_sse(server, request)
+        assert result.status == 200 and result.error is None, result
+        return result.events
+    with ws_connect(server) as websocket:
+        answer = ws_request(websocket, request)
+    assert answer.closed is None and not answer.timed_out, answer
+    return answer.events

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Concatenate, NamedTuple, ParamSpec
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypedDict, Unpack
 
 from .errors import failure_message
 from .ids import IdGenerator
@@ -172,6 +172,15 @@ def _bare(*kinds: str) -> list[tuple[str, dict[str, Any]]]:
     return [(kind, {}) for kind in kinds]
 
 
+def _with_status(item: Item, status: str | None) -> Item:
+    return {**item, "status": status} if status is not None else {k: v for k, v in item.items() if k != "status"}
+
+
+def _printed(output: Mapping[str, Any]) -> dict[str, str]:
+    """What a shell output content delta streams of one command's output: its stdout and stderr."""
+    return {"stdout": str(output.get("stdout", "")), "stderr": str(output.get("stderr", ""))}
+
+
 class _ToolCall(NamedTuple):
     """How a kind of tool call streams: its item type, the field its deltas build, its delta and done events, and
     whether the done event names the tool."""
@@ -185,6 +194,14 @@ class _ToolCall(NamedTuple):
 
 _FUNCTION_CALL = _ToolCall("function_call", "arguments", ARGUMENTS_DELTA, ARGUMENTS_DONE, done_names=True)
 _CUSTOM_TOOL_CALL = _ToolCall("custom_tool_call", "input", CUSTOM_INPUT_DELTA, CUSTOM_INPUT_DONE)
+
+
+class _CallPlace(TypedDict, total=False):
+    """Where a tool call belongs: its `call_id`, its item's id, the tool `namespace` it names."""
+
+    call_id: str | None
+    item_id: str | None
+    namespace: str | None
 
 
 class ResponseEvents:
@@ -292,16 +309,32 @@ class ResponseEvents:
 
     # -- output items, one event at a time (the events are made as they are asked for) --------------
     def iter_message(
-        self, text: str, chunks: int = 1, *, item_id: str | None = None, phase: str | None = None
+        self,
+        text: str,
+        chunks: int = 1,
+        *,
+        item_id: str | None = None,
+        phase: str | None = None,
+        annotations: Iterable[Mapping[str, Any]] = (),
     ) -> Iterator[Event]:
-        """An assistant message: added, part added, `chunks` text deltas, text done, part done, item done."""
-        return self._iter_content_message("output_text", text, chunks, item_id=item_id, phase=phase)
+        """An assistant message: added, part added, `chunks` text deltas, an `annotation.added` event per
+        annotation (a url_citation, file_citation, ...), text done, part done, item done."""
+        return self._iter_content_message(
+            "output_text", text, chunks, item_id=item_id, phase=phase, annotations=[dict(a) for a in annotations]
+        )
 
     def iter_refusal(self, text: str, chunks: int = 1, *, item_id: str | None = None) -> Iterator[Event]:
         return self._iter_content_message("refusal", text, chunks, item_id=item_id)
 
     def _iter_content_message(
-        self, part_type: str, text: str, chunks: int, *, item_id: str | None, phase: str | None = None
+        self,
+        part_type: str,
+        text: str,
+        chunks: int,
+        *,
+        item_id: str | None,
+        phase: str | None = None,
+        annotations: list[dict[str, Any]] | None = None,
     ) -> Iterator[Event]:
         item_id = item_id or self.ids.new("message")
         base: Item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
@@ -311,7 +344,7 @@ class ResponseEvents:
         yield added
         if part_type == "output_text":
             empty: dict[str, Any] = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-            full = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            full = {"type": "output_text", "text": text, "annotations": annotations or [], "logprobs": []}
             delta_type, done_type, done_key = TEXT_DELTA, TEXT_DONE, "text"
             extra: dict[str, Any] = {"logprobs": []}
         else:
@@ -323,6 +356,8 @@ class ResponseEvents:
         yield self._emit(PART_ADDED, **where, part=empty)
         for piece in iter_chunks(text, chunks):
             yield self._emit(delta_type, **where, delta=piece, **extra)
+        for number, annotation in enumerate(annotations or []):
+            yield self._emit(ANNOTATION_ADDED, **where, annotation_index=number, annotation=annotation)
         yield self._emit(done_type, **where, **{done_key: text}, **extra)
         yield self._emit(PART_DONE, **where, part=full)
         yield self._done_item(index, dict(base, status="completed", content=[full]))
@@ -364,21 +399,25 @@ class ResponseEvents:
         yield self._done_item(index, done)
 
     def iter_function_call(
-        self, name: str, arguments: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+        self, name: str, arguments: str, chunks: int = 1, **where: Unpack[_CallPlace]
     ) -> Iterator[Event]:
-        return self._iter_tool_call(_FUNCTION_CALL, name, arguments, chunks, call_id=call_id, item_id=item_id)
+        """A function call: added, `chunks` argument deltas, arguments done, item done; `namespace`: the tool
+        namespace the function belongs to (an MCP server's, say)."""
+        return self._iter_tool_call(_FUNCTION_CALL, name, arguments, chunks, where)
 
     def iter_custom_tool_call(
-        self, name: str, input_: str, chunks: int = 1, *, call_id: str | None = None, item_id: str | None = None
+        self, name: str, input_: str, chunks: int = 1, **where: Unpack[_CallPlace]
     ) -> Iterator[Event]:
-        return self._iter_tool_call(_CUSTOM_TOOL_CALL, name, input_, chunks, call_id=call_id, item_id=item_id)
+        return self._iter_tool_call(_CUSTOM_TOOL_CALL, name, input_, chunks, where)
 
     def _iter_tool_call(
-        self, call: _ToolCall, name: str, value: str, chunks: int, *, call_id: str | None, item_id: str | None
+        self, call: _ToolCall, name: str, value: str, chunks: int, where: _CallPlace
     ) -> Iterator[Event]:
-        item_id = item_id or self.ids.new(call.item_type)
-        call_id = call_id or self.ids.new("call")
+        item_id = where.get("item_id") or self.ids.new(call.item_type)
+        call_id = where.get("call_id") or self.ids.new("call")
         base: Item = {"id": item_id, "type": call.item_type, "call_id": call_id, "name": name, call.field: ""}
+        if where.get("namespace") is not None:
+            base["namespace"] = where["namespace"]
         index, added = self._add_item(base)
         yield added
         for piece in iter_chunks(value, chunks):
@@ -428,24 +467,111 @@ class ResponseEvents:
         output: str,
         chunks: int = 1,
         *,
+        error: str | None = None,
         item_id: str | None = None,
     ) -> Iterator[Event]:
         """A call of a remote MCP server's tool: added, in_progress, `chunks` argument deltas, arguments done,
-        completed, item done with the tool's `output`."""
+        completed, item done with the tool's `output`; with `error`, failed, and the item holds the tool's error."""
         deltas = [(MCP_ARGUMENTS_DELTA, {"delta": piece}) for piece in iter_chunks(arguments, chunks)]
         steps = [*_bare(MCP_CALL_IN_PROGRESS), *deltas, (MCP_ARGUMENTS_DONE, {"arguments": arguments})]
-        steps += _bare(MCP_CALL_COMPLETED)
+        steps += _bare(MCP_CALL_COMPLETED if error is None else MCP_CALL_FAILED)
         fields: Item = {"server_label": server_label, "name": name, "arguments": ""}
         done: Item = {"arguments": arguments, "output": output}
-        return self._iter_hosted("mcp_call", fields, steps, done, item_id=item_id)
+        if error is not None:
+            done["error"] = {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": error}]}
+        status = "completed" if error is None else "failed"
+        return self._iter_hosted("mcp_call", fields, steps, done, item_id=item_id, done_status=status)
 
     def iter_mcp_list_tools(
-        self, server_label: str, tools: list[dict[str, Any]], *, item_id: str | None = None
+        self,
+        server_label: str,
+        tools: list[dict[str, Any]],
+        *,
+        error: str | None = None,
+        item_id: str | None = None,
     ) -> Iterator[Event]:
-        """The tools a remote MCP server offers: added, in_progress, completed, item done with `tools`."""
-        steps = _bare(MCP_LIST_TOOLS_IN_PROGRESS, MCP_LIST_TOOLS_COMPLETED)
+        """The tools a remote MCP server offers: added, in_progress, completed, item done with `tools`; with
+        `error` (the server could not be listed), failed, and the item holds it."""
+        steps = _bare(MCP_LIST_TOOLS_IN_PROGRESS, MCP_LIST_TOOLS_COMPLETED if error is None else MCP_LIST_TOOLS_FAILED)
         fields: Item = {"server_label": server_label, "tools": []}
-        return self._iter_hosted("mcp_list_tools", fields, steps, {"tools": tools}, item_id=item_id)
+        done: Item = {"tools": tools} if error is None else {"error": error}
+        status = "completed" if error is None else "failed"
+        return self._iter_hosted("mcp_list_tools", fields, steps, done, item_id=item_id, done_status=status)
+
+    def iter_shell_call(
+        self,
+        commands: list[str],
+        *,
+        action: Item | None = None,
+        environment: Item | None = None,
+        call_id: str | None = None,
+        item_id: str | None = None,
+    ) -> Iterator[Event]:
+        """A shell call for the client to run: added, then per command `shell_call_command` added, delta and
+        done, then the item done with `action.commands`; `action`: its other fields (`timeout_ms`,
+        `max_output_length`); `environment`: where to run them (`{"type": "local"}`)."""
+        item_id = item_id or self.ids.new("shell_call")
+        call: Item = {"call_id": call_id or self.ids.new("call")}
+        if environment is not None:
+            call["environment"] = environment
+        base: Item = {"id": item_id, "type": "shell_call", **call, "action": {**(action or {}), "commands": []}}
+        index, added = self._add_item(base)
+        yield added
+        for number, command in enumerate(commands):
+            where = {"output_index": index, "command_index": number}
+            yield self._emit(SHELL_COMMAND_ADDED, **where, command="")
+            yield self._emit(SHELL_COMMAND_DELTA, **where, delta=command)
+            yield self._emit(SHELL_COMMAND_DONE, **where, command=command)
+        done_action = {**(action or {}), "commands": list(commands)}
+        yield self._done_item(index, {**base, "action": done_action, "status": "completed"})
+
+    def iter_shell_call_output(
+        self, call_id: str, outputs: list[Item], *, item_id: str | None = None
+    ) -> Iterator[Event]:
+        """What the client's shell commands printed (`{stdout, stderr, outcome}` each, in command order): added,
+        per command a content delta and done, then the item done with every output."""
+        deltas = [
+            step
+            for number, output in enumerate(outputs)
+            for step in (
+                (SHELL_OUTPUT_DELTA, {"command_index": number, "delta": _printed(output)}),
+                (SHELL_OUTPUT_DONE, {"command_index": number, "output": [output]}),
+            )
+        ]
+        fields: Item = {"call_id": call_id, "output": []}
+        return self._iter_hosted("shell_call_output", fields, deltas, {"output": outputs}, item_id=item_id)
+
+    def iter_compaction(self, encrypted_content: str, *, item_id: str | None = None) -> Iterator[Event]:
+        """The service's compaction of the conversation: added, compacting, item done with the opaque
+        `encrypted_content` a client sends back in place of what it replaced."""
+        steps = _bare(COMPACTING)
+        fields: Item = {"encrypted_content": encrypted_content}
+        return self._iter_hosted("compaction", fields, steps, item_id=item_id, added_status=None, done_status=None)
+
+    def iter_item(
+        self,
+        kind: str,
+        fields: Item,
+        *,
+        added_status: str | None = "in_progress",
+        item_id: str | None = None,
+    ) -> Iterator[Event]:
+        """An item that streams nothing of its own, added and done whole (a call for the client to run, a tool's
+        output): the done item holds `fields` as given (their `status`, if any); the added one `added_status` (None:
+        the done one, where the item type knows no `in_progress`)."""
+        done_status = fields.get("status")
+        added = (added_status or done_status) if done_status is not None else None
+        return self._iter_hosted(kind, fields, (), item_id=item_id, added_status=added, done_status=done_status)
+
+    def iter_audio(self, transcript: str, *audio: str, chunks: int = 1) -> Iterator[Event]:
+        """Spoken output, which belongs to no output item: its transcript in `chunks` deltas, transcript done, one
+        `audio.delta` per piece of audio (base64), audio done."""
+        for piece in iter_chunks(transcript, chunks):
+            yield self._emit(AUDIO_TRANSCRIPT_DELTA, delta=piece)
+        yield self._emit(AUDIO_TRANSCRIPT_DONE)
+        for piece in audio:
+            yield self._emit(AUDIO_DELTA, delta=piece)
+        yield self._emit(AUDIO_DONE)
 
     def _iter_hosted(
         self,
@@ -455,15 +581,19 @@ class ResponseEvents:
         done_fields: Item | None = None,
         *,
         item_id: str | None,
+        added_status: str | None = "in_progress",
+        done_status: str | None = "completed",
     ) -> Iterator[Event]:
-        """A hosted tool's item: added (in progress), its own events in order, then done (completed)."""
+        """A hosted tool's item: added (`added_status`), its own events in order, then done (`done_status`); an
+        item type without a status (a compaction) gets neither."""
         item_id = item_id or self.ids.new(kind)
         base: Item = {"id": item_id, "type": kind, **fields}
-        index, added = self._add_item(base)
-        yield added
+        index = len(self.output)
+        self.output.append(base)
+        yield self._emit(ITEM_ADDED, output_index=index, item=_with_status(base, added_status))
         for event_type, extra in steps:
             yield self._emit(event_type, item_id=item_id, output_index=index, **extra)
-        yield self._done_item(index, {**base, **(done_fields or {}), "status": "completed"})
+        yield self._done_item(index, _with_status({**base, **(done_fields or {})}, done_status))
 
     # -- output items, made all at once (the same arguments) -------------------------------------------------
     message = _all_at_once(iter_message)
@@ -477,6 +607,11 @@ class ResponseEvents:
     code_interpreter_call = _all_at_once(iter_code_interpreter_call)
     mcp_call = _all_at_once(iter_mcp_call)
     mcp_list_tools = _all_at_once(iter_mcp_list_tools)
+    shell_call = _all_at_once(iter_shell_call)
+    shell_call_output = _all_at_once(iter_shell_call_output)
+    compaction = _all_at_once(iter_compaction)
+    item = _all_at_once(iter_item)
+    audio = _all_at_once(iter_audio)
 
 
 def done_items(events: list[Event]) -> list[Item]:

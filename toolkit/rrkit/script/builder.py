@@ -6,15 +6,12 @@ from typing import Any, TypedDict, Unpack
 
 from ..protocol.errors import UPGRADE_REQUIRED, failure_message
 from ..protocol.vocabulary import CloseKind
-from .models import (
+from .models import ErrorEvent, ErrorFrame, Failure, Handshake, Reject, Reply, SideFrame, UsageSpec
+from .outputs import (
     CodeInterpreterCallOut,
     CustomToolCallOut,
-    ErrorEvent,
-    ErrorFrame,
-    Failure,
     FileSearchCallOut,
     FunctionCallOut,
-    Handshake,
     ImageGenerationCallOut,
     McpCallOut,
     McpListToolsOut,
@@ -22,17 +19,17 @@ from .models import (
     Output,
     ReasoningOut,
     RefusalOut,
-    Reject,
-    Reply,
-    SideFrame,
-    UsageSpec,
     WebSearchCallOut,
 )
 
 
-def text(value: str, chunks: int = 1, *, phase: str | None = None) -> MessageOut:
-    """A message; `phase` (`commentary`, `final_answer`) as newer models tag their messages."""
-    return MessageOut(text=value, chunks=chunks, phase=phase)
+def text(
+    value: str, chunks: int = 1, *, phase: str | None = None, annotations: list[dict[str, Any]] | None = None
+) -> MessageOut:
+    """A message; `phase` (`commentary`, `final_answer`) as newer models tag their messages; `annotations`
+    (`{"type": "url_citation", "url": ..., "title": ..., "start_index": 0, "end_index": 5}`) each sent as an
+    annotation.added event."""
+    return MessageOut(text=value, chunks=chunks, phase=phase, annotations=annotations or [])
 
 
 def refusal(value: str, chunks: int = 1) -> RefusalOut:
@@ -49,11 +46,16 @@ def reasoning(
 
 
 def function_call(
-    name: str, arguments: str | dict[str, Any] = "{}", *, call_id: str | None = None, chunks: int = 1
+    name: str,
+    arguments: str | dict[str, Any] = "{}",
+    *,
+    call_id: str | None = None,
+    chunks: int = 1,
+    namespace: str | None = None,
 ) -> FunctionCallOut:
-    return FunctionCallOut.model_validate(
-        {"type": "function_call", "name": name, "arguments": arguments, "call_id": call_id, "chunks": chunks}
-    )
+    """A function call; `namespace`: the tool namespace the function belongs to."""
+    fields = {"name": name, "arguments": arguments, "call_id": call_id, "chunks": chunks, "namespace": namespace}
+    return FunctionCallOut.model_validate({"type": "function_call", **fields})
 
 
 def web_search_call(query: str) -> WebSearchCallOut:
@@ -78,22 +80,31 @@ def code_interpreter_call(code: str, *, chunks: int = 1, container_id: str = "cn
 
 
 def mcp_call(
-    server_label: str, name: str, arguments: str | dict[str, Any] = "{}", output: str = "", *, chunks: int = 1
+    server_label: str,
+    name: str,
+    arguments: str | dict[str, Any] = "{}",
+    output: str = "",
+    *,
+    chunks: int = 1,
+    error: str | None = None,
 ) -> McpCallOut:
-    """A call of a remote MCP server's tool: its arguments in `chunks` deltas, then the item with `output`."""
-    return McpCallOut.model_validate(
-        {"type": "mcp_call", "server_label": server_label, "name": name, "arguments": arguments, "output": output}
-        | {"chunks": chunks}
-    )
+    """A call of a remote MCP server's tool: its arguments in `chunks` deltas, then the item with `output`; with
+    `error`, the call fails (mcp_call.failed)."""
+    fields = {"server_label": server_label, "name": name, "arguments": arguments, "output": output}
+    return McpCallOut.model_validate({"type": "mcp_call", **fields, "chunks": chunks, "error": error})
 
 
-def mcp_list_tools(server_label: str, *tools: dict[str, Any]) -> McpListToolsOut:
-    """The tools a remote MCP server offers: `{"name": ..., "input_schema": {...}}` each."""
-    return McpListToolsOut(type="mcp_list_tools", server_label=server_label, tools=list(tools))
+def mcp_list_tools(server_label: str, *tools: dict[str, Any], error: str | None = None) -> McpListToolsOut:
+    """The tools a remote MCP server offers: `{"name": ..., "input_schema": {...}}` each; with `error`, the
+    listing fails (mcp_list_tools.failed)."""
+    return McpListToolsOut(type="mcp_list_tools", server_label=server_label, tools=list(tools), error=error)
 
 
-def custom_tool_call(name: str, input: str, *, call_id: str | None = None, chunks: int = 1) -> CustomToolCallOut:
-    return CustomToolCallOut(type="custom_tool_call", name=name, input=input, call_id=call_id, chunks=chunks)
+def custom_tool_call(
+    name: str, input: str, *, call_id: str | None = None, chunks: int = 1, namespace: str | None = None
+) -> CustomToolCallOut:
+    fields = {"name": name, "input": input, "call_id": call_id, "chunks": chunks, "namespace": namespace}
+    return CustomToolCallOut(type="custom_tool_call", **fields)
 
 
 def reply(

@@ -12,9 +12,10 @@ from pydantic import BaseModel, ValidationError
 
 from ..protocol.exceptions import LimitError, ScriptError
 from ..protocol.limits import LIMITS_ENV, configured, shown_size
-from ..protocol.names import did_you_mean
-from . import models
-from .models import MessageOut, Reply, Script
+from ..protocol.names import did_you_mean, unknown_name
+from . import models, outputs
+from .models import Reply, Script
+from .outputs import OUTPUT_TYPES, MessageOut
 from .shipped import script_path
 
 if TYPE_CHECKING:  # yaml loads with the first script file read, not at start-up
@@ -64,6 +65,8 @@ def _problem(problem: ErrorDetails, loc: tuple[int | str, ...], known: Sequence[
     if problem["type"] == "extra_forbidden" and loc:
         key = str(loc[-1])
         return f"unknown key {key!r}{did_you_mean(key, known)}"
+    if problem["type"] == "union_tag_invalid" and loc and "output" in loc:
+        return unknown_name("output type", str(problem.get("ctx", {}).get("tag")), OUTPUT_TYPES)
     if problem["type"] == "value_error" and "error" in problem.get("ctx", {}):
         return str(problem["ctx"]["error"])  # a validator's own message, without pydantic's "Value error, "
     return problem["msg"]
@@ -88,11 +91,12 @@ def describe_invalid(
     return "\n".join(lines)
 
 
-_UNION_TAGS = frozenset({"message", "refusal", "reasoning", "function_call", "custom_tool_call"})
+_UNION_TAGS = frozenset(OUTPUT_TYPES)
 _KNOWN_KEYS = sorted(
     {
         name
-        for model in vars(models).values()
+        for module in (models, outputs)
+        for model in vars(module).values()
         if isinstance(model, type) and issubclass(model, BaseModel)
         for name in model.model_fields
     }

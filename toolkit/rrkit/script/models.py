@@ -4,18 +4,14 @@ The same models are the file format in `fixtures/` and what the Python builder A
 """
 
 # No `from __future__ import annotations` here: pydantic would evaluate every field's annotation string at import.
-import json
 import re
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
-    Discriminator,
     Field,
-    Tag,
     field_validator,
     model_validator,
 )
@@ -25,12 +21,8 @@ from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
 from ..protocol.plan import Chaos
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
-
-
-class _Strict(BaseModel):
-    # Each model's validator is built when the model first validates, not at import: `rrkit serve` starts sooner.
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
+from .outputs import Output
+from .strict import Strict as _Strict
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -49,127 +41,6 @@ def _sendable(headers: dict[str, str]) -> dict[str, str]:
 
 ResponseHeaders = Annotated[dict[str, str], AfterValidator(_sendable)]
 """Headers the server sends: each name an HTTP token, each value one a header can carry."""
-
-Chunks = Annotated[int, Field(ge=1, description="number of delta events the text is split into")]
-
-
-class MessageOut(_Strict):
-    type: Literal["message"] = "message"
-    text: str
-    chunks: Chunks = 1
-    phase: str | None = None
-
-
-class RefusalOut(_Strict):
-    type: Literal["refusal"]
-    text: str
-    chunks: Chunks = 1
-
-
-class ReasoningOut(_Strict):
-    type: Literal["reasoning"]
-    summary: list[str] = []
-    text: str | None = None
-    encrypted_content: str | None = None
-    chunks: Chunks = 1
-
-
-def _json_text(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, dict | list) else value
-
-
-Arguments = Annotated[str, BeforeValidator(_json_text)]
-"""A tool call's arguments: a mapping (or list) is sent as its JSON, a string verbatim (JSON or not)."""
-
-
-class FunctionCallOut(_Strict):
-    type: Literal["function_call"]
-    name: str
-    arguments: Arguments = "{}"
-    call_id: str | None = None
-    chunks: Chunks = 1
-
-
-class CustomToolCallOut(_Strict):
-    type: Literal["custom_tool_call"]
-    name: str
-    input: str
-    call_id: str | None = None
-    chunks: Chunks = 1
-
-
-class WebSearchCallOut(_Strict):
-    """A hosted web search the service ran: its status events, then the item with its `search` action."""
-
-    type: Literal["web_search_call"]
-    query: str
-
-
-class FileSearchCallOut(_Strict):
-    """A hosted file search the service ran for these queries: its status events, then the item."""
-
-    type: Literal["file_search_call"]
-    queries: list[str] = Field(min_length=1)
-
-
-class ImageGenerationCallOut(_Strict):
-    """A hosted image generation: a `partial_image` event per partial image, then the item with the final image
-    (each base64, as the service sends them)."""
-
-    type: Literal["image_generation_call"]
-    result: str
-    partial_images: list[str] = []
-
-
-class CodeInterpreterCallOut(_Strict):
-    """Hosted code the service ran: its code in `chunks` deltas, interpreting, completed, then the item."""
-
-    type: Literal["code_interpreter_call"]
-    code: str
-    chunks: Chunks = 1
-    container_id: str = "cntr_rrkit"
-
-
-class McpCallOut(_Strict):
-    """A call of a remote MCP server's tool: its arguments in `chunks` deltas, then the item with `output`."""
-
-    type: Literal["mcp_call"]
-    server_label: str
-    name: str
-    arguments: Arguments = "{}"
-    output: str = ""
-    chunks: Chunks = 1
-
-
-class McpListToolsOut(_Strict):
-    """The tools a remote MCP server offers (`{name, input_schema, ...}` each), as the service lists them."""
-
-    type: Literal["mcp_list_tools"]
-    server_label: str
-    tools: list[dict[str, Any]] = []
-
-
-def _output_type(value: Any) -> str:
-    """An output item without `type` is a text message: `- text: Hello` is enough in a file."""
-    if isinstance(value, dict):
-        return str(value.get("type", "message"))
-    return str(getattr(value, "type", "message"))
-
-
-Output = Annotated[
-    Annotated[MessageOut, Tag("message")]
-    | Annotated[RefusalOut, Tag("refusal")]
-    | Annotated[ReasoningOut, Tag("reasoning")]
-    | Annotated[FunctionCallOut, Tag("function_call")]
-    | Annotated[CustomToolCallOut, Tag("custom_tool_call")]
-    | Annotated[WebSearchCallOut, Tag("web_search_call")]
-    | Annotated[FileSearchCallOut, Tag("file_search_call")]
-    | Annotated[ImageGenerationCallOut, Tag("image_generation_call")]
-    | Annotated[CodeInterpreterCallOut, Tag("code_interpreter_call")]
-    | Annotated[McpCallOut, Tag("mcp_call")]
-    | Annotated[McpListToolsOut, Tag("mcp_list_tools")],
-    Discriminator(_output_type),
-]
 
 
 class UsageSpec(_Strict):

@@ -11,11 +11,13 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
 from ..protocol.vocabulary import Transport
-from .models import (
+from .models import ErrorFrame, Fault, Reject, Reply
+from .outputs import (
+    WHOLE_ITEMS,
+    AudioOut,
     CodeInterpreterCallOut,
+    CompactionOut,
     CustomToolCallOut,
-    ErrorFrame,
-    Fault,
     FileSearchCallOut,
     FunctionCallOut,
     ImageGenerationCallOut,
@@ -24,30 +26,49 @@ from .models import (
     MessageOut,
     ReasoningOut,
     RefusalOut,
-    Reject,
-    Reply,
+    ShellCallOut,
+    ShellCallOutputOut,
     WebSearchCallOut,
+    WholeItemOut,
 )
 
 WARMUP_REPLY = Reply.model_construct()  # as Reply(), without building its validator at import
 """The server's own answer to `generate: false`: created + completed, no output."""
 
 _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
-    MessageOut: lambda b, o: b.iter_message(o.text, o.chunks, phase=o.phase),
+    MessageOut: lambda b, o: b.iter_message(o.text, o.chunks, phase=o.phase, annotations=o.annotations),
     RefusalOut: lambda b, o: b.iter_refusal(o.text, o.chunks),
     ReasoningOut: lambda b, o: b.iter_reasoning(
         o.summary, o.chunks, text=o.text, encrypted_content=o.encrypted_content
     ),
-    FunctionCallOut: lambda b, o: b.iter_function_call(o.name, o.arguments, o.chunks, call_id=o.call_id),
-    CustomToolCallOut: lambda b, o: b.iter_custom_tool_call(o.name, o.input, o.chunks, call_id=o.call_id),
+    FunctionCallOut: lambda b, o: b.iter_function_call(
+        o.name, o.arguments, o.chunks, call_id=o.call_id, namespace=o.namespace
+    ),
+    CustomToolCallOut: lambda b, o: b.iter_custom_tool_call(
+        o.name, o.input, o.chunks, call_id=o.call_id, namespace=o.namespace
+    ),
     WebSearchCallOut: lambda b, o: b.iter_web_search_call(o.query),
     FileSearchCallOut: lambda b, o: b.iter_file_search_call(*o.queries),
     ImageGenerationCallOut: lambda b, o: b.iter_image_generation_call(o.result, *o.partial_images),
     CodeInterpreterCallOut: lambda b, o: b.iter_code_interpreter_call(o.code, o.chunks, container_id=o.container_id),
-    McpCallOut: lambda b, o: b.iter_mcp_call(o.server_label, o.name, o.arguments, o.output, o.chunks),
-    McpListToolsOut: lambda b, o: b.iter_mcp_list_tools(o.server_label, o.tools),
+    McpCallOut: lambda b, o: b.iter_mcp_call(o.server_label, o.name, o.arguments, o.output, o.chunks, error=o.error),
+    McpListToolsOut: lambda b, o: b.iter_mcp_list_tools(o.server_label, o.tools, error=o.error),
+    CompactionOut: lambda b, o: b.iter_compaction(o.encrypted_content),
+    ShellCallOut: lambda b, o: b.iter_shell_call(
+        o.commands, action=o.action, environment=o.environment, call_id=o.call_id
+    ),
+    ShellCallOutputOut: lambda b, o: b.iter_shell_call_output(o.call_id, [command.sent for command in o.output]),
+    AudioOut: lambda b, o: b.iter_audio(o.transcript, *o.audio, chunks=o.chunks),
+    **{kind: lambda b, o: _whole_item(b, o) for kind in WHOLE_ITEMS},
 }
 """How each kind of scripted output item is written as events."""
+
+
+def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event]:
+    fields = output.item_fields()
+    if output.makes_call_id and fields.get("call_id") is None:
+        fields["call_id"] = builder.ids.new("call")
+    return builder.iter_item(output.type, fields, added_status=output.added_status)
 
 
 def render_reply(
