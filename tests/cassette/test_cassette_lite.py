@@ -13,6 +13,7 @@ from websockets.sync.client import connect
 from rrkit.cassette import Cassette, cassette_from_capture
 from rrkit.cassette.match import logical_content_differences
 from rrkit.protocol import OutcomeKind, from_lite, is_lite, to_lite
+from rrkit.protocol.lite import instructions_in_input, without_lite_settings
 
 from ..errortrap import Serve
 
@@ -57,7 +58,8 @@ def record(serve: Serve, transport: str, *bodies: dict[str, Any]) -> Cassette:
 
 
 def without_parallel(request: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in request.items() if key != "parallel_tool_calls"}
+    """The content both encodings carry alike: the instructions leading the input, Lite's own settings left out."""
+    return without_lite_settings(instructions_in_input(request))
 
 
 @pytest.mark.parametrize("transport", ["http", "ws"])
@@ -81,6 +83,6 @@ def test_lite_logical_content_differences_name_what_a_lite_request_changed(serve
     changed = to_lite({**STANDARD, "tools": TOOLS[:1], "instructions": "Be verbose."})
     standard, lite = record(serve, "http", STANDARD, changed).exchanges
     differences = "\n".join(logical_content_differences(standard, lite))
-    assert "logical['instructions']" in differences and "Be verbose." in differences
+    assert "logical['input'][0]" in differences and "Be verbose." in differences
     assert "logical['tools'][1]" in differences
     assert "parallel_tool_calls" not in differences

@@ -18,6 +18,7 @@ from rrkit.cassette import cassette_from_capture, load_cassette, save_cassette
 from rrkit.cassette.normalize import Normalizer
 from rrkit.cassette.replay import CassetteSource
 from rrkit.protocol import OutcomeKind
+from rrkit.protocol.ids import PREFIXES, IdGenerator
 from rrkit.script import Match, Script, function_call, reply, text
 from rrkit.server import FakeServer
 
@@ -209,3 +210,11 @@ def test_websocket_error_frame_headers_are_recorded_and_replayed(serve: Serve) -
         replayed_frame = ask(replay)
     assert recorded_frame["headers"] == {"retry-after": "2"}
     assert replayed_frame == recorded_frame
+
+
+@pytest.mark.parametrize("kind", sorted(PREFIXES))
+def test_every_kind_of_id_the_server_issues_is_aliased_by_the_normalizer(kind: str) -> None:
+    first, second = IdGenerator().new(kind), IdGenerator().new(kind)
+    normalizer = Normalizer()
+    assert normalizer.json({"id": first}) == {"id": f"{PREFIXES[kind].rstrip('_')}_1"}
+    assert normalizer.json({"id": second}) == {"id": f"{PREFIXES[kind].rstrip('_')}_2"}

@@ -37,7 +37,13 @@ def test_the_default_script_is_what_validating_it_gives() -> None:
     assert Script.model_validate(script.model_dump(exclude_unset=True)) == script
     assert script.default is not None
     assert [item.model_dump() for item in script.default.output] == [
-        {"type": "message", "text": "Hello from rrkit, the fake Responses server.", "chunks": 5, "phase": None, "annotations": []}
+        {
+            "type": "message",
+            "text": "Hello from rrkit, the fake Responses server.",
+            "chunks": 5,
+            "phase": None,
+            "annotations": [],
+        }
     ]
 
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from rrkit.client import Delta, TextDelta, ToolInputDelta, tool_output
-from rrkit.protocol import Item
+from rrkit.protocol import Item, is_warmup
+from rrkit.protocol.lite import LITE_HEADER, LITE_METADATA
 from rrkit.script import Script, function_call, reasoning, reply, text
 
 from ..errortrap import Serve
@@ -105,11 +106,23 @@ async def test_sample_returns_tool_calls_to_the_caller_and_records_usage(serve: 
         assert h.client.usage == [result.usage]
 
 
-async def test_lite_encoding_is_sent_and_logged_as_the_logical_request(serve: Serve) -> None:
-    async with served(serve, Script().queue(reply("Hello.")), transport="http", encoding="lite") as h:
+@pytest.mark.parametrize("transport", ["http", "ws"])
+async def test_lite_encoding_is_sent_as_codex_sends_it_and_logged_as_the_logical_request(
+    serve: Serve, transport: str
+) -> None:
+    """Codex 0.169.0 and 0.171.0 (observed with a Lite model of their catalogue): the tools item first, then the
+    instructions; no parallel tool calls; the reasoning context for all turns; the Lite header over HTTP, its
+    `client_metadata` key over WebSocket."""
+    async with served(serve, Script(default=reply("Hello.")), transport=transport, encoding="lite") as h:
         await h.conversation().run_turn("Hi.")
-        wire = h.exchanges[0].wire_request
-        assert wire is not None
+        [exchange] = [e for e in h.exchanges if not is_warmup(e.wire_request or {})]
+        wire = exchange.wire_request
+        assert wire is not None and exchange.logical_request is not None
         assert "instructions" not in wire and "tools" not in wire
-        assert item_types(wire["input"]) == ["message", "additional_tools", "message"]
-        assert wire["parallel_tool_calls"] is False
+        assert item_types(exchange.logical_request["input"]) == ["additional_tools", "message", "message"]
+        assert wire["parallel_tool_calls"] is False and wire["reasoning"]["context"] == "all_turns"
+        if transport == "http":
+            assert exchange.request_headers[LITE_HEADER] == "true"
+        else:
+            assert LITE_HEADER not in exchange.request_headers
+            assert wire["client_metadata"][LITE_METADATA] == "true"

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rrkit.protocol import from_lite, input_items, is_lite, to_lite
+from rrkit.protocol.lite import ALL_TURNS, instructions_in_input, without_lite_settings
 
 TOOLS = [
     {"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}},
@@ -38,22 +39,31 @@ ADDITIONAL_TOOLS = {"type": "additional_tools", "role": "developer", "tools": TO
 
 
 def without_parallel(request: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in request.items() if key != "parallel_tool_calls"}
+    """The content both encodings carry alike: the instructions leading the input, Lite's own settings left out."""
+    return without_lite_settings(instructions_in_input(request))
 
 
-def test_lite_to_lite_moves_instructions_and_tools_into_leading_input_items() -> None:
+def test_lite_to_lite_leads_with_the_tools_then_the_instructions_as_codex_sends_them() -> None:
     lite = to_lite(STANDARD)
     assert "instructions" not in lite
     assert "tools" not in lite
-    assert lite["input"] == [DEVELOPER_INSTRUCTIONS, ADDITIONAL_TOOLS, *INPUT]
+    assert lite["input"] == [ADDITIONAL_TOOLS, DEVELOPER_INSTRUCTIONS, *INPUT]  # Codex 0.169.0 and 0.171.0
     assert lite["parallel_tool_calls"] is False
+
+
+def test_lite_sets_the_reasoning_context_for_all_turns_keeping_the_rest_of_reasoning() -> None:
+    assert to_lite(STANDARD)["reasoning"] == {"effort": "low", "context": ALL_TURNS}
+    assert to_lite({"model": "m"})["reasoning"] == {"context": ALL_TURNS}
+    assert without_lite_settings(to_lite({"model": "m"})) == {"model": "m", "input": [ADDITIONAL_TOOLS | {"tools": []}]}
 
 
 def test_lite_to_lite_keeps_every_other_field() -> None:
     lite = to_lite(STANDARD)
-    others = {key for key in STANDARD if key not in ("instructions", "tools", "input", "parallel_tool_calls")}
+    others = {
+        key for key in STANDARD if key not in ("instructions", "tools", "input", "parallel_tool_calls", "reasoning")
+    }
     assert {key: lite[key] for key in others} == {key: STANDARD[key] for key in others}
-    assert set(lite) == others | {"input", "parallel_tool_calls"}
+    assert set(lite) == others | {"input", "parallel_tool_calls", "reasoning"}
 
 
 def test_lite_to_lite_does_not_modify_the_standard_request() -> None:
@@ -75,6 +85,7 @@ def test_lite_to_lite_is_recognised_as_lite() -> None:
 def test_lite_from_lite_of_to_lite_gives_back_request_except_parallel_tool_calls() -> None:
     back = from_lite(to_lite(STANDARD))
     assert back["parallel_tool_calls"] is False  # Lite forces it off; that is a real difference to the model
+    assert back["reasoning"]["context"] == ALL_TURNS
     assert without_parallel(back) == without_parallel(STANDARD)
 
 
@@ -167,6 +178,13 @@ def test_lite_is_lite_looks_for_additional_tools_in_the_first_two_items(
     assert is_lite({"input": [*leading, *INPUT]}) is lite
 
 
+def test_lite_from_lite_leaves_the_instructions_message_in_the_input_on_either_side_of_the_tools_item() -> None:
+    for leading in ([ADDITIONAL_TOOLS, DEVELOPER_INSTRUCTIONS], [DEVELOPER_INSTRUCTIONS, ADDITIONAL_TOOLS]):
+        back = from_lite({"input": [*leading, *INPUT]})
+        assert back == {"tools": TOOLS, "input": [DEVELOPER_INSTRUCTIONS, *INPUT]}
+        assert back == instructions_in_input({"instructions": "You are Codex.", "tools": TOOLS, "input": INPUT})
+
+
 def test_lite_from_lite_keeps_explicit_instructions_and_developer_message() -> None:
     request = {"instructions": "top level", "input": [DEVELOPER_INSTRUCTIONS, ADDITIONAL_TOOLS, *INPUT]}
     back = from_lite(request)
@@ -187,14 +205,6 @@ def test_lite_from_lite_takes_tools_item_from_second_place_when_first_is_not_ins
     assert "instructions" not in back
     assert back["tools"] == TOOLS
     assert back["input"] == [first, *INPUT]
-
-
-def test_lite_from_lite_accepts_string_developer_content() -> None:
-    request = {"input": [{"role": "developer", "content": "be brief"}, ADDITIONAL_TOOLS, *INPUT]}
-    back = from_lite(request)
-    assert back["instructions"] == "be brief"
-    assert back["tools"] == TOOLS
-    assert back["input"] == INPUT
 
 
 def test_lite_from_lite_does_not_modify_the_lite_request() -> None:

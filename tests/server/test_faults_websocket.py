@@ -335,11 +335,23 @@ def test_close_after_n_requests_can_use_a_chosen_code_or_a_bare_tcp_close(serve:
     [
         ("{not json", "invalid_json", None),
         (json.dumps([1, 2]), "unsupported_frame_type", "type"),
-        (json.dumps({"type": "response.steer", "input": [{"role": "user", "content": "faster"}]}), None, "type"),
+        (
+            json.dumps({"type": "response.inject", "response_id": "resp_x", "input": []}),
+            "unsupported_frame_type",
+            "type",
+        ),
+        (json.dumps({"type": "response.steer", "input": "faster"}), None, "previous_response_id"),
         (json.dumps({"type": "response.create", **BODY, "tools": 5}), None, "tools"),
         (json.dumps({"type": "response.create", **BODY, "input": 5}), None, "input"),
     ],
-    ids=["not-json", "json-array", "response-steer", "tools-not-a-list", "input-not-a-list"],
+    ids=[
+        "not-json",
+        "json-array",
+        "response-inject",
+        "steer-naming-no-response",
+        "tools-not-a-list",
+        "input-not-a-list",
+    ],
 )
 def test_bad_frame_gets_an_error_frame_with_status_400_and_the_socket_stays_usable(
     serve: Serve, frame: str, code: str | None, param: str | None

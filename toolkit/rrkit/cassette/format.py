@@ -23,7 +23,7 @@ from ..protocol.encoding import body_form
 from ..protocol.events import SSE_COMMENT
 from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.made_on_read import MadeOnRead
-from ..protocol.outcome import Outcome
+from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.vocabulary import ClosedBy, Transport
 from .presets import PRESETS
 
@@ -290,6 +290,12 @@ class RecordedExchange(_Model):
     @property
     def incremental(self) -> bool:
         return bool(self.wire_request and self.wire_request.get("previous_response_id"))
+
+    @property
+    def answers_frame(self) -> bool:
+        """The answer to a WebSocket frame that is no request (a steer frame; a frame relayed as it came)."""
+        answered = self.outcome is not None and self.outcome.kind is OutcomeKind.ANSWERED
+        return self.transport == "ws" and self.wire_request is None and answered
 
 
 class Redaction(_Model):

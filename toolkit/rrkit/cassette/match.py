@@ -17,7 +17,7 @@ from ..protocol.jsondiff_text import DIFF_VALUE_LIMIT as DIFF_VALUE_LIMIT
 from ..protocol.jsondiff_text import diff_lines
 from ..protocol.jsondiff_text import shown as shown
 from ..protocol.jsonpath import JsonPath as JsonPath
-from ..protocol.lite import from_lite
+from ..protocol.lite import from_lite, instructions_in_input, without_lite_settings
 from ..protocol.names import names_of, unknown_name
 from ..protocol.request import INPUT_FIELD, input_items
 from ..protocol.secrets import mask_request
@@ -317,18 +317,14 @@ def json_diff(recorded: Any, incoming: Any, name: str = "") -> list[str]:
     return diff_lines(recorded, incoming, name or "value")
 
 
-ENCODING_FIELDS: tuple[str, ...] = ("parallel_tool_calls",)
-"""What Responses Lite sets differently on purpose, beyond moving instructions and tools into the input: it
-forces `parallel_tool_calls` off, a real difference to the model (docs/protocol.md: Responses Lite)."""
-
-
 def logical_content(request: Mapping[str, Any] | None) -> dict[str, Any]:
     """A logical request as standard-encoded content: a Lite request decoded (`from_lite`), the input as a list
-    of items, and the fields the encodings set differently (`ENCODING_FIELDS`) left out."""
-    standard = from_lite(request or {})
+    of items with the instructions leading it (`lite.instructions_in_input`), and what the encodings set
+    differently (`lite.without_lite_settings`) left out."""
+    standard = instructions_in_input(from_lite(request or {}))
     if INPUT_FIELD in standard:
         standard[INPUT_FIELD] = input_items(standard)
-    return {name: value for name, value in standard.items() if name not in ENCODING_FIELDS}
+    return without_lite_settings(standard)
 
 
 def logical_content_differences(first: RecordedExchange, second: RecordedExchange) -> list[str]:

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocol.events import Event
 from ..protocol.exceptions import CassetteError
+from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan
 from ..script.models import Handshake, Script
 from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
@@ -43,6 +45,12 @@ class FallbackSource(ReplySource):
         if handshake is not None:
             return handshake
         return await self.then.select_handshake(headers, connection_id=connection_id, query=query)
+
+    async def steer(
+        self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
+    ) -> list[Event] | None:
+        answer = await self.first.steer(frame, connection_id=connection_id, ids=ids)
+        return answer if answer is not None else await self.then.steer(frame, connection_id=connection_id, ids=ids)
 
     async def connection_closed(self, connection_id: int) -> None:
         await self.first.connection_closed(connection_id)

@@ -10,10 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.ids import PREFIXES
 from .format import Cassette, RecordedEvent
 from .match import header_named
 
-ID_PATTERN = re.compile(r"^(resp|msg|rs|fc|ctc|call|req|ws|conn)_[A-Za-z0-9_-]{6,}$")
+ID_KINDS = "(" + "|".join(sorted({prefix.rstrip("_") for prefix in PREFIXES.values()} | {"req", "conn"})) + ")"
+"""The kinds of volatile id, `(apc|call|conn|...)`: every prefix rrkit issues, request and connection ids too."""
+ID_PATTERN = re.compile(rf"^{ID_KINDS}_[A-Za-z0-9_-]{{6,}}$")
 TIMESTAMP_KEYS = frozenset({"created_at", "completed_at", "recorded_at", "started_at"})
 TOKEN_KEYS = frozenset(
     {

@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..protocol.events import Event
 from ..protocol.headers import TURN_STATE_HEADER, replayable_headers
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import STATED_KINDS
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import INPUT_FIELD, input_items, is_warmup
+from ..protocol.steer import is_steer, retarget
 from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
 from ..script.select import NoMatch, ReplySource, RequestView, _item_text
@@ -53,6 +55,8 @@ class CassetteSource(ReplySource):
         self._answered: dict[int, int] = {}  # live connection -> the recorded connection its handshake replayed
         self._recorded_ids: dict[tuple[int | None, str], str] = {}  # (connection, id sent) -> recorded id
         self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None]
+        self._steers = [e for e in self.cassette.exchanges if e.transport == "ws" and is_steer(e.raw_body)]
+        self._steers_played = 0  # recorded steer answers play in cassette order, whichever response they name
         self._connections = {c.id: c for c in self.cassette.connections}
         self._index: dict[bytes, list[int]] = {}
         for position, exchange in enumerate(self._exchanges):
@@ -80,6 +84,7 @@ class CassetteSource(ReplySource):
             self._renames.clear()
             self._answered.clear()
             self._recorded_ids.clear()
+            self._steers_played = 0
 
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
         return exchange.logical_request if self.match.on == "logical" else exchange.wire_request
@@ -123,6 +128,16 @@ class CassetteSource(ReplySource):
         return render_recording(
             exchange, transport=request.transport, close=close, close_code=code, time_scale=scale, rename=rename
         )
+
+    async def steer(
+        self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
+    ) -> list[Event] | None:
+        with self._lock:
+            if self._steers_played >= len(self._steers):
+                return None
+            recorded = self._steers[self._steers_played]
+            self._steers_played += 1
+        return [retarget(entry.event, frame) for entry in recorded.events]
 
     def _feature_table(self) -> list[tuple[frozenset[int], int]]:
         """Per exchange, its (field, value) hashes and input length: what ranks the closest ones cheaply."""
@@ -214,7 +229,8 @@ class CassetteSource(ReplySource):
         last input item)."""
         with self._lock:
             positions = [p for p in range(len(self._exchanges)) if p not in self._used]
-        return [describe_exchange(self._exchanges[p]) for p in positions]
+            steers = self._steers[self._steers_played :]
+        return [describe_exchange(self._exchanges[p]) for p in positions] + [describe_exchange(e) for e in steers]
 
     def unused(self) -> list[str]:
         return self.unplayed()
@@ -233,6 +249,8 @@ def describe_exchange(exchange: RecordedExchange) -> str:
     where = (
         exchange.transport if exchange.connection is None else f"{exchange.transport}, connection {exchange.connection}"
     )
+    if is_steer(exchange.raw_body):
+        return f"exchange {exchange.id} ({where}, a response.steer frame)"
     if is_warmup(exchange.wire_request or {}):
         where += ", warmup"
     if items:

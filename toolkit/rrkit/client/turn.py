@@ -19,6 +19,7 @@ from ..protocol.headers import (
     turn_metadata,
 )
 from ..protocol.incremental import Decision, decide, response_create
+from ..protocol.lite import LITE_HEADER, LITE_METADATA
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
 from ..protocol.vocabulary import Transport
@@ -172,6 +173,8 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         metadata = {**(prompt.client_metadata or {}), TURN_METADATA_HEADER: self.metadata}
         if self.frame_turn_state and transport == "ws":
             metadata[TURN_STATE_HEADER] = self.frame_turn_state
+        if self._defaults.encoding == "lite" and transport == "ws":
+            metadata[LITE_METADATA] = "true"
         return trace.add(
             TraceEntry(
                 index=trace.next_index(),
@@ -238,6 +241,8 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
 
     async def _post(self, entry: TraceEntry) -> SSEStream:
         headers = self.request_headers()
+        if self._defaults.encoding == "lite":  # over WebSocket, `client_metadata` says it (`_new_entry`)
+            headers[LITE_HEADER] = "true"
         entry.headers, entry.wire, entry.decision = headers, dict(entry.logical), "HTTP always sends the full request"
         entry.sent_at = self._options.clock()
         try:

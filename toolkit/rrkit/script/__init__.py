@@ -24,7 +24,7 @@ from .builder import (
     web_search_call,
 )
 from .loader import default_script, load_script, parse_script
-from .models import Fault, Handshake, Match, Reply, Script, SideFrame, Step
+from .models import Fault, Handshake, Match, Reply, Script, SideFrame, SteerStep, Step
 from .select import NoMatch, ReplySource, RequestView
 from .tool_items import (
     additional_tools,
@@ -60,6 +60,7 @@ __all__ = [
     "Script",
     "ScriptError",
     "SideFrame",
+    "SteerStep",
     "Step",
     "accept_upgrade",
     "additional_tools",

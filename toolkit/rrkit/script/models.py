@@ -19,7 +19,9 @@ from pydantic import (
 from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
+from ..protocol.pace import Pace
 from ..protocol.plan import Chaos
+from ..protocol.steer import NOT_SUPPORTED, WAITING_FOR_REQUIRED_INPUT
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
 from .outputs import Output
 from .strict import Strict as _Strict
@@ -135,6 +137,19 @@ class ChaosSpec(_Strict):
         return self
 
 
+class PaceSpec(_Strict):
+    """Streaming physics (`protocol.pace.Pace`): `ttft` seconds to the first delta, then `tokens_per_second`, each
+    delay off by up to `jitter` of itself, drawn from `seed` (the same seed, the same timing on every run)."""
+
+    ttft: Annotated[float, Field(ge=0)] = 0.0
+    tokens_per_second: Annotated[float, Field(gt=0)] | None = None
+    jitter: Annotated[float, Field(ge=0, le=1)] = 0.0
+    seed: int = 0
+
+    def pace(self) -> Pace:
+        return Pace(self.ttft, self.tokens_per_second, self.jitter, self.seed)
+
+
 class Fault(_Strict):
     """Transport faults around the planned events."""
 
@@ -167,6 +182,9 @@ class Fault(_Strict):
         "sequence_number: an SSE data line, a WebSocket frame); the events after it follow as usual",
     )
     chaos: ChaosSpec | None = Field(None, description="seeded random drops and stalls (a scripted cut wins)")
+    pace: PaceSpec | None = Field(
+        None, description="streaming physics: ttft, tokens_per_second, jitter, seed (added to delay_first/each)"
+    )
 
     @model_validator(mode="after")
     def _one_cut(self) -> Self:
@@ -251,6 +269,12 @@ class Reply(_Strict):
     def delayed(self, *, first: float = 0.0, each: float = 0.0) -> "Reply":
         return self._with_fault(delay_first=first, delay_each=each)
 
+    def paced(
+        self, *, ttft: float = 0.0, tokens_per_second: float | None = None, jitter: float = 0.0, seed: int = 0
+    ) -> "Reply":
+        """Streamed like a model: `ttft` seconds to the first delta, then `tokens_per_second`, with `jitter`."""
+        return self._with_fault(pace=PaceSpec(ttft=ttft, tokens_per_second=tokens_per_second, jitter=jitter, seed=seed))
+
     def with_turn_state(self, token: str) -> "Reply":
         return self.model_copy(update={"turn_state": token})
 
@@ -306,6 +330,21 @@ class Handshake(_Once):
         return with_retry_headers(self.refuse_headers, self.retry_after, self.retry_after_ms)
 
 
+class SteerStep(_Strict):
+    """How the server answers a WebSocket `response.steer` frame: `accepted`; `pending` (accepted, then
+    `response.steer.pending` waiting for `required_input`); or `failed` with `code` (the frame's input returned)."""
+
+    answer: Literal["accepted", "pending", "failed"] = "accepted"
+    code: str = Field(NOT_SUPPORTED, description="failed: the steering error code")
+    message: str | None = Field(None, description="failed: the message (default: the code's own)")
+    reason: str = Field(WAITING_FOR_REQUIRED_INPUT, description="pending: why the input is still queued")
+    required_input: list[dict[str, Any]] = Field(
+        [], description="pending: stubs of the tool results it waits for ({type: function_call_output, call_id, name})"
+    )
+    times: Annotated[int, Field(ge=1)] = 1
+    repeat: bool = Field(False, description="never used up")
+
+
 class Script(_Strict):
     """The whole script: replies picked in order by their rules, handshake answers, and a fallback."""
 
@@ -315,6 +354,10 @@ class Script(_Strict):
     responses: list[Step] = []
     handshakes: list[Handshake] = []
     default: Reply | None = Field(None, description="answer when no step matches (else an error)")
+    steer: list[SteerStep] = Field(
+        [],
+        description=f"answers to WebSocket response.steer frames, in order (none left: failed, {NOT_SUPPORTED})",
+    )
     expect: dict[str, Any] = Field({}, description="what a client should see; read by `rrkit demo`")
 
     def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> "Script":

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from ..protocol import errors
+from ..protocol import errors, steer
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
+from ..protocol.steer import steer_problem
 from ..protocol.vocabulary import Transport
-from .models import ErrorFrame, Fault, Reject, Reply
+from .models import ErrorFrame, Fault, Reject, Reply, SteerStep
 from .outputs import (
     WHOLE_ITEMS,
     AudioOut,
@@ -62,6 +63,23 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     **{kind: lambda b, o: _whole_item(b, o) for kind in WHOLE_ITEMS},
 }
 """How each kind of scripted output item is written as events."""
+
+
+def answer_steer(frame: Mapping[str, Any], step: SteerStep | None, ids: IdGenerator) -> list[Event]:
+    """The events that answer a steer frame: as `step` says, or failed (`steering_not_supported`) without one; a
+    frame the service would not take fails with `invalid_input` whatever the script says."""
+    problem = steer_problem(frame)
+    if problem is not None:
+        return [steer.steer_failed(frame, "invalid_input", problem)]
+    if step is None:
+        return [steer.steer_failed(frame, steer.NOT_SUPPORTED)]
+    if step.answer == "failed":
+        return [steer.steer_failed(frame, step.code, step.message)]
+    steer_id = ids.new("steer")
+    accepted = steer.steer_accepted(steer_id, frame)
+    if step.answer == "accepted":
+        return [accepted]
+    return [accepted, steer.steer_pending(steer_id, frame, step.required_input, step.reason)]
 
 
 def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event]:
@@ -148,8 +166,9 @@ def _ending(builder: ResponseEvents, reply: Reply) -> list[Event]:
 
 
 def _timed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:
-    for index, event in enumerate(events):
-        yield planned(event, transport, fault.delay_each + (fault.delay_first if index == 0 else 0.0))
+    paced = fault.pace.pace().paced(events) if fault.pace is not None else ((event, 0.0) for event in events)
+    for index, (event, pause) in enumerate(paced):
+        yield planned(event, transport, pause + fault.delay_each + (fault.delay_first if index == 0 else 0.0))
 
 
 def stream_fault(fault: Fault) -> StreamFault:

@@ -9,12 +9,13 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items, is_warmup
 from ..protocol.vocabulary import Transport
 from .models import Handshake, Match, Reply, Script, Step
-from .render import WARMUP_REPLY, render_reply
+from .render import WARMUP_REPLY, answer_steer, render_reply
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,13 @@ class ReplySource(abc.ABC):
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """The plan that answers `request`, or why none does."""
 
+    async def steer(
+        self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
+    ) -> list[Event] | None:
+        """The events that answer a WebSocket `response.steer` frame of the client connection `connection_id`
+        (unless `relays_frames`); None: this source has none (the server answers failed, `steering_not_supported`)."""
+        return None
+
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
@@ -171,6 +179,7 @@ class ScriptState(ReplySource):
         self.script = script
         self._uses: dict[int, int] = {}
         self._handshake_uses: dict[int, int] = {}
+        self._steer_uses: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def reset(self, script: Script | None = None) -> None:
@@ -179,6 +188,7 @@ class ScriptState(ReplySource):
                 self.script = script
             self._uses.clear()
             self._handshake_uses.clear()
+            self._steer_uses.clear()
 
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
@@ -211,6 +221,19 @@ class ScriptState(ReplySource):
             scored.sort(reverse=True)
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
+    async def steer(
+        self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
+    ) -> list[Event] | None:
+        with self._lock:
+            step = None
+            for index, candidate in enumerate(self.script.steer):
+                used = self._steer_uses.get(index, 0)
+                if candidate.repeat or used < candidate.times:
+                    self._steer_uses[index] = used + 1
+                    step = candidate
+                    break
+        return answer_steer(frame, step, ids)
+
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
@@ -232,4 +255,8 @@ class ScriptState(ReplySource):
                 f"step {index} (used {self._uses.get(index, 0)} of {step.times})"
                 for index, step in enumerate(self.script.responses)
                 if not step.repeat and self._uses.get(index, 0) < step.times
+            ] + [
+                f"steer answer {index} ({step.answer}, used {self._steer_uses.get(index, 0)} of {step.times})"
+                for index, step in enumerate(self.script.steer)
+                if not step.repeat and self._steer_uses.get(index, 0) < step.times
             ]

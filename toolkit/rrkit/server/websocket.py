@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import Message
@@ -17,8 +18,10 @@ from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
+from ..protocol.steer import STEER, unaimed
 from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
+from ..script.render import answer_steer
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
@@ -98,6 +101,8 @@ class _AcceptedSocket:
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
             if not await until_client_leaves(self._request(text), self.gone):
+                if self.gone.is_set():  # it left while its frame's answer waited (a relayed frame, a stalled source)
+                    self._client_gone(self.gone_code)
                 return
 
     async def _request(self, text: str) -> bool:
@@ -132,6 +137,12 @@ class _AcceptedSocket:
             if isinstance(body, dict) and body.get("type") != "response.create" and self._relays_frames():
                 exchange.raw_body = text
                 await self._relay_frame(exchange, text)
+                return
+            if isinstance(body, dict) and body.get("type") == STEER:
+                exchange.raw_body = text
+                if (problem := unaimed(body)) is not None:
+                    raise RequestRefused(400, errors.error_body(problem, param="previous_response_id"))
+                await self._steer(exchange, body)
                 return
             if not isinstance(body, dict) or body.get("type") != "response.create":
                 exchange.raw_body = text
@@ -176,6 +187,22 @@ class _AcceptedSocket:
         exchange.outcome = await play(plan, exchange, self)
         store_if_completed(self.store, exchange)
 
+    async def _steer(self, exchange: Exchange, frame: dict[str, Any]) -> None:
+        """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response."""
+        start = time.monotonic()
+        ids = self.state.ids
+        events = await self.state.source.steer(frame, connection_id=self.connection.id, ids=ids)
+        if events is None:
+            events = answer_steer(frame, None, ids)
+        for event in events:
+            try:
+                await self.send([json.dumps(event)])
+            except ChannelGone:
+                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
+                return
+            exchange.events.append(SentEvent(time.monotonic() - start, event))
+        exchange.outcome = Outcome(OutcomeKind.ANSWERED, len(exchange.events))
+
     def _relays_frames(self) -> bool:
         return self.state.source.relays_frames
 
@@ -192,8 +219,11 @@ class _AcceptedSocket:
                         event = json.loads(raw)
                         if isinstance(event, dict) and isinstance(event.get("type"), str):
                             exchange.events.append(SentEvent(time.monotonic() - start, event))
+        except ChannelGone:
+            exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
         finally:  # the client may leave while the proxy still waits for more: what came was the answer
-            exchange.outcome = Outcome(OutcomeKind.ANSWERED, len(exchange.events))
+            if exchange.outcome is None:
+                exchange.outcome = Outcome(OutcomeKind.ANSWERED, len(exchange.events))
 
     async def send(self, wires: Sequence[str | bytes]) -> None:
         try:

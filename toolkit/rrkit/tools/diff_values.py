@@ -10,15 +10,14 @@ from typing import Any
 
 import orjson
 
-from ..cassette.normalize import ID_PATTERN, TIMESTAMP_KEYS, TOKEN_KEYS
+from ..cassette.normalize import ID_KINDS, TIMESTAMP_KEYS, TOKEN_KEYS
 from ..protocol.jsondiff import MISSING, Change, ValueDiff, align, canonical, pairs_of
 from ..protocol.jsonpath import JsonPath, Place, covered
 
 VOLATILE_KEYS = frozenset({"client_metadata", "prompt_cache_key"})
 """Keys left out wherever they appear (requests and the response objects that echo them), unless strict."""
 
-_KINDS = ID_PATTERN.pattern.removeprefix("^").split("_", 1)[0]  # (resp|msg|...): the kinds, written once
-_ID = f"{_KINDS}_(?:[A-Za-z0-9_-]{{6,}}|[0-9]+)"
+_ID = f"{ID_KINDS}_(?:[A-Za-z0-9_-]{{6,}}|[0-9]+)"
 """An id: normalize.py's, or a counting one (`resp_3`, from `IdGenerator.counting()`)."""
 _ID_STRING = re.compile(f"^{_ID}$")
 _ID_TOKEN = re.compile(f'"{_ID}"')

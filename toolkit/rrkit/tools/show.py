@@ -20,6 +20,7 @@ from ..protocol.errors import Classification, classify_failure, classify_http_er
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.order import check_order
 from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.steer import answer_problems, is_steer
 
 
 class Severity(StrEnum):
@@ -178,6 +179,7 @@ class ExchangeView:
     wire: RequestSize
     logical: RequestSize
     raw_body_bytes: int | None  # a body that was not a JSON object, as received
+    steer: bool  # the answer to a WebSocket steer frame, not a request
     runs: tuple[EventRun, ...]
     event_count: int  # Responses events, keep-alive comments left out
     keepalives: int  # SSE comments
@@ -200,7 +202,8 @@ class ExchangeView:
     @property
     def title(self) -> str:
         where = f"{self.transport} conn {self.connection}" if self.connection is not None else self.transport
-        parts = [f"#{self.id}", where, "incremental" if self.incremental else "full"]
+        kind = "steer" if self.steer else "incremental" if self.incremental else "full"
+        parts = [f"#{self.id}", where, kind]
         if self.warmup:
             parts.append("warmup")
         return " · ".join(parts)
@@ -211,6 +214,8 @@ class ExchangeView:
         return (*self._request_rows(), *self._answer_rows(max_runs), *self._problem_rows(max_problems))
 
     def _request_rows(self) -> list[Row]:
+        if self.steer:
+            return [Row("request", f"response.steer frame ({format_bytes(self.raw_body_bytes or 0)})")]
         request = f"wire {self.wire.describe()} · logical {self.logical.describe()}"
         if self.model:
             request += f" · model {self.model}"
@@ -355,6 +360,7 @@ def _exchange(exchange: RecordedExchange) -> ExchangeView:
         wire=_size(exchange.wire_request),
         logical=_size(exchange.logical_request),
         raw_body_bytes=_bytes(exchange.raw_body),
+        steer=is_steer(exchange.raw_body),
         runs=tuple(compress(str(event.get("type")) for event in stream)),
         event_count=len(stream),
         keepalives=len(entries) - len(stream),
@@ -368,7 +374,7 @@ def _exchange(exchange: RecordedExchange) -> ExchangeView:
         body_bytes=_bytes(body.content if body is not None else None),
         turn_state_issued=_header(exchange.response_headers, TURN_STATE_HEADER),
         turn_state_sent=_header(exchange.request_headers, TURN_STATE_HEADER),
-        problems=tuple(_problems(stream, exchange.outcome)),
+        problems=tuple(_problems(exchange, stream)),
     )
 
 
@@ -387,9 +393,14 @@ def compress(types: Iterable[str]) -> list[EventRun]:
     return runs
 
 
-def _problems(stream: Sequence[dict[str, Any]], outcome: Outcome | None) -> list[str]:
+def _problems(exchange: RecordedExchange, stream: Sequence[dict[str, Any]]) -> list[str]:
+    if exchange.answers_frame:
+        return [
+            f"event {at}: {why}" if at is not None else why for at, why in answer_problems(exchange.raw_body, stream)
+        ]
     if not stream:
         return []  # a refusal or a whole body: no stream to check
+    outcome = exchange.outcome
     complete = outcome is None or outcome.kind not in CUT_KINDS
     return [str(violation) for violation in check_order(stream, complete=complete)]
 

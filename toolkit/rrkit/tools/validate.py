@@ -18,6 +18,7 @@ from ..protocol.incremental import rebuild_logical
 from ..protocol.order import Rule, Violation, check_order
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_events, response_of_body
 from ..protocol.request import INPUT_FIELD, Item, input_items
+from ..protocol.steer import answer_problems
 
 CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
 """Outcomes of a stream cut by the connection: its events are checked as a prefix (no terminal event needed)."""
@@ -29,6 +30,7 @@ class Check(StrEnum):
     PREVIOUS_KNOWN = "previous_response_id names a response that completed earlier on the same connection"
     REBUILDS = "a WebSocket delta rebuilds to its recorded logical request"
     OUTCOME_STATED = "the recorded outcome is the one the stream's terminal event states"
+    STEER_ANSWERED = "a steer frame is answered by steer answers (accepted, pending, failed) and nothing else"
 
 
 RULES: dict[str, str] = {
@@ -140,6 +142,12 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
     outcome = exchange.outcome
     if exchange.response_body is not None or (outcome is not None and outcome.kind is OutcomeKind.REFUSED):
         return []
+    if exchange.answers_frame:
+        rule = Check.STEER_ANSWERED.name.lower()
+        return [
+            Finding(exchange.connection, exchange.id, at, rule, why)
+            for at, why in answer_problems(exchange.raw_body, events)
+        ]
     cut = outcome is None or outcome.kind in CUT_KINDS
     # check_order numbers events without the side channels (relayed comments, metadata frames); findings point
     # into the recorded list
