@@ -7,6 +7,7 @@ from dataclasses import replace
 from rrkit.client import ModelClient, user_message
 from rrkit.client.prompt import compile_lite, compile_request
 from rrkit.protocol import ResponsesRequest, from_lite, is_lite
+from rrkit.protocol.lite import ALL_TURNS, instructions_in_input, without_lite_settings
 
 from .client_support import PROMPT, WEATHER_TOOL
 
@@ -56,11 +57,12 @@ def test_the_lite_encoding_moves_instructions_and_tools_into_the_input() -> None
     lite = compile_lite(prompt)
     assert "instructions" not in lite and "tools" not in lite
     assert lite["parallel_tool_calls"] is False
-    assert lite["input"][0]["role"] == "developer"
-    assert lite["input"][1] == {"type": "additional_tools", "role": "developer", "tools": [WEATHER_TOOL]}
+    assert lite["input"][0] == {"type": "additional_tools", "role": "developer", "tools": [WEATHER_TOOL]}
+    assert lite["input"][1]["role"] == "developer"
+    assert lite["reasoning"] == {**(compile_request(prompt).get("reasoning") or {}), "context": ALL_TURNS}
     assert is_lite(lite)
     standard = compile_request(prompt)
-    assert from_lite(lite) == {**standard, "parallel_tool_calls": False}
+    assert without_lite_settings(from_lite(lite)) == without_lite_settings(instructions_in_input(standard))
 
 
 async def test_the_client_fills_in_the_session_cache_key_unless_the_prompt_sets_one() -> None:

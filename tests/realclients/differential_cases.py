@@ -178,7 +178,34 @@ CASES: dict[str, Case] = {
             (f"http full -> refused {status}", "<backoff> http full -> completed"),
             "completed",
         )
-        for status in (401, 403, 404)
+        for status in (401, 403, 404, 405, 408, 409, 413, 422)
+    },
+    **{
+        f"http-{status}-retry-after-waits-n-seconds": Case(
+            f"HTTP {status} with Retry-After: N: retried after N s",
+            then_ok(reject(status, None, f"Scripted {status}.", retry_after=1)),
+            False,
+            (f"http full -> refused {status}", "<named> http full -> completed"),
+            "completed",
+        )
+        for status in (401, 404, 409, 422, 500, 502, 504)
+    },
+    "http-400-with-retry-after-is-fatal": Case(
+        "HTTP 400 with Retry-After: not retried",
+        then_ok(reject(400, None, "Bad request.", retry_after=1)),
+        False,
+        ("http full -> refused 400",),
+        "failed",
+    ),
+    **{
+        f"ws-{status}-frame-retry-after-header-waits-n-seconds": Case(
+            f"WS error frame {status} with retry-after in its headers: retried after N s",
+            then_ok(reject(status, None, f"Scripted {status}.", retry_after=1)),
+            True,
+            (WARM, f"<none> ws incremental -> refused {status}", "<named> ws full -> completed"),
+            "completed",
+        )
+        for status in (409, 500)
     },
     "http-5xx-retried-at-request-then-stream-level": Case(
         "HTTP 5xx: request_max_retries at the request level, then the stream budget",

@@ -15,7 +15,7 @@ from rrkit.differential import Observation
 from rrkit.differential.observation import WaitRanges
 from rrkit.differential.run import observe_codex, observe_reference
 
-from .codex import require_codex
+from .codex import NEWEST, codex_of
 from .differential_cases import CASES, Case, render
 
 CODEX_TIMEOUT = 30.0
@@ -32,6 +32,12 @@ def _params(for_reference: bool) -> list[object]:
             marks.append(pytest.mark.slow)
         params.append(pytest.param(name, marks=marks, id=name))
     return params
+
+
+def _versions() -> list[object]:
+    """The pinned Codex in the suite; the newest release in the matrix step (`pytest -m matrix`), which judges it
+    by the same table: what the server saw, never its log wording."""
+    return ["pinned", pytest.param(NEWEST, marks=pytest.mark.matrix, id=NEWEST)]
 
 
 def _ranges(case: Case) -> WaitRanges:
@@ -76,9 +82,10 @@ def _check(case: Case, seen: Observation, who: str) -> None:
 
 @pytest.mark.codex
 @pytest.mark.parametrize("name", _params(for_reference=False))
-def test_codex_does_what_the_observation_table_says(name: str) -> None:
+@pytest.mark.parametrize("version", _versions())
+def test_codex_does_what_the_observation_table_says(name: str, version: str) -> None:
     case = CASES[name]
-    codex = require_codex()
+    codex = codex_of(version)
 
     def observe() -> Observation:
         if case.connect_timeout is not None:

@@ -88,8 +88,10 @@ RECONNECT_CODES = frozenset({WEBSOCKET_CONNECTION_LIMIT, PREVIOUS_RESPONSE_NOT_F
 UPGRADE_REQUIRED = 426
 REQUEST_TOO_LARGE = "request_too_large"
 """The code of a 413: a request body over the server's limit."""
-RETRIED_CLIENT_STATUSES = frozenset({401, 403, 404})
-"""4xx statuses Codex 0.169 retries with backoff (every other 4xx but 429 fails the turn)."""
+FATAL_STATUS = 400
+"""The one status Codex 0.169.0 and 0.171.0 never retry, even with a `Retry-After` (observed); every other 4xx
+but 429 is retried with backoff (401, 403, 404, 405, 408, 409, 410, 413, 422, 499 observed), after its
+`Retry-After` when it has one, as every 5xx."""
 
 
 def failure_message(code: str | None) -> str:
@@ -194,16 +196,12 @@ def _classify_too_many(error_type: object, code: object, delay: float | None) ->
 
 
 def _classify_status(status: int, code: object, delay: float | None) -> Classification:
-    """Any other error, by its status."""
-    if status >= 500:
-        return Classification(ErrorKind.RETRYABLE, True, delay if status == 503 else None)
-    if status == 401:
-        return Classification(ErrorKind.AUTH, True)
-    if status in RETRIED_CLIENT_STATUSES:
-        return Classification(ErrorKind.RETRYABLE, True)
-    if code == "context_length_exceeded":
-        return Classification(ErrorKind.CONTEXT_WINDOW, False)
-    return Classification(ErrorKind.INVALID_REQUEST, False)
+    """Any other error, by its status: a 400 fails the turn; any other is retried, after its `Retry-After` when
+    it names one (Codex 0.169.0 and 0.171.0, observed on 401-422, 499 and 500-504)."""
+    if status == FATAL_STATUS:
+        kind = ErrorKind.CONTEXT_WINDOW if code == "context_length_exceeded" else ErrorKind.INVALID_REQUEST
+        return Classification(kind, False)
+    return Classification(ErrorKind.AUTH if status == 401 else ErrorKind.RETRYABLE, True, delay)
 
 
 _DELAY_RE = re.compile(r"try again in\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>s|ms|seconds?)", re.IGNORECASE)

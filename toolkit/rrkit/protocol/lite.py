@@ -46,7 +46,9 @@ def without_lite_settings(request: Mapping[str, Any]) -> dict[str, Any]:
     `reasoning.context`): real differences to the model, left out where only the content is compared."""
     plain = {key: value for key, value in request.items() if key != "parallel_tool_calls"}
     reasoning = plain.get("reasoning")
-    if isinstance(reasoning, Mapping) and "context" in reasoning:
+    if reasoning is None:  # null: the service's default, as when it is left out
+        plain.pop("reasoning", None)
+    elif isinstance(reasoning, Mapping) and "context" in reasoning:
         rest = {key: value for key, value in reasoning.items() if key != "context"}
         if rest:
             plain["reasoning"] = rest
