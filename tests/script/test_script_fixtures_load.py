@@ -229,6 +229,26 @@ def test_unknown_key_inside_an_output_item_names_its_place(tmp_path: Path) -> No
     assert "arguments" in message
 
 
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("    fault: {chunk: 3}\n", "unknown key 'chunk' (did you mean 'chunk_delay'?)"),  # a fault key, not 'chunks'
+        ("    fault: {pace: {tps: 3}}\n", "unknown key 'tps' (it takes jitter, seed, tokens_per_second, ttft)"),
+        ("    when: {modle: m}\n", "unknown key 'modle' (did you mean 'model'?)"),
+    ],
+)
+def test_an_unknown_key_is_matched_against_the_keys_its_own_place_takes(
+    tmp_path: Path, content: str, said: str
+) -> None:
+    assert said in load_error(write(tmp_path, VALID_START + content))
+
+
+def test_an_unknown_key_of_an_output_item_is_matched_against_that_item_type(tmp_path: Path) -> None:
+    content = "responses:\n  - output:\n      - {type: shell_call_output, call_id: c, output: [{stdout: x}], exit: 1}\n"
+    message = load_error(write(tmp_path, content))
+    assert "unknown key 'exit' (it takes call_id, output, type)" in message  # not 'text', a message's key
+
+
 def test_bad_yaml_syntax_names_the_file_line_column_and_problem(tmp_path: Path) -> None:
     path = write(tmp_path, "name: broken\nresponses:\n  - output: [\n  - text: hi\n")
     message = load_error(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -61,10 +62,47 @@ def _file_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     )
 
 
-def _problem(problem: ErrorDetails, loc: tuple[int | str, ...], known: Sequence[str]) -> str:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models a field's annotation holds (inside Optional, list, dict, unions and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in typing.get_args(annotation) for model in _models_in(argument)]
+
+
+def keys_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str] | None:
+    """The keys the object at `loc` (a validation error's place, union tags included) may have, or None when the
+    place cannot be followed through the models."""
+    models = [root]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        by_field = [
+            m for model in models if part in model.model_fields for m in _models_in(model.model_fields[part].annotation)
+        ]
+        tagged = [model for model in models if _tag_of(model) == part]
+        models = by_field or tagged
+        if not models:
+            return None
+    return sorted({name for model in models for name in model.model_fields})
+
+
+def _tag_of(model: type[BaseModel]) -> object:
+    """The `type` a model of a tagged union stands for: its one Literal value, or its default."""
+    field = model.model_fields.get("type")
+    if field is None:
+        return None
+    values = typing.get_args(field.annotation)
+    return values[0] if typing.get_origin(field.annotation) is typing.Literal and len(values) == 1 else field.default
+
+
+def _problem(problem: ErrorDetails, loc: tuple[int | str, ...], known: Sequence[str], root: type[BaseModel]) -> str:
     if problem["type"] == "extra_forbidden" and loc:
         key = str(loc[-1])
-        return f"unknown key {key!r}{did_you_mean(key, known)}"
+        scoped = keys_at(root, tuple(problem["loc"])[:-1])
+        hint = did_you_mean(key, scoped if scoped else known)
+        if not hint and scoped and len(scoped) <= 12:
+            hint = f" (it takes {', '.join(scoped)})"
+        return f"unknown key {key!r}{hint}"
     if problem["type"] == "union_tag_invalid" and loc and "output" in loc:
         return unknown_name("output type", str(problem.get("ctx", {}).get("tag")), OUTPUT_TYPES)
     if problem["type"] == "value_error" and "error" in problem.get("ctx", {}):
@@ -78,16 +116,18 @@ def describe_invalid(
     tree: yaml.Node | None,
     what: str = "rrkit script",
     known: Sequence[str] = (),
+    root: type[BaseModel] = models.Script,
 ) -> str:
     """A validation error of a file as one message: the file, then each problem's line, place and what is wrong
-    (an unknown key with the closest of the script's keys and `known`)."""
+    (an unknown key with the closest of the keys its place takes in `root`, else of the script's keys and
+    `known`)."""
     keys = sorted({*_KNOWN_KEYS, *known})
     lines = [f"{path}: invalid {what} ({error.error_count()} problem(s)):"]
     for problem in error.errors():
         loc = _file_loc(problem["loc"])
         line = _yaml_line(tree, loc) if tree is not None else None
         where = f"line {line}, " if line else ""
-        lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc, keys)}")
+        lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc, keys, root)}")
     return "\n".join(lines)
 
 
@@ -126,7 +166,7 @@ def validate_document(
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise error_type(describe_invalid(error, path, tree, what, known)) from None
+        raise error_type(describe_invalid(error, path, tree, what, known, model)) from None
 
 
 def file_limit(path: Path, what: str, error_type: type[Exception], setting: str) -> int:
