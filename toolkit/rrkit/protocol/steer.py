@@ -83,18 +83,9 @@ def steer_pending(
     }
 
 
-def steer_failed(
-    frame: Mapping[str, Any],
-    code: str,
-    message: str | None = None,
-    *,
-    steer_id: str | None = None,
-    sequence_number: int = 0,
-) -> Event:
+def steer_failed(frame: Mapping[str, Any], code: str, message: str | None = None, sequence_number: int = 0) -> Event:
     """The input was not taken: the frame's own input comes back, so that the client can send it again."""
-    steer: dict[str, Any] = {"input": frame.get("input"), "previous_response_id": frame.get("previous_response_id")}
-    if steer_id is not None:
-        steer["id"] = steer_id
+    steer = {"input": frame.get("input"), "previous_response_id": frame.get("previous_response_id")}
     error = {"code": code, "message": message or STEER_MESSAGES.get(code, "Steering failed."), "type": _ERROR_TYPE}
     return {"type": STEER_FAILED, "sequence_number": sequence_number, "error": error, "steer": steer}
 
