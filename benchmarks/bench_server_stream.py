@@ -1,9 +1,11 @@
 """Fake-server streaming speed beside the bare servers: one response of N text deltas (10k and 100k) over SSE,
 from rrkit's scripted FakeServer and from a bare uvicorn + Starlette endpoint streaming the same events
 pre-encoded, and over WebSocket, from rrkit and from a bare `websockets` server sending the same pre-encoded
-frames. Each server runs in its own process; the runs are interleaved; events/s (wall) and the server's CPU time
-per event (/proc/<pid>/stat, the steadier figure on a shared machine) are medians of the rounds. Also the cost of
-starting and stopping a FakeServer in a background thread.
+frames; and beside the limits: a bare server writing the same bytes in the same runs as rrkit's engine (over
+uvicorn for SSE, over `websockets` for WebSocket), and the reading client's own ceiling, its parse of the same
+stream held in memory. Each server runs in its own process; the runs are interleaved; events/s (wall) and the
+server's CPU time per event (/proc/<pid>/stat, the steadier figure on a shared machine) are medians of the
+rounds. Also the cost of starting and stopping a FakeServer in a background thread.
 
 Run: python -m benchmarks.bench_server_stream [--quick] [--rounds N] [--json]
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable
 import httpx
 
 from benchmarks.common import (
+    STREAM_BODY,
     Profile,
     Row,
     ServerProcess,
@@ -25,9 +28,12 @@ from benchmarks.common import (
     interleaved,
     median,
     run_main,
+    sse_ceiling,
     sse_stream,
+    ws_ceiling,
     ws_stream,
 )
+from benchmarks.servers import runs_of, ws_frames
 
 BENCH = "server_stream"
 
@@ -39,7 +45,7 @@ def repeated(once: Callable[[], StreamRun], repeats: int) -> StreamRun:
         sum(r.events for r in runs),
         sum(r.wall for r in runs),
         min(r.first for r in runs),
-        [sum(r.cpu[0] for r in runs)],
+        [sum(r.cpu[0] for r in runs)] if runs[0].cpu else [],
     )
 
 
@@ -51,9 +57,15 @@ def stream_rows(size: int, rounds: int, repeats: int) -> list[Row]:
         ServerProcess("script", str(size)) as rrkit,
         ServerProcess("bare-sse", str(size)) as bare_sse,
         ServerProcess("bare-ws", str(size)) as bare_ws,
+        ServerProcess("limit-sse", str(size)) as limit_sse,
+        ServerProcess("limit-ws", str(size)) as limit_ws,
         httpx.Client(timeout=600) as client,
     ):
         bare_ws_url = f"ws://127.0.0.1:{bare_ws.port}/"
+        limit_ws_url = f"ws://127.0.0.1:{limit_ws.port}/"
+        with client.stream("POST", rrkit.base_url + "/responses", json=STREAM_BODY) as response:
+            sse_body = list(response.iter_raw())  # as the client read it: its chunks, for its own ceiling
+        ws_body = b"".join(runs_of(ws_frames(size)))
 
         def sse(server: ServerProcess) -> StreamRun:
             def once() -> StreamRun:
@@ -70,13 +82,23 @@ def stream_rows(size: int, rounds: int, repeats: int) -> list[Row]:
         runs = {
             "rrkit sse": lambda: sse(rrkit),
             "bare sse": lambda: sse(bare_sse),
+            "limit sse": lambda: sse(limit_sse),
+            "ceiling sse": lambda: repeated(lambda: sse_ceiling(sse_body), repeats),
             "rrkit ws": lambda: ws(rrkit, rrkit.ws_url),
             "bare ws": lambda: ws(bare_ws, bare_ws_url),
+            "limit ws": lambda: ws(limit_ws, limit_ws_url),
+            "ceiling ws": lambda: repeated(lambda: ws_ceiling(ws_body), repeats),
         }
         got = interleaved(runs, rounds, warmup=1 if size <= 20_000 else 0)
     rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
-    cpu = {name: median(r.cpu[0] / r.events * 1e6 for r in samples) for name, samples in got.items()}
+    cpu = {
+        name: median(r.cpu[0] / r.events * 1e6 for r in samples)
+        for name, samples in got.items()
+        if not name.startswith("ceiling")
+    }
     rows = []
+    for transport in ("sse", "ws"):
+        rows += limit_rows(transport, label, rate, cpu)
     for transport, bare in (("sse", "bare uvicorn + Starlette"), ("ws", "bare websockets")):
         rows.append(
             Row(
@@ -101,6 +123,34 @@ def stream_rows(size: int, rounds: int, repeats: int) -> list[Row]:
             )
         )
     return rows
+
+
+LIMIT = {
+    "sse": "limit: the same bytes in the same runs, uvicorn",
+    "ws": "limit: the same frames in the same runs, websockets",
+}
+
+
+def limit_rows(transport: str, label: str, rate: dict[str, float], cpu: dict[str, float]) -> list[Row]:
+    """rrkit beside the limits of the same run: a bare server writing the same bytes in rrkit's runs, and the
+    reading client's own ceiling (its parse of the stream from memory)."""
+    ceiling = "the client parsing the stream from memory, no server"
+    compared = (
+        ("server CPU per event vs the limit", cpu, "limit", "us", LIMIT[transport]),
+        ("events/s vs the limit", rate, "limit", "ev/s", LIMIT[transport]),
+        ("events/s vs the client's ceiling", rate, "ceiling", "ev/s", ceiling),
+    )
+    return [
+        Row(
+            f"{transport.upper()} {label} events, {what}",
+            figures[f"rrkit {transport}"],
+            figures[f"{baseline} {transport}"],
+            unit,
+            baseline_name=named,
+            bench=BENCH,
+        )
+        for what, figures, baseline, unit, named in compared
+    ]
 
 
 def start_stop_ms(count: int) -> float:

@@ -251,25 +251,61 @@ def sse_stream(client: Any, base_url: str, watch: Sequence[ServerProcess] = ()) 
     """POST a streaming request with an httpx client, count SSE events on the raw bytes."""
     before = [server.cpu() for server in watch]
     start = time.perf_counter()
-    first = 0.0
-    count = 0
-    tail = b""
     with client.stream("POST", base_url + "/responses", json=STREAM_BODY) as response:
         if response.status_code != 200:
             raise RuntimeError(f"{base_url}: HTTP {response.status_code}")
-        for chunk in response.iter_raw():
-            data = tail + chunk
-            found = data.count(b"\n\n")
-            if found and not count:
-                first = time.perf_counter() - start
-            count += found
-            tail = data[-1:]  # an event boundary may straddle two chunks
-            if tail == b"\n" and data.endswith(b"\n\n"):
-                tail = b""
+        count, first = count_sse(response.iter_raw(), start)
     wall = time.perf_counter() - start
     if watch:
         time.sleep(SETTLE)  # what a server does after the last event (capture, closing) is charged to this run
     return StreamRun(count, wall, first, [server.cpu() - b for server, b in zip(watch, before, strict=True)])
+
+
+def count_sse(chunks: Iterable[bytes], start: float) -> tuple[int, float]:
+    """The SSE events in a body read chunk by chunk, and the seconds after `start` to the first one."""
+    first = 0.0
+    count = 0
+    tail = b""
+    for chunk in chunks:
+        data = tail + chunk
+        found = data.count(b"\n\n")
+        if found and not count:
+            first = time.perf_counter() - start
+        count += found
+        tail = data[-1:]  # an event boundary may straddle two chunks
+        if tail == b"\n" and data.endswith(b"\n\n"):
+            tail = b""
+    return count, first
+
+
+def sse_ceiling(chunks: Sequence[bytes]) -> StreamRun:
+    """The reading client's own ceiling: `sse_stream`'s parse of a body held in memory, no server, no socket."""
+    start = time.perf_counter()
+    count, first = count_sse(chunks, start)
+    return StreamRun(count, time.perf_counter() - start, first, [])
+
+
+def ws_ceiling(data: bytes, read_size: int = 1 << 16) -> StreamRun:
+    """The WebSocket client's own ceiling: the frames of a stream held in memory parsed by `websockets`' own
+    protocol (as its client does under `recv`) in socket-sized reads and decoded as text, no server, no socket."""
+    from websockets.client import ClientProtocol
+    from websockets.frames import Frame
+    from websockets.protocol import State
+    from websockets.uri import parse_uri
+
+    protocol = ClientProtocol(parse_uri("ws://127.0.0.1/"), state=State.OPEN, max_size=None)
+    start = time.perf_counter()
+    first = 0.0
+    count = 0
+    for offset in range(0, len(data), read_size):
+        protocol.receive_data(data[offset : offset + read_size])
+        for frame in protocol.events_received():
+            assert isinstance(frame, Frame)
+            bytes(frame.data).decode()
+            count += 1
+            if count == 1:
+                first = time.perf_counter() - start
+    return StreamRun(count, time.perf_counter() - start, first, [])
 
 
 def ws_stream(url: str, watch: Sequence[ServerProcess] = ()) -> StreamRun:

@@ -9,6 +9,10 @@ CPU time is its own (/proc/<pid>/stat). Kinds:
 - `proxy BASE_URL`: FakeServer(source=UpstreamSource(BASE_URL)), the recording proxy in front of BASE_URL;
 - `bare-sse N`: a bare uvicorn + Starlette endpoint streaming the same events, pre-encoded, as SSE;
 - `bare-ws N`: a bare `websockets` server sending the same events, pre-encoded, as text frames;
+- `limit-sse N`: the same pre-encoded SSE bytes in the runs rrkit's engine writes (`runs_of`), one body chunk per
+  run: the limit of what a server can do for this stream over uvicorn;
+- `limit-ws N`: the same events as pre-serialized WebSocket frames, one transport write per run, under a bare
+  `websockets` server: the limit over WebSocket;
 - `bare-app PORT`: uvicorn + Starlette (+ websockets for WS) on PORT answering `POST /v1/responses` with a short
   pre-encoded SSE reply: the baseline of `rrkit serve`'s launch (prints nothing, the caller polls the port).
 
@@ -39,6 +43,33 @@ def sse_frames(size: int) -> list[bytes]:
     return [
         b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n" for event in events_of(size)
     ]
+
+
+def runs_of(wires: list[bytes]) -> list[bytes]:
+    """The wires joined in the runs rrkit's engine writes for a stream with no pauses (`protocol.plan.events_of`:
+    the first run one event, each next twice as long, at most RUN_EVENTS events or RUN_BYTES)."""
+    from rrkit.protocol.plan import RUN_BYTES, RUN_EVENTS
+
+    runs: list[bytes] = []
+    run: list[bytes] = []
+    size, limit = 0, 1
+    for wire in wires:
+        run.append(wire)
+        size += len(wire)
+        if len(run) >= limit or size >= RUN_BYTES:
+            runs.append(b"".join(run))
+            run, size, limit = [], 0, min(limit * 2, RUN_EVENTS)
+    if run:
+        runs.append(b"".join(run))
+    return runs
+
+
+def ws_frames(size: int) -> list[bytes]:
+    """The events as server-to-client WebSocket text frames, serialized once (unmasked, uncompressed)."""
+    import orjson
+    from websockets.frames import Frame, Opcode
+
+    return [Frame(Opcode.TEXT, orjson.dumps(event)).serialize(mask=False) for event in events_of(size)]
 
 
 def _wait_for_stdin() -> None:
@@ -161,6 +192,32 @@ def bare_ws(size: str) -> None:
     asyncio.run(main())
 
 
+def limit_sse(size: str) -> None:
+    _uvicorn_serve(_sse_app(runs_of(sse_frames(int(size)))))
+
+
+def limit_ws(size: str) -> None:
+    import asyncio
+
+    from websockets.asyncio.server import serve
+
+    runs = runs_of(ws_frames(int(size)))
+
+    async def handler(ws: Any) -> None:
+        async for _message in ws:
+            transport = ws.transport
+            for run in runs:
+                transport.write(run)
+                await ws.drain()  # the write's flow control, as any server's send
+
+    async def main() -> None:
+        async with serve(handler, "127.0.0.1", 0, compression=None, max_size=None) as server:
+            print(next(iter(server.sockets)).getsockname()[1], flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, _wait_for_stdin)
+
+    asyncio.run(main())
+
+
 def bare_app(port: str) -> None:
     import orjson
 
@@ -175,6 +232,8 @@ KINDS: dict[str, Callable[..., None]] = {
     "proxy": proxy,
     "bare-sse": bare_sse,
     "bare-ws": bare_ws,
+    "limit-sse": limit_sse,
+    "limit-ws": limit_ws,
     "bare-app": bare_app,
 }
 

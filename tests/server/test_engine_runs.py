@@ -129,6 +129,26 @@ def test_an_event_reads_back_from_its_wire_form_exactly(kind: str, fields: dict[
     assert type_of_wire(wire) in (kind, None)
 
 
+TYPES = st.sampled_from(["response.output_item.done", "response.output_item.done.x", "response.created", "a\\b"])
+
+
+@settings(deadline=None, max_examples=200)
+@given(kinds=st.lists(TYPES, max_size=8), transport=st.sampled_from(["http", "ws"]), kept_whole=st.booleans())
+def test_the_done_items_noted_as_sent_are_the_events_whose_type_reads_so(
+    kinds: list[str], transport: str, kept_whole: bool
+) -> None:
+    """`SentEvents.done_items` finds by the positions noted at send time exactly what reading every event's type
+    finds, whether an event went out from the engine or was kept as it came."""
+    events = Capture().new_exchange("ws", {}, None).events
+    for index, kind in enumerate(kinds):
+        if kept_whole and index % 2:
+            events.append(SentEvent(0.0, {"type": kind, "n": index}))
+        else:
+            events.sent(0.0, [planned({"type": kind, "n": index}, transport)])  # type: ignore[arg-type]
+    slow = [sent.event for sent in events if sent.type == "response.output_item.done"]
+    assert [sent.event for sent in events.done_items()] == slow
+
+
 def test_a_kept_comment_and_a_lone_surrogate_read_back_from_their_wire_form() -> None:
     comment = sse_comment(" ping")
     assert event_of_wire(comment.wire) == {"type": SSE_COMMENT, "comment": " ping"}

@@ -17,7 +17,7 @@ from typing import Protocol, cast
 from ..differential.observation import WaitRanges, observe
 from ..differential.run import reference_turn
 from ..differential.settings import DEFAULT_BUDGETS, Budgets
-from ..protocol.events import ITEM_DONE, done_items
+from ..protocol.events import done_items
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import TOOL_OUTPUT_TYPES, input_items
@@ -172,7 +172,7 @@ def _calls(exchange: Exchange) -> list[str]:
     """The call_ids of the tool calls in a completed response (what the client must answer)."""
     if exchange.outcome is None or exchange.outcome.kind is not OutcomeKind.COMPLETED:
         return []
-    items = done_items([sent.event for sent in exchange.events if sent.type == ITEM_DONE])
+    items = done_items([sent.event for sent in exchange.events.done_items()])
     return [
         str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in TOOL_OUTPUT_TYPES
     ]

@@ -110,7 +110,9 @@ def render_reply(
         encoded = (planned(event, transport, delay) for (_, event), delay in zip(timed, delays, strict=True))
         return ResponsePlan(events_of(encoded), response_id=response_id_of([e for _, e in timed]) or "", **common)
     builder = ResponseEvents(request, ids=ids, model=reply.model, keep_events=False)
-    made = (event for _, event in _with_frames(((0.0, e) for e in _generated(builder, reply, warmup)), frames))
+    made = _generated(builder, reply, warmup)
+    if frames:
+        made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
     return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
 
 
@@ -166,6 +168,12 @@ def _ending(builder: ResponseEvents, reply: Reply) -> list[Event]:
 
 
 def _timed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:
+    if fault.pace is None and not fault.delay_each and not fault.delay_first:  # the common case, made lean
+        return (planned(event, transport) for event in events)
+    return _delayed(events, fault, transport)
+
+
+def _delayed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:
     paced = fault.pace.pace().paced(events) if fault.pace is not None else ((event, 0.0) for event in events)
     for index, (event, pause) in enumerate(paced):
         yield planned(event, transport, pause + fault.delay_each + (fault.delay_first if index == 0 else 0.0))

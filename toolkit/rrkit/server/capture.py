@@ -6,12 +6,12 @@ import contextvars
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.errors import REQUEST_TOO_LARGE
-from ..protocol.events import ENDING_TYPES
+from ..protocol.events import ENDING_TYPES, ITEM_DONE
 from ..protocol.exceptions import SettingError
 from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
@@ -62,17 +62,22 @@ class SentEvents(MadeOnRead[SentEvent]):
     """An exchange's events as sent, kept compact: each as its offset and its wire form (bytes or text, which
     the garbage collector never walks, however long the stream); a SentEvent is made as one is read."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_done", "_items")
 
     def __init__(self, events: Iterable[SentEvent] = ()) -> None:
         self._items: list[tuple[float, str | bytes | dict[str, Any]]] = []
+        self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
         self.extend(events)
 
-    def sent(self, at: float, run: Iterable[PlannedEvent]) -> None:
+    def sent(self, at: float, run: Sequence[PlannedEvent]) -> None:
         """Events the engine sent together, at `at`."""
+        start = len(self._items)
         self._items.extend([(at, planned.wire) for planned in run])
+        self._done.extend([start + index for index, planned in enumerate(run) if planned.type == ITEM_DONE])
 
     def append(self, sent: SentEvent) -> None:
+        if sent.type == ITEM_DONE:
+            self._done.append(len(self._items))
         self._items.append((sent.at, sent._event) if sent._event is not None else (sent.at, sent._wire))
 
     def extend(self, events: Iterable[SentEvent]) -> None:
@@ -91,6 +96,11 @@ class SentEvents(MadeOnRead[SentEvent]):
             if sent.type in ENDING_TYPES:
                 return sent
         return None
+
+    def done_items(self) -> list[SentEvent]:
+        """The `response.output_item.done` events, in order, found by the positions noted as they were sent:
+        no other event is made or parsed for it (a stream of 100k deltas states a handful of items)."""
+        return [self._made(self._items[index]) for index in self._done]
 
     def _made(self, item: tuple[float, str | bytes | dict[str, Any]]) -> SentEvent:
         at, kept = item

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.types import Scope
 
 from ..protocol import errors
-from ..protocol.events import ITEM_DONE, done_items, response_id_of
+from ..protocol.events import done_items, response_id_of
 from ..protocol.exceptions import BadRequest, SettingError
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
@@ -312,5 +312,5 @@ def _stated(exchange: Exchange) -> tuple[str | None, list[Item]]:
         output = [item for item in body.get("output") or [] if isinstance(item, dict)]
         return str(body.get("id") or "") or exchange.response_id, output
     stated = (one.event for one in sent)  # parsed only up to the first event that states it
-    done = done_items([one.event for one in sent if one.type == ITEM_DONE])
+    done = done_items([one.event for one in sent.done_items()])
     return exchange.response_id or response_id_of(stated), done
