@@ -4,6 +4,7 @@ Each prints its port on its first line and serves until its stdin closes (`commo
 CPU time is its own (/proc/<pid>/stat). Kinds:
 
 - `script N`: rrkit's FakeServer, one scripted reply of N text deltas to every request (SSE and WebSocket);
+- `default`: FakeServer on its built-in default script, what `rrkit serve` answers with no script;
 - `replay CASSETTE`: FakeServer replaying a cassette (repeats allowed);
 - `record N CASSETTE`: records one SSE and one WebSocket response of N deltas into CASSETTE, then exits;
 - `proxy BASE_URL`: FakeServer(source=UpstreamSource(BASE_URL)), the recording proxy in front of BASE_URL;
@@ -88,6 +89,12 @@ def script(size: str) -> None:
 
     n = int(size)
     _serve_fake(FakeServer(Script(default=reply(text("x" * n, chunks=n)))))
+
+
+def default() -> None:
+    from rrkit.server import FakeServer
+
+    _serve_fake(FakeServer())  # the built-in default script, as `rrkit serve` with no script serves it
 
 
 def replay(cassette: str) -> None:
@@ -227,6 +234,7 @@ def bare_app(port: str) -> None:
 
 KINDS: dict[str, Callable[..., None]] = {
     "script": script,
+    "default": default,
     "replay": replay,
     "record": record,
     "proxy": proxy,
