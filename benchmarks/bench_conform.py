@@ -68,7 +68,7 @@ def rows(profile: Profile) -> list[Row]:
             baseline_name="the waits the scenarios impose (backoffs, named delays)",
             note=f"{runs} scenario runs, {rounds} rounds; target: under 60 s",
             bench=BENCH,
-        )
+        ),
     ]
 
 
