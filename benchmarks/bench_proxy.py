@@ -12,16 +12,22 @@ Run: python -m benchmarks.bench_proxy [--quick] [--rounds N] [--json]
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 
 import httpx
 
 from benchmarks.common import (
+    PeerProcess,
     Profile,
     Row,
     ServerProcess,
     StreamRun,
+    Watched,
     at_least,
     at_most,
     interleaved,
@@ -38,7 +44,7 @@ IDLE_CPU = 0.001  # CPU seconds a server may use in IDLE_WINDOW and count as idl
 IDLE_WAIT = 3.0
 
 
-def when_idle(watch: Sequence[ServerProcess], run: Callable[[], StreamRun]) -> Callable[[], StreamRun]:
+def when_idle(watch: Sequence[Watched], run: Callable[[], StreamRun]) -> Callable[[], StreamRun]:
     """`run`, begun once every watched server used under IDLE_CPU in an IDLE_WINDOW (or after IDLE_WAIT)."""
 
     def quiet_run() -> StreamRun:
@@ -55,19 +61,48 @@ def when_idle(watch: Sequence[ServerProcess], run: Callable[[], StreamRun]) -> C
     return quiet_run
 
 
+MITMDUMP_ENV = "RRKIT_MITMDUMP"
+"""The `mitmdump` to measure beside the proxy (else `mitmdump` on PATH); `pip install mitmproxy` provides it."""
+
+
+def mitmdump() -> str | None:
+    return os.environ.get(MITMDUMP_ENV) or shutil.which("mitmdump")
+
+
 def rows(profile: Profile) -> list[Row]:
-    with (
-        ServerProcess("script", str(SIZE)) as upstream,
-        ServerProcess("proxy", upstream.base_url) as proxy,
-        httpx.Client(timeout=600) as client,
-    ):
-        watch = [proxy, upstream]
+    peer = mitmdump()
+    with contextlib.ExitStack() as stack:
+        upstream = stack.enter_context(ServerProcess("script", str(SIZE)))
+        proxy = stack.enter_context(ServerProcess("proxy", upstream.base_url))
+        client = stack.enter_context(httpx.Client(timeout=600))
+        watch: list[Watched] = [proxy, upstream]
         runs = {
             "direct sse": when_idle(watch, lambda: sse_stream(client, upstream.base_url, watch)),
             "proxy sse": when_idle(watch, lambda: sse_stream(client, proxy.base_url, watch)),
             "direct ws": when_idle(watch, lambda: ws_stream(upstream.ws_url, watch)),
             "proxy ws": when_idle(watch, lambda: ws_stream(proxy.ws_url, watch)),
         }
+        if peer is not None:
+            flows = stack.enter_context(tempfile.TemporaryDirectory())
+            origin = upstream.base_url.removesuffix("/v1")
+            mitm = stack.enter_context(
+                PeerProcess(
+                    [
+                        peer,
+                        "-q",
+                        "--mode",
+                        f"reverse:{origin}",
+                        "--listen-host",
+                        "127.0.0.1",
+                        "--listen-port",
+                        "{port}",
+                        "-w",
+                        f"{flows}/flows",
+                    ]
+                )
+            )
+            peers: list[Watched] = [mitm, upstream]
+            runs["mitmdump sse"] = when_idle(peers, lambda: sse_stream(client, mitm.base_url, peers))
         got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + (2 if profile.quick else 4))
     rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
     first = {name: median(r.first * 1000 for r in samples) for name, samples in got.items()}
@@ -105,7 +140,44 @@ def rows(profile: Profile) -> list[Row]:
                 bench=BENCH,
             ),
         ]
-    return out
+    return out + mitmdump_rows(rate, first, both)
+
+
+def mitmdump_rows(rate: dict[str, float], first: dict[str, float], both: dict[str, float]) -> list[Row]:
+    """rrkit's recording proxy beside mitmproxy's (`mitmdump` in reverse mode writing its flow file), the
+    recording proxy a user would otherwise pick, on the same SSE response in the same run."""
+    name = f"recording proxy, SSE {SIZE // 1000}k events, beside mitmdump"
+    if "mitmdump sse" not in rate:
+        skipped = f"mitmdump NOT INSTALLED: baseline skipped (pip install mitmproxy, or set {MITMDUMP_ENV})"
+        return [Row(f"{name}, events/s", rate["proxy sse"], None, "ev/s", baseline_name=skipped, bench=BENCH)]
+    named = "mitmdump --mode reverse:UPSTREAM -w FLOWS (mitmproxy's recording proxy)"
+    return [
+        Row(
+            f"{name}, events/s",
+            rate["proxy sse"],
+            rate["mitmdump sse"],
+            "ev/s",
+            target=at_least(1.0),
+            baseline_name=named,
+            bench=BENCH,
+        ),
+        Row(
+            f"{name}, time to first event",
+            first["proxy sse"],
+            first["mitmdump sse"],
+            "ms",
+            baseline_name=named,
+            bench=BENCH,
+        ),
+        Row(
+            f"{name}, CPU per event (proxy + upstream)",
+            both["proxy sse"],
+            both["mitmdump sse"],
+            "us",
+            baseline_name=named,
+            bench=BENCH,
+        ),
+    ]
 
 
 def main() -> None:

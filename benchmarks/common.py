@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository's root: children run from here so that `-m benchmarks.servers` imports."""
@@ -220,6 +220,59 @@ class ServerProcess:
         self.stop()
 
 
+class Watched(Protocol):
+    """A server process whose CPU time a run is charged with."""
+
+    def cpu(self) -> float: ...
+
+
+class PeerProcess:
+    """A peer's own server, started with its own documented command line (`{port}` filled with a free port) and
+    ready once its port accepts; the same face as ServerProcess (base_url, cpu, stop). Stopped with SIGTERM."""
+
+    def __init__(self, command: Sequence[str], ready_timeout: float = 60.0) -> None:
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [part.format(port=self.port) for part in command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + ready_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                said = self.process.stderr.read()[-800:] if self.process.stderr is not None else ""
+                raise RuntimeError(f"{command[0]} exited with {self.process.returncode}: {said}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"{command[0]} did not listen on port {self.port} within {ready_timeout:g} s")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def cpu(self) -> float:
+        return process_cpu(self.process.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> PeerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -247,7 +300,7 @@ class StreamRun:
         return self.events / self.wall
 
 
-def sse_stream(client: Any, base_url: str, watch: Sequence[ServerProcess] = ()) -> StreamRun:
+def sse_stream(client: Any, base_url: str, watch: Sequence[Watched] = ()) -> StreamRun:
     """POST a streaming request with an httpx client, count SSE events on the raw bytes."""
     before = [server.cpu() for server in watch]
     start = time.perf_counter()
@@ -308,7 +361,7 @@ def ws_ceiling(data: bytes, read_size: int = 1 << 16) -> StreamRun:
     return StreamRun(count, time.perf_counter() - start, first, [])
 
 
-def ws_stream(url: str, watch: Sequence[ServerProcess] = ()) -> StreamRun:
+def ws_stream(url: str, watch: Sequence[Watched] = ()) -> StreamRun:
     """Open a WebSocket, send one `response.create`, receive frames until `response.completed`."""
     from websockets.sync.client import connect
 
