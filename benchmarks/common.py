@@ -15,11 +15,12 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 """The repository's root: children run from here so that `-m benchmarks.servers` imports."""
@@ -169,7 +170,44 @@ def child_env() -> dict[str, str]:
     return env
 
 
-class ServerProcess:
+class _Served:
+    """A server in a subprocess on `port`: its URLs, its CPU time so far, and a stop that asks it to end
+    (`_ask_to_stop`), then kills it after 30 s."""
+
+    process: subprocess.Popen[str]
+    port: int
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/v1/responses"
+
+    def cpu(self) -> float:
+        return process_cpu(self.process.pid)
+
+    def _ask_to_stop(self) -> None:
+        self.process.terminate()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self._ask_to_stop()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerProcess(_Served):
     """`python -m benchmarks.servers KIND ARGS...` in a subprocess: it prints its port on its first line and
     serves until its stdin closes. `cpu()` is its CPU time so far."""
 
@@ -192,32 +230,9 @@ class ServerProcess:
             )
         self.port = int(line)
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://127.0.0.1:{self.port}/v1/responses"
-
-    def cpu(self) -> float:
-        return process_cpu(self.process.pid)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def __enter__(self) -> ServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def _ask_to_stop(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
 
 
 class Watched(Protocol):
@@ -226,51 +241,35 @@ class Watched(Protocol):
     def cpu(self) -> float: ...
 
 
-class PeerProcess:
+class PeerProcess(_Served):
     """A peer's own server, started with its own documented command line (`{port}` filled with a free port) and
-    ready once its port accepts; the same face as ServerProcess (base_url, cpu, stop). Stopped with SIGTERM."""
+    ready once its port accepts; stopped with SIGTERM."""
 
     def __init__(self, command: Sequence[str], ready_timeout: float = 60.0) -> None:
         self.port = free_port()
+        # a file, not a pipe, so that a chatty peer never blocks on it; it lives as long as the peer
+        self._log = log = tempfile.TemporaryFile("w+")  # noqa: SIM115
         self.process = subprocess.Popen(
             [part.format(port=self.port) for part in command],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=log,
             text=True,
         )
         deadline = time.monotonic() + ready_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                said = self.process.stderr.read()[-800:] if self.process.stderr is not None else ""
-                raise RuntimeError(f"{command[0]} exited with {self.process.returncode}: {said}")
+                log.seek(0)
+                raise RuntimeError(f"{command[0]} exited with {self.process.returncode}: {log.read()[-800:]}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=1):
                 return
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"{command[0]} did not listen on port {self.port} within {ready_timeout:g} s")
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def cpu(self) -> float:
-        return process_cpu(self.process.pid)
-
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-    def __enter__(self) -> PeerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
+        self._log.close()
 
 
 def free_port() -> int:
