@@ -12,13 +12,20 @@ Run: python -m benchmarks.bench_server_stream [--quick] [--rounds N] [--json]
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
 from benchmarks.common import (
+    ROOT,
     STREAM_BODY,
+    PeerProcess,
     Profile,
     Row,
     ServerProcess,
@@ -153,6 +160,54 @@ def limit_rows(transport: str, label: str, rate: dict[str, float], cpu: dict[str
     ]
 
 
+AIMOCK_ENV = "RRKIT_AIMOCK"
+"""The `@copilotkit/aimock` package folder to measure (default: .ci/node-aimock's, which .ci/run installs)."""
+AIMOCK = ROOT / ".ci" / "node-aimock" / "node_modules" / "@copilotkit" / "aimock"
+
+
+def aimock_command(fixtures: Path) -> list[str] | None:
+    """aimock's own documented command (`llmock -h HOST -p PORT -f FIXTURES`), one character a delta (`-c 1`),
+    or None when node or the package is missing."""
+    package = Path(os.environ.get(AIMOCK_ENV) or AIMOCK)
+    node = shutil.which("node")
+    if node is None or not (package / "dist" / "cli.js").exists():
+        return None
+    return [node, str(package / "dist" / "cli.js"), "-h", "127.0.0.1", "-p", "{port}", "-f", str(fixtures), "-c", "1"]
+
+
+def aimock_rows(size: int, rounds: int, repeats: int) -> list[Row]:
+    """rrkit's scripted server beside the fake Responses server a user would otherwise pick, aimock, on the
+    same reply (`size` one-character text deltas) over SSE, interleaved."""
+    name = f"SSE {size // 1000}k events beside aimock"
+    with tempfile.TemporaryDirectory() as folder:
+        fixtures = Path(folder) / "fixtures.json"
+        fixtures.write_text(json.dumps({"fixtures": [{"match": {}, "response": {"content": "x" * size}}]}))
+        command = aimock_command(fixtures)
+        if command is None:
+            install = "npm install --prefix .ci/node-aimock @copilotkit/aimock"
+            skipped = f"aimock NOT INSTALLED: baseline skipped ({install}, or set {AIMOCK_ENV})"
+            return [Row(f"{name}, events/s", None, None, "ev/s", baseline_name=skipped, bench=BENCH)]
+        with (
+            ServerProcess("script", str(size)) as rrkit,
+            PeerProcess(command) as aimock,
+            httpx.Client(timeout=600) as client,
+        ):
+
+            def sample(server: ServerProcess | PeerProcess) -> Callable[[], StreamRun]:
+                return lambda: repeated(lambda: sse_stream(client, server.base_url, [server]), repeats)
+
+            got = interleaved({"rrkit": sample(rrkit), "aimock": sample(aimock)}, rounds)
+    rate = {who: median(r.rate for r in samples) for who, samples in got.items()}
+    first = {who: median(r.first * 1000 for r in samples) for who, samples in got.items()}
+    cpu = {who: median(r.cpu[0] / r.events * 1e6 for r in samples) for who, samples in got.items()}
+    named = "@copilotkit/aimock, the same reply (its own events: no sequence numbers)"
+    return [
+        Row(f"{name}, events/s", rate["rrkit"], rate["aimock"], "ev/s", baseline_name=named, bench=BENCH),
+        Row(f"{name}, time to first event", first["rrkit"], first["aimock"], "ms", baseline_name=named, bench=BENCH),
+        Row(f"{name}, server CPU per event", cpu["rrkit"], cpu["aimock"], "us", baseline_name=named, bench=BENCH),
+    ]
+
+
 def start_stop_ms(count: int) -> float:
     from rrkit.script import Script, reply, text
     from rrkit.server import FakeServer
@@ -168,6 +223,7 @@ def start_stop_ms(count: int) -> float:
 def rows(profile: Profile) -> list[Row]:
     got = stream_rows(10_000, profile.rounds, repeats=2 if profile.quick else 3)
     got += stream_rows(100_000, 1 if profile.quick else 3, repeats=1)
+    got += aimock_rows(10_000, profile.rounds, repeats=2 if profile.quick else 3)
     starts = 10 if profile.quick else 30
     got.append(
         Row(
