@@ -1,7 +1,9 @@
 """The recording proxy's cost: one response of 10k text deltas from a scripted FakeServer (the upstream), read
 directly and through the recording proxy (`FakeServer(source=UpstreamSource(upstream))`, what `rrkit record`
 runs), over SSE and over WebSocket, interleaved, each server in its own process. Prints events/s, time to the
-first event and the CPU time per event of proxy + upstream beside the upstream's alone (/proc/<pid>/stat).
+first event and the CPU time per event of proxy + upstream beside the upstream's alone (/proc/<pid>/stat). And,
+where `mitmdump` is installed (RRKIT_MITMDUMP, else PATH), the same SSE response through mitmproxy's recording
+proxy (`mitmdump --mode reverse:UPSTREAM -w FLOWS`) in the same interleaved run.
 
 Each run begins once both servers are idle (what one did after the previous run's last event, such as the
 upstream's capture of 10k events, would otherwise delay the next run's first event), and a pair gets two more
