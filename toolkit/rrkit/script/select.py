@@ -7,7 +7,7 @@ import json
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
@@ -225,29 +225,19 @@ class ScriptState(ReplySource):
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
     ) -> list[Event] | None:
         with self._lock:
-            step = None
-            for index, candidate in enumerate(self.script.steer):
-                used = self._steer_uses.get(index, 0)
-                if candidate.repeat or used < candidate.times:
-                    self._steer_uses[index] = used + 1
-                    step = candidate
-                    break
+            step = _use_first(self.script.steer, self._steer_uses)
         return answer_steer(frame, step, ids)
 
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
         view = RequestView("ws", headers, {}, {}, connection_id)
+
+        def fits(handshake: Handshake) -> bool:
+            return handshake.when is None or not failed_conditions(handshake.when, view)[1]
+
         with self._lock:
-            for index, handshake in enumerate(self.script.handshakes):
-                used = self._handshake_uses.get(index, 0)
-                if not (handshake.repeat or used < handshake.times):
-                    continue
-                if handshake.when is not None and failed_conditions(handshake.when, view)[1]:
-                    continue
-                self._handshake_uses[index] = used + 1
-                return handshake
-        return None
+            return _use_first(self.script.handshakes, self._handshake_uses, fits)
 
     def unused(self) -> list[str]:
         with self._lock:
@@ -260,3 +250,21 @@ class ScriptState(ReplySource):
                 for index, step in enumerate(self.script.steer)
                 if not step.repeat and self._steer_uses.get(index, 0) < step.times
             ]
+
+
+class _Counted(Protocol):
+    times: int
+    repeat: bool
+
+
+C = TypeVar("C", bound=_Counted)
+
+
+def _use_first(steps: Sequence[C], uses: dict[int, int], fits: Callable[[C], bool] = lambda _: True) -> C | None:
+    """(Under the lock.) The first of `steps` not used up that `fits`, its use counted in `uses`."""
+    for index, step in enumerate(steps):
+        used = uses.get(index, 0)
+        if (step.repeat or used < step.times) and fits(step):
+            uses[index] = used + 1
+            return step
+    return None

@@ -18,6 +18,7 @@ from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
+from ..protocol.plan import planned
 from ..protocol.steer import STEER, unaimed
 from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
@@ -196,7 +197,7 @@ class _AcceptedSocket:
             events = answer_steer(frame, None, ids)
         for event in events:
             try:
-                await self.send([json.dumps(event)])
+                await self.send([planned(event, "ws").wire])
             except ChannelGone:
                 exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
                 return
