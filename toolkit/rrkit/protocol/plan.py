@@ -216,20 +216,12 @@ def _parse_exact(raw: str) -> Any:
     return value if orjson.dumps(value) == raw.encode() else json.loads(raw)
 
 
-class _LazyVerbatim(PlannedEvent):
-    """A verbatim event whose `event` is parsed from its text only when read (the wire is made without it);
-    its `type` is read off the text."""
+class _ParsedOnRead(PlannedEvent):
+    """An event whose type is known and whose `event` is parsed only when read (the wire is made without it)."""
 
-    __slots__ = ("_event", "_raw", "_type")
+    __slots__ = ("_event", "_type")
     _event: Event
-    _raw: str
     _type: str
-
-    def __init__(self, raw: str, wire: str | bytes, delay: float, kind: str) -> None:
-        object.__setattr__(self, "_type", kind)
-        object.__setattr__(self, "_raw", raw)
-        object.__setattr__(self, "wire", wire)
-        object.__setattr__(self, "delay", delay)
 
     @property
     def type(self) -> str:
@@ -240,8 +232,11 @@ class _LazyVerbatim(PlannedEvent):
         try:
             return self._event
         except AttributeError:
-            object.__setattr__(self, "_event", _parse_exact(self._raw))
+            object.__setattr__(self, "_event", self._parsed())
             return self._event
+
+    def _parsed(self) -> Event:
+        raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:  # equal to the same event made eagerly
         if not isinstance(other, PlannedEvent):
@@ -249,6 +244,44 @@ class _LazyVerbatim(PlannedEvent):
         return (self.event, self.wire, self.delay) == (other.event, other.wire, other.delay)
 
     __hash__ = None  # type: ignore[assignment]  # as a PlannedEvent's: its event is a dict
+
+
+class _LazyVerbatim(_ParsedOnRead):
+    """A verbatim event, parsed from its text when read; its `type` is read off the text."""
+
+    __slots__ = ("_raw",)
+    _raw: str
+
+    def __init__(self, raw: str, wire: str | bytes, delay: float, kind: str) -> None:
+        object.__setattr__(self, "_type", kind)
+        object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "wire", wire)
+        object.__setattr__(self, "delay", delay)
+
+    def _parsed(self) -> Event:
+        event: Event = _parse_exact(self._raw)  # a JSON object: the text was checked when it was made
+        return event
+
+
+class _WireOnly(_ParsedOnRead):
+    """An event known by its wire form and its type alone (a relayed SSE frame, already in rrkit's encoding),
+    parsed from the wire when read."""
+
+    __slots__ = ()
+
+    def __init__(self, wire: bytes, kind: str) -> None:
+        object.__setattr__(self, "_type", kind)
+        object.__setattr__(self, "wire", wire)
+        object.__setattr__(self, "delay", 0.0)
+
+    def _parsed(self) -> Event:
+        return event_of_wire(self.wire)
+
+
+def as_sent(wire: bytes, kind: str) -> PlannedEvent:
+    """An SSE frame to send as it is, `kind` its event's type: its bytes must be what `planned` or `verbatim` make
+    of that event (`event: <kind>`, then its compact JSON on one `data:` line), or a comment's."""
+    return _WireOnly(wire, kind)
 
 
 def not_json(planned_event: PlannedEvent, transport: Transport) -> PlannedEvent:

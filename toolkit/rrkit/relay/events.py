@@ -12,9 +12,10 @@ import httpx
 import orjson
 from websockets.exceptions import ConnectionClosed
 
-from ..protocol.events import ENDING_TYPES
-from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, sse_comment, verbatim
-from ..protocol.sse import SSEMessage
+from ..protocol.events import ENDING_TYPES, SSE_COMMENT
+from ..protocol.exceptions import SSEMessageTooLong
+from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, as_sent, sse_comment, verbatim
+from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment, encode_sse
 from ..protocol.vocabulary import Transport
 
 _DRAIN_SECONDS = 1.0
@@ -60,6 +61,71 @@ def sse_run(messages: list[SSEMessage], transport: Transport) -> tuple[list[Plan
             run.append(planned)
             if kind in ENDING_TYPES:
                 return run, True
+    return run, False
+
+
+class UpstreamSSE:
+    """An upstream's SSE body, read by read, made ready for the client: the events of each read as one run, up to
+    a terminal event (then True) or one that cuts the stream (then that cut, once the events before it went out).
+
+    While every frame is in rrkit's own encoding (`event: <its type>` then one `data:` line of a JSON object, or
+    a comment), each goes out as the bytes that came, parsed once to be checked; the first read holding any other
+    form hands itself and the rest of the stream to an `SSEDecoder`, message by message. Both ways give the same
+    events and the same bytes: a frame passes as it came only if it is exactly what the decoder's way makes."""
+
+    def __init__(self, transport: Transport, max_message: int | None = None) -> None:
+        self.transport = transport
+        self.max_message = max_message
+        self._tail = b""
+        self._decoder: SSEDecoder | None = None
+
+    def feed(self, chunk: bytes) -> tuple[list[PlannedEvent], bool | StreamCut]:
+        buffer = self._tail + chunk if self._tail else chunk
+        if self._decoder is None and self.transport != "ws" and b"\r" not in buffer:
+            end = buffer.rfind(b"\n\n")
+            found = _as_they_came(buffer, end) if end != -1 else ([], False)
+            if found is not None:
+                self._tail = buffer[end + 2 :] if end != -1 else buffer
+                if self.max_message is not None and len(self._tail) > self.max_message:
+                    raise SSEMessageTooLong(
+                        f"an SSE line or message longer than {self.max_message} bytes, still unfinished"
+                    )
+                return found
+        if self._decoder is None:
+            self._decoder = SSEDecoder(keep_comments=True, max_message=self.max_message)
+            self._tail = b""
+        return sse_run(self._decoder.feed(buffer), self.transport)
+
+
+def _as_they_came(buffer: bytes, end: int) -> tuple[list[PlannedEvent], bool] | None:
+    """The whole frames of `buffer` (up to the blank line at `end`) as they came, up to a terminal event; None
+    if any is not in rrkit's encoding of its own event."""
+    run: list[PlannedEvent] = []
+    find, loads = buffer.find, orjson.loads
+    start = 0
+    while start < end:
+        stop = find(b"\n\n", start)
+        frame = buffer[start : stop + 2]
+        start = stop + 2
+        if frame.startswith(b":"):
+            try:
+                comment = frame[1:-2].decode()
+            except UnicodeDecodeError:
+                return None
+            if encode_comment(comment) != frame:
+                return None
+            run.append(as_sent(frame, SSE_COMMENT))
+            continue
+        data = frame[frame.find(b"\ndata: ") + 7 : -2]
+        try:
+            kind = loads(data).get("type") if data.startswith(b"{") else None
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(kind, str) or encode_sse(kind, data) != frame:
+            return None
+        run.append(as_sent(frame, kind))
+        if kind in ENDING_TYPES:
+            return run, True
     return run, False
 
 

@@ -16,10 +16,10 @@ from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.headers import TURN_STATE_HEADER, media_type
 from ..protocol.outcome import response_id_of_body
 from ..protocol.plan import EventRuns, Rejection, ResponsePlan, StreamCut, VerbatimBody
-from ..protocol.sse import SSEDecoder, encode_json
+from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from ..script.select import RequestView
-from .events import drain, sse_run
+from .events import UpstreamSSE, drain
 from .headers import forwarded_request_headers, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, upstream_error
 from .settings import RelaySettings, with_query
@@ -123,7 +123,7 @@ class HttpRelay:
     async def _relay_sse(self, response: httpx.Response, transport: Transport) -> EventRuns:
         """The events (and keep-alive comments) of each read of the body as one run, as soon as its bytes
         arrive; a stream that ends (or breaks) before a terminal event is cut."""
-        decoder = SSEDecoder(keep_comments=True, max_message=self.settings.max_message)
+        upstream = UpstreamSSE(transport, self.settings.max_message)
         try:
             # The raw bytes when the body is not encoded (the proxy asks for identity).
             encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
@@ -131,7 +131,7 @@ class HttpRelay:
             body = cast(AsyncGenerator[bytes, None], reads)  # typed as an iterator, is a generator
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
-                    run, end = sse_run(decoder.feed(chunk), transport)
+                    run, end = upstream.feed(chunk)
                     if run:
                         yield run
                     if isinstance(end, StreamCut):
