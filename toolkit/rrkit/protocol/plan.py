@@ -316,6 +316,14 @@ def verbatim(raw: str, transport: Transport, delay: float = 0.0, *, lazy: bool =
     return PlannedEvent(event, wire, delay)
 
 
+def verbatim_of_type(raw: str, kind: str, transport: Transport) -> PlannedEvent:
+    """`verbatim(raw, transport)` for text already checked to be a JSON object whose `type` is `kind` (the last
+    one it states): parsed again only if `event` is read."""
+    if kind in (SSE_COMMENT, UNPARSABLE):
+        return verbatim(raw, transport)
+    return _LazyVerbatim(raw, raw if transport == "ws" else encode_sse(kind, raw.encode()), 0.0, kind)
+
+
 def _type_prefix(raw: str) -> str | None:
     """The `type` of compact JSON text that states it first (`{"type":"response.created",...`), else None."""
     if not raw.startswith('{"type":"'):

@@ -14,7 +14,7 @@ from websockets.exceptions import ConnectionClosed
 
 from ..protocol.events import ENDING_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
-from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, as_sent, sse_comment, verbatim
+from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, as_sent, sse_comment, verbatim_of_type
 from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment, encode_sse
 from ..protocol.vocabulary import Transport
 
@@ -40,10 +40,7 @@ def planned_event(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:
         raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
     if not isinstance(kind, str):
         raise StreamCut("tcp", reason="upstream sent an event without a `type`")
-    planned = verbatim(text, transport, lazy=True)
-    if planned.type != kind:  # `type` stated twice: the last is the event's (as parsed)
-        planned = verbatim(text, transport)
-    return planned, kind
+    return verbatim_of_type(text, kind, transport), kind
 
 
 def sse_run(messages: list[SSEMessage], transport: Transport) -> tuple[list[PlannedEvent], bool | StreamCut]:

@@ -17,9 +17,14 @@ from websockets.http11 import Response as WSResponse
 from websockets.protocol import State as WSState
 from websockets.uri import parse_uri
 
+from ..protocol.wsframe import WHOLE_TEXT, payload_bounds
+
 _CLOSE_SECONDS = 2.0  # how long a closing socket waits for the upstream's TCP close before aborting it
 _PING_SECONDS = 20.0  # as websockets' client: a ping this often keeps an idle socket open; a late pong ends it
 _QUEUE_HIGH = 4096  # messages received and not yet taken past which reading pauses (a slow client)
+
+
+_HEAD_MAX = 65536  # bytes of an upgrade answer held back at most (past it the protocol reads and refuses it)
 
 
 class UpstreamWS(asyncio.Protocol):
@@ -32,6 +37,8 @@ class UpstreamWS(asyncio.Protocol):
         self.response: WSResponse | None = None  # the upgrade's answer
         self.messages: collections.deque[str] = collections.deque()
         self._fragments: list[bytes] = []  # of a message not yet whole
+        self._own_frames = False  # whether whole text frames are read here (`_whole_frames`)
+        self._pending = b""  # received, not yet read: the upgrade's answer, or a frame not yet whole
         self._loop = asyncio.get_running_loop()
         self._waiter: asyncio.Future[None] | None = None
         self._lost: asyncio.Future[None] = self._loop.create_future()
@@ -47,7 +54,68 @@ class UpstreamWS(asyncio.Protocol):
         self._write()
 
     def data_received(self, data: bytes) -> None:
-        self.protocol.receive_data(data)
+        if self._own_frames:
+            data = self._whole_frames(data)
+        elif self.response is None:
+            data = self._upgrade(data)
+        if data:
+            self.protocol.receive_data(data)
+        self._take_events()
+        self._write()
+        if len(self.messages) >= _QUEUE_HIGH and not self._paused:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def _upgrade(self, data: bytes) -> bytes:
+        """The upgrade's answer, held until its head is whole and then given to the protocol alone; on an open
+        socket with no extension the frames after it are read here (`_whole_frames`). Returns what the protocol
+        is still to be given."""
+        self._pending += data
+        end = self._pending.find(b"\r\n\r\n")
+        if end == -1 and len(self._pending) <= _HEAD_MAX:
+            return b""
+        head, rest = (self._pending[: end + 4], self._pending[end + 4 :]) if end != -1 else (self._pending, b"")
+        self._pending = b""
+        self.protocol.receive_data(head)
+        self._take_events()
+        if self.protocol.state is WSState.OPEN and not self.protocol.extensions:
+            self._own_frames = True
+            return self._whole_frames(rest)
+        return rest
+
+    def _whole_frames(self, data: bytes) -> bytes:
+        """Each whole unfragmented text frame taken as its message here (the protocol's frame parser costs more
+        than the rest of a relay); any other frame (a ping, a close, a fragment) is given to the protocol whole,
+        so that it always stands between two frames. A frame it must refuse (masked, over `max_size`), or a
+        closing socket, hands it the rest of the stream, which is returned."""
+        buffer = self._pending + data if self._pending else data
+        start = 0
+        while self.protocol.state is WSState.OPEN:
+            bounds = payload_bounds(buffer, start, self.protocol.max_message_size)
+            if bounds is None or bounds[1] > len(buffer):
+                self._pending = buffer[start:]
+                return b""
+            begin, end = bounds
+            if begin == -1:
+                break
+            if buffer[start] == WHOLE_TEXT and not self._fragments:
+                self.messages.append(buffer[begin:end].decode("utf-8", errors="replace"))
+            else:
+                self.protocol.receive_data(buffer[start:end])
+                self._take_events()
+            start = end
+        self._own_frames, self._pending = False, b""
+        return buffer[start:]
+
+    def _hand_over_pending(self) -> None:
+        """At the end of the stream, what was held back goes to the protocol, which judges it as it would have."""
+        if self._pending and self.protocol.state is not WSState.CLOSED:
+            pending, self._pending, self._own_frames = self._pending, b"", False
+            self.protocol.receive_data(pending)
+            self._take_events()
+
+    def _take_events(self) -> None:
         for event in self.protocol.events_received():
             if isinstance(event, WSResponse):
                 self.response = event
@@ -58,17 +126,14 @@ class UpstreamWS(asyncio.Protocol):
                     self._fragments = []
             elif isinstance(event, Frame) and event.opcode is Opcode.PONG:
                 self._pong_due = False
-        self._write()
-        if len(self.messages) >= _QUEUE_HIGH and not self._paused:
-            self._paused = True
-            self.transport.pause_reading()
-        self._wake()
 
     def eof_received(self) -> None:
+        self._hand_over_pending()
         self.protocol.receive_eof()
         self._write()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._hand_over_pending()
         self.protocol.receive_eof()
         for timer in (self._abort, self._ping):
             if timer is not None:

@@ -16,7 +16,9 @@ import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
+from websockets.protocol import State
 
+from ..protocol.wsframe import text_frame
 from .capture import track_begun
 
 RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
@@ -78,6 +80,12 @@ def text_frames_writer(scope: Scope) -> FramesWriter | None:
         await owner.writable.wait()
         if owner.disconnected or owner.close_sent or owner.transport.is_closing():
             raise ConnectionResetError("rrkit: the WebSocket client is gone")
+        if not owner.conn.extensions:  # framed here: websockets' frame writer costs more than the rest of a send
+            if owner.conn.state is not State.OPEN:
+                raise ConnectionResetError("rrkit: the WebSocket is closing")
+            frames = [text_frame(text.encode() if isinstance(text, str) else text) for text in texts]
+            owner.transport.write(b"".join(frames))
+            return
         try:
             for text in texts:
                 owner.conn.send_text(text.encode() if isinstance(text, str) else text)
