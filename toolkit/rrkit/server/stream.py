@@ -117,57 +117,77 @@ async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outc
             await plan.release()
 
 
-async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
-    fault = plan.fault.resolved(exchange.id)  # chaos drawn for this exchange: a cut like any other
-    cut_at = fault.drop_after if fault.drop_after is not None else -1
-    stall_at = fault.stall_after if fault.stall_after is not None else -1
-    start = time.monotonic()
-    sent = 0
-    pending: list[PlannedEvent] = []  # the run's events due now, sent in one write
+class _Sender:
+    """The events due now of one stream, sent in one write and recorded with their offset."""
 
-    async def flush() -> None:
-        nonlocal sent
-        if not pending:
+    def __init__(self, exchange: Exchange, channel: Channel) -> None:
+        self.exchange, self.channel = exchange, channel
+        self.start = time.monotonic()
+        self.sent = 0
+        self.pending: list[PlannedEvent] = []
+
+    async def flush(self) -> None:
+        if not self.pending:
             return
         try:
-            await channel.send([one.wire for one in pending])
+            await self.channel.send([one.wire for one in self.pending])
         except OSError as error:  # the transport is gone under the channel
             raise ChannelGone from error
-        at = time.monotonic() - start
-        exchange.events.sent(at, pending)
-        sent += len(pending)
-        pending.clear()
+        self.exchange.events.sent(time.monotonic() - self.start, self.pending)
+        self.sent += len(self.pending)
+        self.pending.clear()
 
+
+async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
+    fault = plan.fault.resolved(exchange.id)  # chaos drawn for this exchange: a cut like any other
+    marks = [at for at in (fault.not_json_at, fault.stall_after, fault.drop_after) if at is not None]
+    sender = _Sender(exchange, channel)
     try:
         async with contextlib.aclosing(plan.events) as stream:
             async for run in stream:
-                for planned in run:
-                    index = sent + len(pending)
-                    if index == fault.not_json_at:
-                        planned = not_json(planned, "ws" if isinstance(planned.wire, str) else "http")
-                    if index in (stall_at, cut_at) or planned.delay:
-                        await flush()
-                        if index == stall_at:
-                            await channel.stall()
-                            return Outcome(OutcomeKind.STALLED, sent)
-                        if index == cut_at:
-                            cut = await _cut(channel, fault, planned, exchange.events, time.monotonic() - start)
-                            return Outcome(OutcomeKind.DROPPED, sent + cut)
-                        if await channel.pause(planned.delay):
-                            return Outcome(OutcomeKind.DISCONNECTED, sent)
-                    pending.append(planned)
-                await flush()
+                first = sender.sent + len(sender.pending)
+                if not any(first <= at < first + len(run) for at in marks) and not any(one.delay for one in run):
+                    sender.pending.extend(run)  # nothing applies inside the run: the common case, checked once
+                else:
+                    ended = await _play_run(run, fault, sender)
+                    if ended is not None:
+                        return ended
+                await sender.flush()
     except StreamCut as cut:  # raised between runs: nothing is pending
         await channel.cut(cut.close, cut.code, cut.reason)
-        return Outcome(OutcomeKind.DROPPED, sent)
+        return Outcome(OutcomeKind.DROPPED, sender.sent)
     except ChannelGone:
-        return Outcome(OutcomeKind.DISCONNECTED, sent)
+        return Outcome(OutcomeKind.DISCONNECTED, sender.sent)
     except Exception as error:  # the plan's events broke (a bug, a broken source): the client sees a cut stream
         log.error("rrkit: the server failed while streaming exchange %s", exchange.id, exc_info=error)
         with contextlib.suppress(ChannelGone, OSError, RuntimeError):
             await channel.cut("frame", INTERNAL_ERROR, "internal error")
-        return server_error_outcome(error, sent, streaming=True)
-    return await _end(fault, exchange, channel, sent)
+        return server_error_outcome(error, sender.sent, streaming=True)
+    return await _end(fault, exchange, channel, sender.sent)
+
+
+async def _play_run(run: Sequence[PlannedEvent], fault: StreamFault, sender: _Sender) -> Outcome | None:
+    """A run inside which a fault or a pause applies, event by event; the outcome if the stream ended in it."""
+    cut_at = fault.drop_after if fault.drop_after is not None else -1
+    stall_at = fault.stall_after if fault.stall_after is not None else -1
+    channel = sender.channel
+    for planned in run:
+        index = sender.sent + len(sender.pending)
+        if index == fault.not_json_at:
+            planned = not_json(planned, "ws" if isinstance(planned.wire, str) else "http")
+        if index in (stall_at, cut_at) or planned.delay:
+            await sender.flush()
+            if index == stall_at:
+                await channel.stall()
+                return Outcome(OutcomeKind.STALLED, sender.sent)
+            if index == cut_at:
+                at = time.monotonic() - sender.start
+                cut = await _cut(channel, fault, planned, sender.exchange.events, at)
+                return Outcome(OutcomeKind.DROPPED, sender.sent + cut)
+            if await channel.pause(planned.delay):
+                return Outcome(OutcomeKind.DISCONNECTED, sender.sent)
+        sender.pending.append(planned)
+    return None
 
 
 async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent, sent: SentEvents, at: float) -> int:
