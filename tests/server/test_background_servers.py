@@ -1,6 +1,6 @@
 """Servers run in the background (`with FakeServer(...)`) share one event loop thread: each starts and stops on its
-own, a stopped one lets go of its connections, a failed start is the caller's error, and uvicorn's log output goes to
-the stderr in place when each server starts."""
+own (listening once its start returns, serving once the loop gets to it), a stopped one lets go of its connections,
+a failed start is the caller's error, and uvicorn's log output goes to the stderr in place when each server starts."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import http.client
 import io
 import logging
+import socket
 import sys
 import threading
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from rrkit.protocol import OutcomeKind
 from rrkit.script import Script, reply, text
-from rrkit.server import FakeServer
+from rrkit.server import FakeServer, uvicorn_adapter
 
 from .faultclient import BODY, WAIT, Serve, finished, post_sse, wait_until, ws_connect, ws_request
 
@@ -73,6 +74,23 @@ def test_a_port_in_use_fails_the_start_in_the_callers_thread_and_later_servers_s
         FakeServer(port=port).start_in_thread()
     with serve.running() as later:
         assert post_sse(later).status == 200
+
+
+def test_a_background_server_listens_when_its_start_returns_and_a_start_that_failed_is_raised_by_its_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def failing_start(server: Any, sock: Any) -> None:
+        raise RuntimeError("the loop could not begin serving")
+
+    monkeypatch.setattr(uvicorn_adapter, "start", failing_start)
+    server = FakeServer().start_in_thread()
+    address = server.http_url.removeprefix("http://").removesuffix("/v1").rsplit(":", 1)
+    with socket.create_connection((address[0], int(address[1])), timeout=WAIT):
+        pass  # the kernel took the connection: the socket listened before the loop served
+    with pytest.raises(RuntimeError, match="could not begin serving"):
+        server.stop_in_thread()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((address[0], int(address[1])), timeout=WAIT)
 
 
 def test_starting_a_background_server_from_the_servers_loop_is_refused_not_a_deadlock(serve: Serve) -> None:

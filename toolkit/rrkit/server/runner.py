@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import socket
 import threading
@@ -66,14 +67,25 @@ class _ServerLoop:
 
     def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         """Run `coroutine` on the loop and wait for its result (from any thread but the loop's own)."""
-        loop = self.loop()
-        if threading.current_thread() is self._thread:
+        return self.submit(coroutine).result()
+
+    def submit(self, coroutine: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        """Run `coroutine` on the loop (from any thread but the loop's own); its result will be in the future."""
+        try:
+            self.refuse_own_thread()
+        except RuntimeError:
             coroutine.close()
+            raise
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop())
+
+    def refuse_own_thread(self) -> None:
+        """A RuntimeError in the loop's own thread, which would wait on itself."""
+        self.loop()
+        if threading.current_thread() is self._thread:
             raise RuntimeError(
                 "start_in_thread() and stop_in_thread() would wait on the very loop that runs them: "
                 "await start() and stop() there instead"
             )
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
     def forget(self) -> None:
         """In a forked child, which has the loop but not the thread running it: the next server starts another."""
@@ -98,6 +110,7 @@ class LoopbackServer:
         self._server: uvicorn.Server | None = None
         self._socket: socket.socket | None = None
         self._loop: asyncio.AbstractEventLoop | None = None  # the shared loop, while running in the background
+        self._starting: concurrent.futures.Future[None] | None = None  # a background start, until the stop
 
     def app(self) -> ASGIApp:
         raise NotImplementedError
@@ -134,11 +147,15 @@ class LoopbackServer:
 
     # -- async life cycle ---------------------------------------------------------------------
     async def start(self) -> Self:
-        self._new_stopping_event()
-        self._socket = _bind(self.host, self.port)
-        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size))
-        await uvicorn_adapter.start(server, self._socket)
+        await uvicorn_adapter.start(*self._prepared())
         return self
+
+    def _prepared(self) -> tuple[uvicorn.Server, socket.socket]:
+        """The listening socket and the server that is to serve it: all of a start that needs no event loop."""
+        self._new_stopping_event()
+        sock = self._socket = _bind(self.host, self.port)
+        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size))
+        return server, sock
 
     async def stop(self) -> None:
         """Stop at once: close the listener, end stalls, give open connections a moment, then cut them."""
@@ -162,8 +179,16 @@ class LoopbackServer:
 
     # -- sync life cycle (background thread) --------------------------------------------------
     def start_in_thread(self) -> Self:
-        """Start on the background servers' event loop thread (itself started with the first such server)."""
-        _SERVER_LOOP.run(self.start())
+        """Start on the background servers' event loop thread (itself started with the first such server). The
+        socket listens when this returns: a client may connect at once (the kernel holds its connection until
+        the loop accepts it), and the loop begins serving without this thread waiting for it; the stop raises
+        what that beginning raised, if anything. A subclass that overrides `start` is started by it, waited for."""
+        if type(self).start is not LoopbackServer.start:  # a subclass's own start runs whole, as it was written
+            _SERVER_LOOP.run(self.start())
+        else:
+            _SERVER_LOOP.refuse_own_thread()
+            server, sock = self._prepared()
+            self._starting = _SERVER_LOOP.submit(uvicorn_adapter.start(server, sock))
         self._loop = _SERVER_LOOP.loop()
         return self
 
@@ -171,7 +196,15 @@ class LoopbackServer:
         if self._loop is None:
             return
         self._loop = None
-        _SERVER_LOOP.run(self.stop())
+        _SERVER_LOOP.run(self._stop_once_started())
+
+    async def _stop_once_started(self) -> None:
+        try:
+            if self._starting is not None:
+                await asyncio.wrap_future(self._starting)
+        finally:
+            self._starting = None
+            await self.stop()
 
     def __enter__(self) -> Self:
         return self.start_in_thread()
