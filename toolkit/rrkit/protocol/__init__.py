@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from .order import Rule, Violation, check_order
     from .outcome import Outcome, OutcomeKind, outcome_of_events
     from .plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, StreamFault, VerbatimBody
-    from .request import Item, ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
+    from .request import Item, input_items, is_warmup
+    from .request_model import ResponseCreateFrame, ResponsesRequest
     from .sse import SSEDecoder, SSEMessage, encode_event, iter_events
 
 _HOMES = {
@@ -50,7 +51,8 @@ _HOMES = {
     ".order": ("Rule", "Violation", "check_order"),
     ".outcome": ("Outcome", "OutcomeKind", "outcome_of_events"),
     ".plan": ("PlannedEvent", "Rejection", "ResponsePlan", "StreamCut", "StreamFault", "VerbatimBody"),
-    ".request": ("Item", "ResponseCreateFrame", "ResponsesRequest", "input_items", "is_warmup"),
+    ".request": ("Item", "input_items", "is_warmup"),
+    ".request_model": ("ResponseCreateFrame", "ResponsesRequest"),
     ".sse": ("SSEDecoder", "SSEMessage", "encode_event", "iter_events"),
 }
 

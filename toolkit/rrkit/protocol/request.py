@@ -1,11 +1,10 @@
-"""Request bodies: the HTTP POST body and the WebSocket `response.create` frame, unknown fields kept."""
+"""Request bodies: the HTTP POST body and the WebSocket `response.create` frame, unknown fields kept; checked
+without pydantic where the types are plainly right (the models, in `request_model`, decide every other body)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .exceptions import BadRequest
 
@@ -17,38 +16,8 @@ TOOL_OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call"
 """The input item that answers each kind of tool call, by the call's type (both carry the call's `call_id`)."""
 
 
-class ResponsesRequest(BaseModel):
-    """The body of `POST /responses`; every field the protocol names, plus any other field kept."""
-
-    model_config = ConfigDict(extra="allow")
-
-    model: str | None = None
-    instructions: str | None = None
-    input: list[Item] | str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: str | dict[str, Any] | None = None
-    parallel_tool_calls: bool | None = None
-    reasoning: dict[str, Any] | None = None
-    store: bool | None = None
-    stream: bool | None = None
-    include: list[str] | None = None
-    service_tier: str | None = None
-    prompt_cache_key: str | None = None
-    text: dict[str, Any] | None = None
-    client_metadata: dict[str, Any] | None = None
-    stream_options: dict[str, Any] | None = None
-    previous_response_id: str | None = None
-    generate: bool | None = None
-
-
-class ResponseCreateFrame(ResponsesRequest):
-    """A WebSocket client frame `{"type": "response.create", ...}`."""
-
-    type: Literal["response.create"]
-
-
 # The incremental rule (docs/protocol.md: When a request may be incremental) over an explicit, exhaustive field list:
-# tests fail if ResponsesRequest gains a field that is in neither tuple.
+# tests fail if ResponsesRequest (request_model.py) gains a field that is in neither tuple.
 COMPARED_FIELDS: tuple[str, ...] = (
     "model",
     "instructions",
@@ -69,24 +38,15 @@ WIRE_ONLY_FIELDS: tuple[str, ...] = ("type", "previous_response_id", "generate")
 """Fields that steer one wire request and are never part of the logical request."""
 
 
-class SamplingFields(BaseModel):
-    """Fields the API checks the type and range of, outside the incremental rule's list (so unknown to the request
-    models above; the rule compares them all the same, as it does any other field)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    temperature: float | None = Field(None, ge=0, le=2, allow_inf_nan=False)
-    top_p: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
-    max_output_tokens: int | None = Field(None, gt=0)
-
-
 TYPED_FIELDS: tuple[str, ...] = (
     "model",
     "stream",
     "store",
     "parallel_tool_calls",
     "generate",
-    *SamplingFields.model_fields,
+    "temperature",
+    "top_p",
+    "max_output_tokens",  # the last three are request_model.SamplingFields (a test keeps them in step)
 )
 """What a lenient check may coerce (`"yes"` to true, `"0.5"` to 0.5): fields with a scalar type."""
 
@@ -100,93 +60,76 @@ def check_request(body: object, *, frame: bool = False, lenient: bool = False) -
     those fields coerced, so that the answer follows what the client meant; ranges and finiteness hold in both."""
     what = "response.create frame" if frame else "request body"
     if not isinstance(body, dict):
-        raise BadRequest(f"The {what} must be a JSON object, got {_json_type(body)}.")
+        raise BadRequest(f"The {what} must be a JSON object, got {json_type(body)}.")
     if "model" not in body and "prompt" not in body:  # a stored prompt may name the model
         raise BadRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
-    model = ResponseCreateFrame if frame else ResponsesRequest
-    try:
-        parsed = model.model_validate(body, strict=not lenient)
-        sampling = SamplingFields.model_validate(body, strict=not lenient)
-    except ValidationError as error:
-        raise _invalid(error, what) from None
-    if not lenient:
+    if not lenient and _plainly_valid(body, frame):
         return body
-    coerced = {**parsed.model_dump(include=set(TYPED_FIELDS)), **sampling.model_dump()}
-    return {key: coerced[key] if key in TYPED_FIELDS and value is not None else value for key, value in body.items()}
+    from .request_model import validated  # pydantic: loaded by the first body the check above cannot vouch for
+
+    return validated(body, frame=frame, lenient=lenient)
 
 
-_EXPECTED = {
-    "bool": "a boolean",
-    "string": "a string",
-    "float": "a number",
-    "int": "an integer",
-    "list": "an array",
-    "dict": "an object",
-    "model": "an object",
-    "literal": "one of the allowed values",
+def _plainly_valid(body: dict[str, Any], frame: bool) -> bool:
+    """Whether every field the models check has a value they take in strict mode (None for every optional one),
+    seen at a glance: True only where the models would agree (property-tested); False leaves it to them."""
+    if frame and body.get("type") != RESPONSE_CREATE:
+        return False
+    return all(check(body.get(name)) for name, check in _PLAIN.items())
+
+
+def _text(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def _flag(value: object) -> bool:
+    return value is None or value is True or value is False
+
+
+def _object(value: object) -> bool:
+    return value is None or (type(value) is dict and all(type(key) is str for key in value))
+
+
+def _objects(value: object) -> bool:
+    return value is None or (type(value) is list and all(type(item) is dict and _object(item) for item in value))
+
+
+def _texts(value: object) -> bool:
+    return value is None or (type(value) is list and all(type(item) is str for item in value))
+
+
+def _number_to(high: float) -> Callable[[object], bool]:
+    # a NaN or an infinity fails the range: left to the models, which name it
+    return lambda value: value is None or (type(value) in (int, float) and 0 <= value <= high)  # type: ignore[operator]
+
+
+def _positive_integer(value: object) -> bool:
+    return value is None or (type(value) is int and value > 0)
+
+
+_PLAIN: dict[str, Callable[[object], bool]] = {
+    "model": _text,
+    "instructions": _text,
+    "input": lambda value: type(value) is str or _objects(value),
+    "tools": _objects,
+    "tool_choice": lambda value: type(value) is str or _object(value),
+    "parallel_tool_calls": _flag,
+    "reasoning": _object,
+    "store": _flag,
+    "stream": _flag,
+    "include": _texts,
+    "service_tier": _text,
+    "prompt_cache_key": _text,
+    "text": _object,
+    "client_metadata": _object,
+    "stream_options": _object,
+    "previous_response_id": _text,
+    "generate": _flag,
+    "temperature": _number_to(2),
+    "top_p": _number_to(1),
+    "max_output_tokens": _positive_integer,
 }
-_BOUNDS = {
-    "greater_than": ("below minimum value", ">"),
-    "greater_than_equal": ("below minimum value", ">="),
-    "less_than": ("above maximum value", "<"),
-    "less_than_equal": ("above maximum value", "<="),
-}
-
-
-def _invalid(error: ValidationError, what: str) -> BadRequest:
-    """An OpenAI-style message for the first problem pydantic found: `Invalid type for 'stream': expected a
-    boolean, but got a string instead.`"""
-    problem = error.errors()[0]
-    param = _param(problem["loc"])
-    kind = str(problem["type"])
-    got = problem.get("input")
-    shown = f"'{param}'" if param else what
-    if kind in _BOUNDS:
-        side, sign = _BOUNDS[kind]
-        limit = next(iter((problem.get("ctx") or {}).values()), None)
-        number = "integer" if isinstance(limit, int) else "decimal"  # the bound has its field's type
-        code = f"{number}_{'below_min' if sign.startswith('>') else 'above_max'}_value"
-        return BadRequest(
-            f"Invalid {shown}: {number} {side}. Expected a value {sign} {limit:g}, but got {got!r} instead."
-            if isinstance(limit, int | float)
-            else f"Invalid {shown}: {problem['msg']}.",
-            param=param,
-            code=code,
-        )
-    if kind == "finite_number":
-        return BadRequest(f"Invalid {shown}: expected a finite number.", param=param, code="invalid_value")
-    if _expected(kind):
-        # A union (`input`: an array or a string) fails once per member, each at the same param.
-        members = [p for p in error.errors() if _param(p["loc"]) == param and _expected(str(p["type"]))]
-        expected = " or ".join(dict.fromkeys(_expected(str(p["type"])) for p in members))
-        return BadRequest(
-            f"Invalid type for {shown}: expected {expected}, but got {_json_type(got)} instead.",
-            param=param,
-            code="invalid_type",
-        )
-    message = f"Invalid {what}: field '{param}': {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
-    return BadRequest(message, param=param)
-
-
-def _expected(kind: str) -> str:
-    """`a boolean` for pydantic's `bool_type` / `bool_parsing` (and so on); empty for other problems."""
-    base = kind.split("_")[0]
-    if base in _EXPECTED and (kind.endswith(("_type", "_parsing")) or kind in ("int_from_float", "literal_error")):
-        return _EXPECTED[base]
-    return ""
-
-
-def _param(loc: tuple[int | str, ...]) -> str | None:
-    """The OpenAI-style `param` of a validation error: the field and any list indexes (`tools[0]`),
-    without pydantic's union member labels (`input.list[dict[str,any]]` is `input`)."""
-    if not loc:
-        return None
-    param = str(loc[0])
-    for part in loc[1:]:
-        if not isinstance(part, int):
-            break
-        param += f"[{part}]"
-    return param
+"""For each field of the request models, what is plainly a value they take (a test keeps the names in step)."""
 
 
 _JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
@@ -200,7 +143,7 @@ _JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
 )
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
     """How the API names the JSON type of a value in its messages."""
     return next((name for kind, name in _JSON_TYPE_NAMES if isinstance(value, kind)), type(value).__name__)
 
