@@ -1,8 +1,10 @@
-"""What a plain `rrkit serve` loads before it answers: no cassette code, no YAML parser, no file locks, and a
-default script that is valid although it is built without validation."""
+"""What a plain `rrkit serve` loads before it answers: no cassette code, no YAML parser, no file locks, no pydantic
+(nor after answering over both transports, until a body is wrong or a script is loaded), and a default script that
+is valid although it is built without validation."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -29,7 +31,43 @@ def test_a_plain_serve_loads_no_cassette_module_no_yaml_and_no_file_lock() -> No
         "rrkit.cassette",
         "rrkit.cassette.recordmode",
     }
-    assert not [name for name in loaded if name.split(".")[0] in ("yaml", "filelock")]
+    assert not [name for name in loaded if name.split(".")[0] in ("yaml", "filelock", "pydantic", "pydantic_core")]
+
+
+ANSWER = """
+import asyncio, json, sys
+import httpx, websockets
+from rrkit.server import FakeServer
+
+def pydantic_loaded():
+    return any(name.split(".")[0] in ("pydantic", "pydantic_core") for name in sys.modules)
+
+async def over_ws(url):
+    async with websockets.connect(url + "/responses") as ws:
+        await ws.send(json.dumps({"type": "response.create", "model": "m", "input": "hi", "generate": False}))
+        while (event := json.loads(await ws.recv()))["type"] != "response.completed":
+            pass
+        target = event["response"]["id"]
+        await ws.send(json.dumps({"type": "response.steer", "previous_response_id": target, "input": "hurry"}))
+        return json.loads(await ws.recv())["type"]
+
+with FakeServer() as server:
+    answer = httpx.post(server.http_url + "/responses", json={"model": "m", "input": "hi", "stream": True})
+    assert answer.status_code == 200 and "response.completed" in answer.text, answer.text
+    steered = asyncio.run(over_ws(server.ws_url))
+    print(json.dumps({"answered": steered, "pydantic": pydantic_loaded()}))
+    wrong = httpx.post(server.http_url + "/responses", json={"model": "m", "stream": "yes"})
+    print(json.dumps({"wrong": wrong.status_code, "pydantic": pydantic_loaded()}))
+"""
+
+
+def test_a_plain_server_answers_both_transports_without_pydantic_and_loads_it_for_a_wrong_body() -> None:
+    lines = subprocess.run([sys.executable, "-c", ANSWER], capture_output=True, text=True, check=True).stdout.split(
+        "\n"
+    )
+    answered, wrong = (json.loads(line) for line in lines[:2])
+    assert answered["pydantic"] is False and answered["answered"] == "response.steer.failed"
+    assert wrong == {"wrong": 400, "pydantic": True}  # worded by the models, loaded on that first need
 
 
 def test_the_default_script_is_what_validating_it_gives() -> None:

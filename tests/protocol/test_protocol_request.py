@@ -11,9 +11,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rrkit.protocol import ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
-from rrkit.protocol import request as request_module
+from rrkit.protocol import request_check as request_module
 from rrkit.protocol.exceptions import BadRequest
-from rrkit.protocol.request import RESPONSE_CREATE, TYPED_FIELDS, check_request
+from rrkit.protocol.request import RESPONSE_CREATE, TYPED_FIELDS
+from rrkit.protocol.request_check import check_request
 from rrkit.protocol.request_model import SamplingFields, validated
 
 CODEX_BODY = {

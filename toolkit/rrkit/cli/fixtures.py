@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ..protocol.vocabulary import TRANSPORTS
-from ..script.loader import load_script
 from .common import FileError, fixtures_directory, fixtures_option
 from .group import failed, main
 
@@ -86,6 +85,7 @@ def fixtures() -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..script.loader import load_script
     from ..script.shipped import shipped_fixtures
 
     table = Table(box=None, pad_edge=False, show_header=False)

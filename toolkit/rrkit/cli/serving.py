@@ -10,7 +10,7 @@ import click
 
 from ..cassette.recordmode import RecordMode, parse_record_mode
 from ..protocol.exceptions import ScriptError, SettingError
-from ..script.loader import default_script, load_script
+from ..script import default_reply
 from ..server.runner import FakeServer
 
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
@@ -88,12 +88,12 @@ def serve(
     match = server.match() if cassette_path is not None or server.matching_given else None
     script = _script(script_path)
     if cassette_path is None:
-        script = script or default_script()
         try:
-            fake = FakeServer(script, keep=keep, **server.settings)
+            fake = FakeServer(script, keep=keep, **server.settings)  # without --script, the default script
         except SettingError as error:
             raise click.ClickException(str(error)) from None
-        served = f"rrkit: serving script {script.name!r} ({len(script.responses)} steps)"
+        name, steps = (script.name, len(script.responses)) if script else (default_reply.NAME, 0)
+        served = f"rrkit: serving script {name!r} ({steps} steps)"
         serve_then_save(fake, None, server, served, "Press Ctrl-C to stop.", kept="rrkit: stopped")
         return
     assert match is not None
@@ -120,6 +120,8 @@ def _script(path: Path | None) -> Script | None:
     """The `--script` given, loaded; a file error naming it (a cassette named as one)."""
     if path is None:
         return None
+    from ..script.loader import load_script  # the script models, and pydantic: not for the default script
+
     try:
         return load_script(path)
     except ScriptError as error:

@@ -1,53 +1,131 @@
-"""Scripts: what the fake server answers to each request and handshake, written in Python or in a file."""
+"""Scripts: what the fake server answers to each request and handshake, written in Python or in a file.
 
-from ..protocol.exceptions import ScriptError
-from .builder import (
-    accept_upgrade,
-    code_interpreter_call,
-    custom_tool_call,
-    error_event,
-    error_frame,
-    failed,
-    file_search_call,
-    function_call,
-    image_generation_call,
-    incomplete,
-    mcp_call,
-    mcp_list_tools,
-    reasoning,
-    refusal,
-    refuse_upgrade,
-    reject,
-    reply,
-    side_frame,
-    text,
-    web_search_call,
-)
-from .loader import default_script, load_script, parse_script
-from .models import Fault, Handshake, Match, Reply, Script, SideFrame, SteerStep, Step
-from .select import NoMatch, ReplySource, RequestView
-from .tool_items import (
-    additional_tools,
-    apply_patch_call,
-    apply_patch_call_output,
-    audio,
-    compaction,
-    computer_call,
-    computer_call_output,
-    custom_tool_call_output,
-    function_call_output,
-    local_shell_call,
-    local_shell_call_output,
-    mcp_approval_request,
-    mcp_approval_response,
-    program,
-    program_output,
-    shell_call,
-    shell_call_output,
-    shell_output,
-    tool_search_call,
-    tool_search_output,
-)
+The names below load with their module on first use (PEP 562): a server playing the default script loads none
+of the script models, nor pydantic."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ..protocol.exceptions import ScriptError
+    from .builder import (
+        accept_upgrade,
+        code_interpreter_call,
+        custom_tool_call,
+        error_event,
+        error_frame,
+        failed,
+        file_search_call,
+        function_call,
+        image_generation_call,
+        incomplete,
+        mcp_call,
+        mcp_list_tools,
+        reasoning,
+        refusal,
+        refuse_upgrade,
+        reject,
+        reply,
+        side_frame,
+        text,
+        web_search_call,
+    )
+    from .loader import default_script, load_script, parse_script
+    from .models import Fault, Handshake, Match, Reply, Script, SideFrame, SteerStep, Step
+    from .select import NoMatch, ReplySource, RequestView
+    from .tool_items import (
+        additional_tools,
+        apply_patch_call,
+        apply_patch_call_output,
+        audio,
+        compaction,
+        computer_call,
+        computer_call_output,
+        custom_tool_call_output,
+        function_call_output,
+        local_shell_call,
+        local_shell_call_output,
+        mcp_approval_request,
+        mcp_approval_response,
+        program,
+        program_output,
+        shell_call,
+        shell_call_output,
+        shell_output,
+        tool_search_call,
+        tool_search_output,
+    )
+
+_HOMES = {
+    "..protocol.exceptions": ("ScriptError",),
+    ".builder": (
+        "accept_upgrade",
+        "code_interpreter_call",
+        "custom_tool_call",
+        "error_event",
+        "error_frame",
+        "failed",
+        "file_search_call",
+        "function_call",
+        "image_generation_call",
+        "incomplete",
+        "mcp_call",
+        "mcp_list_tools",
+        "reasoning",
+        "refusal",
+        "refuse_upgrade",
+        "reject",
+        "reply",
+        "side_frame",
+        "text",
+        "web_search_call",
+    ),
+    ".loader": (
+        "default_script",
+        "load_script",
+        "parse_script",
+    ),
+    ".models": (
+        "Fault",
+        "Handshake",
+        "Match",
+        "Reply",
+        "Script",
+        "SideFrame",
+        "SteerStep",
+        "Step",
+    ),
+    ".select": (
+        "NoMatch",
+        "ReplySource",
+        "RequestView",
+    ),
+    ".tool_items": (
+        "additional_tools",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "audio",
+        "compaction",
+        "computer_call",
+        "computer_call_output",
+        "custom_tool_call_output",
+        "function_call_output",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "program",
+        "program_output",
+        "shell_call",
+        "shell_call_output",
+        "shell_output",
+        "tool_search_call",
+        "tool_search_output",
+    ),
+}
 
 __all__ = [
     "Fault",
@@ -106,3 +184,6 @@ __all__ = [
     "tool_search_output",
     "web_search_call",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 from ..protocol.exceptions import LimitError, ScriptError
 from ..protocol.limits import LIMITS_ENV, configured, shown_size
 from ..protocol.names import did_you_mean, unknown_name
-from . import models, outputs
+from . import default_reply, models, outputs
 from .models import Reply, Script
 from .outputs import OUTPUT_TYPES, MessageOut
 from .shipped import script_path
@@ -309,9 +309,9 @@ def default_script() -> Script:
     """What `rrkit serve` plays without `--script`: a short streamed text reply to every request."""
     # Built as is, not validated (the models build their validators on first use): a plain `rrkit serve` starts
     # sooner.
-    text = MessageOut.model_construct(text="Hello from rrkit, the fake Responses server.", chunks=5)
+    text = MessageOut.model_construct(text=default_reply.TEXT, chunks=default_reply.CHUNKS)
     return Script.model_construct(
-        name="default",
+        name=default_reply.NAME,
         description="Answers every request with a short text reply in five deltas.",
         default=Reply.model_construct(output=[text]),
     )

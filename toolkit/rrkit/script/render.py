@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from ..protocol import errors, steer
+from ..protocol import errors
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
-from ..protocol.steer import steer_problem
 from ..protocol.vocabulary import Transport
-from .models import ErrorFrame, Fault, Reject, Reply, SteerStep
+from . import default_reply
+from .models import ErrorFrame, Fault, Reject, Reply
 from .outputs import (
     WHOLE_ITEMS,
     AudioOut,
@@ -34,7 +34,7 @@ from .outputs import (
 )
 
 WARMUP_REPLY = Reply.model_construct()  # as Reply(), without building its validator at import
-"""The server's own answer to `generate: false`: created + completed, no output."""
+"""The server's own answer to `generate: false`: created + completed, no output (`default_reply.warmup`)."""
 
 _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     MessageOut: lambda b, o: b.iter_message(o.text, o.chunks, phase=o.phase, annotations=o.annotations),
@@ -63,23 +63,6 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
     **{kind: lambda b, o: _whole_item(b, o) for kind in WHOLE_ITEMS},
 }
 """How each kind of scripted output item is written as events."""
-
-
-def answer_steer(frame: Mapping[str, Any], step: SteerStep | None, ids: IdGenerator) -> list[Event]:
-    """The events that answer a steer frame: as `step` says, or failed (`steering_not_supported`) without one; a
-    frame the service would not take fails with `invalid_input` whatever the script says."""
-    problem = steer_problem(frame)
-    if problem is not None:
-        return [steer.steer_failed(frame, "invalid_input", problem)]
-    if step is None:
-        return [steer.steer_failed(frame, steer.NOT_SUPPORTED)]
-    if step.answer == "failed":
-        return [steer.steer_failed(frame, step.code, step.message)]
-    steer_id = ids.new("steer")
-    accepted = steer.steer_accepted(steer_id, frame)
-    if step.answer == "accepted":
-        return [accepted]
-    return [accepted, steer.steer_pending(steer_id, frame, step.required_input, step.reason)]
 
 
 def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event]:
@@ -146,8 +129,7 @@ def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[
     if reply.queued:
         yield from builder.queued()
     if warmup:
-        yield from builder.created()
-        yield from builder.completed(usage(0, 0))
+        yield from default_reply.warmup(builder)
         return
     yield from builder.start()
     for output in reply.output:

@@ -7,15 +7,18 @@ import json
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items, is_warmup
 from ..protocol.vocabulary import Transport
-from .models import Handshake, Match, Reply, Script, Step
-from .render import WARMUP_REPLY, answer_steer, render_reply
+from .default_reply import default_plan
+from .steering import answer_steer
+
+if TYPE_CHECKING:  # loaded with the first script (a plain `rrkit serve` plays the default one without them)
+    from .models import Handshake, Match, Reply, Script, Step
 
 
 @dataclass(frozen=True)
@@ -173,35 +176,57 @@ class ReplySource(abc.ABC):
 
 
 class ScriptState(ReplySource):
-    """A script being played: counts the uses of each step. Thread-safe, so tests can add steps live."""
+    """A script being played: counts the uses of each step. Thread-safe, so tests can add steps live. Without a
+    script it plays the default one (`loader.default_script`), which it builds only when asked for it."""
 
-    def __init__(self, script: Script) -> None:
-        self.script = script
+    def __init__(self, script: Script | None = None) -> None:
+        self._script = script
         self._uses: dict[int, int] = {}
         self._handshake_uses: dict[int, int] = {}
         self._steer_uses: dict[int, int] = {}
         self._lock = threading.Lock()
 
+    @property
+    def script(self) -> Script:
+        if self._script is None:
+            from .loader import default_script
+
+            self._script = default_script()
+        return self._script
+
     def reset(self, script: Script | None = None) -> None:
         with self._lock:
             if script is not None:
-                self.script = script
+                self._script = script
             self._uses.clear()
             self._handshake_uses.clear()
             self._steer_uses.clear()
 
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
+        if self._script is None:
+            return default_plan(
+                request.logical, transport=request.transport, ids=request.ids, warmup_only=is_warmup(request.wire)
+            )
         if is_warmup(request.wire) and not any(
             step.when is not None and step.when.generate is False for step in self.script.responses
         ):
-            return self._render(WARMUP_REPLY, request, warmup=True)
+            return self._render(None, request)
         chosen = self._choose(request)
         return chosen if isinstance(chosen, NoMatch) else self._render(chosen, request)
 
     @staticmethod
-    def _render(reply: Reply, request: RequestView, *, warmup: bool = False) -> ResponsePlan:
-        return render_reply(reply, request.logical, transport=request.transport, ids=request.ids, warmup=warmup)
+    def _render(reply: Reply | None, request: RequestView) -> ResponsePlan:
+        """The plan of `reply` (None: the server's own warmup reply)."""
+        from .render import WARMUP_REPLY, render_reply
+
+        return render_reply(
+            WARMUP_REPLY if reply is None else reply,
+            request.logical,
+            transport=request.transport,
+            ids=request.ids,
+            warmup=reply is None,
+        )
 
     def _choose(self, request: RequestView) -> Reply | NoMatch:
         with self._lock:
@@ -224,6 +249,8 @@ class ScriptState(ReplySource):
     async def steer(
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator
     ) -> list[Event] | None:
+        if self._script is None:
+            return answer_steer(frame, None, ids)
         with self._lock:
             step = _use_first(self.script.steer, self._steer_uses)
         return answer_steer(frame, step, ids)
@@ -231,6 +258,8 @@ class ScriptState(ReplySource):
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
+        if self._script is None:
+            return None
         view = RequestView("ws", headers, {}, {}, connection_id)
 
         def fits(handshake: Handshake) -> bool:
@@ -240,6 +269,8 @@ class ScriptState(ReplySource):
             return _use_first(self.script.handshakes, self._handshake_uses, fits)
 
     def unused(self) -> list[str]:
+        if self._script is None:
+            return []
         with self._lock:
             return [
                 f"step {index} (used {self._uses.get(index, 0)} of {step.times})"

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Coroutine
 from functools import cache
 from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,13 +23,14 @@ from ..protocol.headers import media_type
 from ..protocol.outcome import json_of_body
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
-from ..script.loader import decode_utf8, script_of_text
-from ..script.models import Script
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
 from .capture import Exchange
 from .http import read_body
 from .respond import RequestRefused, ServerState, Unmatched, state_of
+
+if TYPE_CHECKING:
+    from ..script.models import Script
 
 ADMIN_PREFIX = "/__rrkit"
 SCRIPT_PLACE = "POST /__rrkit/script"  # how a posted script's errors name it, where a file's would name the file
@@ -210,6 +211,8 @@ def reset_state(state: ServerState) -> dict[str, int]:
 def script_of_body(content: bytes, content_type: str) -> Script:
     """The script a request body holds (YAML if its content type says so, else JSON), read as `load_script` reads
     a file: errors name the place (line and column, then the field) and the problem."""
+    from ..script.loader import decode_utf8, script_of_text  # the script models: loaded by the first script
+
     text = decode_utf8(content, SCRIPT_PLACE, "script", ScriptError, remedy="send the script as UTF-8")
     if not text.strip():
         raise ScriptError(f"{SCRIPT_PLACE}: the body is empty: send a script (JSON, or YAML as application/yaml)")

@@ -23,7 +23,8 @@ from ..protocol.jsontext import UnsafeJSON, json_size
 from ..protocol.limits import Limits
 from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
 from ..protocol.plan import Chaos, Rejection, ResponsePlan
-from ..protocol.request import Item, check_request, input_items
+from ..protocol.request import Item, input_items
+from ..protocol.request_check import check_request
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
 from .admin_guard import AdminPolicy

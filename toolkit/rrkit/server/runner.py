@@ -9,7 +9,7 @@ import socket
 import threading
 from collections.abc import Callable, Coroutine, Iterable
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -18,8 +18,6 @@ from ..protocol.exceptions import SettingError
 from ..protocol.ids import IdGenerator
 from ..protocol.limits import Limits
 from ..protocol.plan import Chaos
-from ..script.loader import default_script
-from ..script.models import Script
 from ..script.select import ReplySource, ScriptState
 from . import uvicorn_adapter
 from .admin import ADMIN_PREFIX, reset_state
@@ -28,6 +26,9 @@ from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
 from .respond import ResponseStore, Unmatched, UnmatchedLog
 from .uvicorn_adapter import ForegroundServer
+
+if TYPE_CHECKING:
+    from ..script.models import Script
 
 _GRACE = 0.5  # seconds open connections get to finish when the server stops
 
@@ -270,7 +271,7 @@ class FakeServer(LoopbackServer):
         _check_source(source)
         super().__init__(host=host, port=port, log_level=log_level)
         self.state = ServerState(
-            source or ScriptState(script or default_script()),
+            source or ScriptState(script),  # without a script, the default one (built when asked for)
             ids=ids or IdGenerator(),
             lenient=lenient,
             chaos=Chaos.parse(chaos) if isinstance(chaos, str) else chaos,
@@ -343,6 +344,8 @@ class FakeServer(LoopbackServer):
 
     def use(self, script: Script | ReplySource) -> None:
         """Answer from another script (or source) from now on; exchanges captured so far are kept."""
+        from ..script.models import Script  # loaded already: `script` is one, or a source
+
         _check_source(None if isinstance(script, Script) else script)
         self.state.source = ScriptState(script) if isinstance(script, Script) else script
 

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse
 from starlette.types import Message
@@ -21,8 +21,7 @@ from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..protocol.plan import planned
 from ..protocol.steer import STEER, unaimed
 from ..protocol.vocabulary import CloseKind
-from ..script.models import Handshake
-from ..script.render import answer_steer
+from ..script.steering import answer_steer
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
@@ -38,6 +37,9 @@ from .respond import (
 )
 from .stream import INTERNAL_ERROR, ChannelGone, first_of, play, server_error_outcome, until_client_leaves
 from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
+
+if TYPE_CHECKING:
+    from ..script.models import Handshake
 
 log = logging.getLogger("rrkit.server")
 
