@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ..protocol import errors
 from ..protocol.encoding import decode_body
@@ -32,7 +32,7 @@ from .respond import (
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
-from .uvicorn_adapter import connection_transport
+from .uvicorn_adapter import connection_transport, one_write
 
 
 async def http_responses(request: Request) -> Response:
@@ -111,8 +111,8 @@ class _Answer(Response):
         exchange.response_headers = dict(response_headers)
         stopping = self.state.stopping or asyncio.Event()
         if streamed:
-            await send({"type": "http.response.start", "status": 200, "headers": _raw(response_headers)})
-            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone, plan.fault))
+            head = {"type": "http.response.start", "status": 200, "headers": _raw(response_headers)}
+            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone, plan.fault, head))
         else:
             exchange.outcome = await play(plan, exchange, _CollectingChannel(scope, send, stopping, gone))
             if exchange.outcome.kind in STATED_KINDS:
@@ -203,13 +203,28 @@ async def _send_whole(
 
 
 class _SSEChannel:
-    """An SSE body; a plan's fault says how its bytes go out (in pieces, with other line endings)."""
+    """An SSE body; a plan's fault says how its bytes go out (in pieces, with other line endings). Its `head` (the
+    response's start) goes out in one write with the first events, or alone before the stream first waits or ends:
+    a client never waits on a head that is ready."""
 
     def __init__(
-        self, scope: Scope, send: Send, stopping: asyncio.Event, gone: asyncio.Event, fault: StreamFault = NO_FAULT
+        self,
+        scope: Scope,
+        send: Send,
+        stopping: asyncio.Event,
+        gone: asyncio.Event,
+        fault: StreamFault = NO_FAULT,
+        head: Message | None = None,
     ) -> None:
         self.scope, self._send, self.stopping, self.gone = scope, send, stopping, gone
         self.fault = fault
+        self._head = head
+
+    async def _begin(self) -> None:
+        """The head, if it has not gone out yet."""
+        head, self._head = self._head, None
+        if head is not None:
+            await self._send(head)
 
     async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
@@ -219,18 +234,24 @@ class _SSEChannel:
         if fault.line_ending != "lf":  # every newline of an SSE frame ends a line (JSON data holds none)
             body = body.replace(b"\n", LINE_ENDINGS[fault.line_ending])
         if fault.chunk_bytes is None:
-            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+            async with one_write(self.scope):
+                await self._begin()
+                await self._send({"type": "http.response.body", "body": body, "more_body": True})
             return
         for start in range(0, len(body), fault.chunk_bytes):
             if start and fault.chunk_delay and await self.pause(fault.chunk_delay):
                 raise ChannelGone
             piece = body[start : start + fault.chunk_bytes]
-            await self._send({"type": "http.response.body", "body": piece, "more_body": True})
+            async with one_write(self.scope):
+                await self._begin()
+                await self._send({"type": "http.response.body", "body": piece, "more_body": True})
 
     async def pause(self, seconds: float) -> bool:
+        await self._begin()
         return await first_of(self.gone, self.stopping, timeout=seconds)
 
     async def stall(self) -> None:
+        await self._begin()
         await first_of(self.gone, self.stopping)
 
     async def cut(self, close: CloseKind, code: int, reason: str) -> None:
@@ -239,6 +260,7 @@ class _SSEChannel:
         if close == "end":
             await self.finish()
             return
+        await self._begin()
         transport = connection_transport(self.scope)
         if transport is None:
             raise ConnectionAbortedError("rrkit: scripted drop (no transport to close)")
@@ -246,7 +268,9 @@ class _SSEChannel:
         await first_of(self.gone, timeout=1.0)
 
     async def finish(self) -> None:
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        async with one_write(self.scope):
+            await self._begin()
+            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class _CollectingChannel(_SSEChannel):

@@ -5,10 +5,11 @@ range in pyproject.toml is the one these were checked against."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -63,6 +64,45 @@ def connection_transport(scope: Scope) -> asyncio.Transport | None:
     """The connection's transport: what a scripted cut closes."""
     transport = getattr(_protocol(scope), "transport", None)
     return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
+
+
+class _Gathering:
+    """A connection's transport while its writes are gathered: each write is kept, a close waits for them; every
+    other call goes to the transport."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.written: list[bytes] = []
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def close(self) -> None:
+        self.closing = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
+@contextlib.asynccontextmanager
+async def one_write(scope: Scope) -> AsyncIterator[None]:
+    """The writes uvicorn makes for the ASGI sends inside, as one write to the connection (a response's head with
+    its first events: one segment, one wake-up of the client, not two). Outside uvicorn's own protocol, as is."""
+    owner = _protocol(scope)
+    transport = getattr(owner, "transport", None)
+    if not isinstance(transport, asyncio.Transport):
+        yield
+        return
+    gathering = owner.transport = _Gathering(transport)
+    try:
+        yield
+    finally:
+        owner.transport = transport
+        if gathering.written and not transport.is_closing():
+            transport.write(b"".join(gathering.written))
+        if gathering.closing:
+            transport.close()
 
 
 FramesWriter = Callable[[Sequence[str | bytes]], Awaitable[None]]
