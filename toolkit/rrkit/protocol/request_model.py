@@ -1,4 +1,4 @@
-"""The request models (pydantic), built on the first request the fast check in `request` cannot vouch for: a
+"""The request models (pydantic), built on the first request the fast check in `request_check` cannot vouch for: a
 lenient check, or a body with a field of the wrong type, which they word as the API does."""
 
 # No `from __future__ import annotations` here: pydantic would evaluate every field's annotation string at import.
