@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from rrkit.protocol import OutcomeKind, check_order
+from rrkit.protocol.exceptions import ScriptError
 from rrkit.script import (
     Reply,
     Script,
@@ -306,3 +307,17 @@ def test_a_web_search_call_in_yaml_is_the_builder_s(tmp_path: Path) -> None:
     path = tmp_path / "search.yaml"
     path.write_text("name: search\ndefault:\n  output:\n    - {type: web_search_call, query: rrkit}\n")
     assert load_script(path).default == reply(web_search_call("rrkit"))  # type: ignore[comparison-overlap]
+
+
+@pytest.mark.parametrize("value", ["!!binary aGk=", "2026-12-04", "[.nan]"])
+def test_function_call_arguments_that_are_not_json_are_a_script_error_naming_the_field(
+    tmp_path: Path, value: str
+) -> None:
+    path = tmp_path / "odd.yaml"
+    path.write_text(
+        f"responses:\n  - output:\n      - type: function_call\n        name: f\n        arguments: {{city: {value}}}\n"
+    )
+    with pytest.raises(
+        ScriptError, match=r"(?s)odd\.yaml.*line 5, responses\[0\]\.output\[0\]\.arguments: the arguments must be JSON"
+    ):
+        load_script(path)

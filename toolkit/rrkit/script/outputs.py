@@ -36,7 +36,14 @@ class ReasoningOut(_Strict):
 
 
 def _json_text(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, dict | list) else value
+    if not isinstance(value, dict | list):
+        return value
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:  # YAML's bytes, dates, NaN in a list: a field error, not a crash
+        raise ValueError(
+            f"the arguments must be JSON (strings, numbers, booleans, null, lists, mappings): {error}"
+        ) from None
 
 
 Arguments = Annotated[str, BeforeValidator(_json_text)]
