@@ -29,6 +29,9 @@ ODD_FRAMES = [
     b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","n":NaN}\n\n',
     b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","n":123456789012345678901}\n\n',
     b'id: 7\nevent: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"id"}\n\n',
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",\n"delta":"a line, no field"}\n\n',
+    b'event: a\nb\ndata: {"type":"a\\nb"}\n\n',  # a type with a newline: the `event:` line ends inside it
+    b": a comment\nthen a line\n\n",
     b"data: [DONE]\n\n",
     b": \xff not utf-8\n\n",
     b"\n",

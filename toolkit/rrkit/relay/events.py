@@ -109,11 +109,13 @@ def _as_they_came(buffer: bytes, end: int) -> tuple[list[PlannedEvent], bool] | 
                 comment = frame[1:-2].decode()
             except UnicodeDecodeError:
                 return None
-            if encode_comment(comment) != frame:
+            if "\n" in comment or encode_comment(comment) != frame:  # one line, or a decoder reads two
                 return None
             run.append(as_sent(frame, SSE_COMMENT))
             continue
         data = frame[frame.find(b"\ndata: ") + 7 : -2]
+        if b"\n" in data:  # JSON over two lines: the second is no `data:` line to a decoder
+            return None
         try:
             kind = loads(data).get("type") if data.startswith(b"{") else None
         except orjson.JSONDecodeError:
