@@ -226,6 +226,15 @@ class _SSEChannel:
         if head is not None:
             await self._send(head)
 
+    async def _body(self, message: Message) -> None:
+        """A body message, in one write with the head if that has not gone out yet."""
+        if self._head is None:
+            await self._send(message)
+            return
+        async with one_write(self.scope):
+            await self._begin()
+            await self._send(message)
+
     async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
             raise ChannelGone
@@ -234,17 +243,13 @@ class _SSEChannel:
         if fault.line_ending != "lf":  # every newline of an SSE frame ends a line (JSON data holds none)
             body = body.replace(b"\n", LINE_ENDINGS[fault.line_ending])
         if fault.chunk_bytes is None:
-            async with one_write(self.scope):
-                await self._begin()
-                await self._send({"type": "http.response.body", "body": body, "more_body": True})
+            await self._body({"type": "http.response.body", "body": body, "more_body": True})
             return
         for start in range(0, len(body), fault.chunk_bytes):
             if start and fault.chunk_delay and await self.pause(fault.chunk_delay):
                 raise ChannelGone
             piece = body[start : start + fault.chunk_bytes]
-            async with one_write(self.scope):
-                await self._begin()
-                await self._send({"type": "http.response.body", "body": piece, "more_body": True})
+            await self._body({"type": "http.response.body", "body": piece, "more_body": True})
 
     async def pause(self, seconds: float) -> bool:
         await self._begin()
@@ -268,9 +273,7 @@ class _SSEChannel:
         await first_of(self.gone, timeout=1.0)
 
     async def finish(self) -> None:
-        async with one_write(self.scope):
-            await self._begin()
-            await self._send({"type": "http.response.body", "body": b"", "more_body": False})
+        await self._body({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 class _CollectingChannel(_SSEChannel):
