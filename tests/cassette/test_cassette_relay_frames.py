@@ -4,6 +4,7 @@ read message by message; both ways give the same events, types and bytes for eve
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from rrkit.protocol.exceptions import SSEMessageTooLong
 from rrkit.protocol.plan import PlannedEvent, StreamCut
 from rrkit.protocol.sse import SSEDecoder, encode_event
+from rrkit.relay import events as relay_events
 from rrkit.relay.events import UpstreamSSE, sse_run
 
 CREATED = encode_event({"type": "response.created", "sequence_number": 0, "response": {"id": "resp_1"}})
@@ -31,6 +33,16 @@ ODD_FRAMES = [
     b'id: 7\nevent: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"id"}\n\n',
     b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",\n"delta":"a line, no field"}\n\n',
     b'event: a\nb\ndata: {"type":"a\\nb"}\n\n',  # a type with a newline: the `event:` line ends inside it
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"tail"} \n\n',
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"\xff"}\n\n',
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","n":1e999}\n\n',
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","s":"\\ud800"}\n\n',
+    b'event: rrkit.sse_comment\ndata: {"type":"rrkit.sse_comment","comment":"a type of rrkit\'s own"}\n\n',
+    b'event: rrkit.unparsable\ndata: {"type":"rrkit.unparsable","data":"{}"}\n\n',
+    b'event: a\\b\ndata: {"type":"a\\\\b"}\n\n',  # a backslash in the type
+    b'event: \xe9\ndata: {"type":"\xe9"}\n\n',  # a name that is not UTF-8
+    b"event: response.output_text.delta\n\n",  # no data line
+    b'event: response.output_text.delta\ndata:{"type":"response.output_text.delta"}\n\n',  # no space
     b": a comment\nthen a line\n\n",
     b"data: [DONE]\n\n",
     b": \xff not utf-8\n\n",
@@ -62,6 +74,15 @@ def by_reader(chunks: list[bytes]) -> tuple[list[tuple[str | bytes, str | None, 
     return got, events
 
 
+def runs_of(stream: bytes) -> list[Sequence[PlannedEvent]]:
+    """The runs the reader makes of `stream`, read in pieces of one frame and a half."""
+    reader, runs = UpstreamSSE("http"), []
+    for start in range(0, len(stream), 150):
+        run, _ = reader.feed(stream[start : start + 150])
+        runs.append(run)
+    return runs
+
+
 def chunked(stream: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({0, len(stream), *(cut % (len(stream) + 1) for cut in cuts)})
     return [stream[a:b] for a, b in itertools.pairwise(points)]
@@ -89,6 +110,7 @@ def test_frames_in_rrkits_encoding_go_out_as_the_bytes_that_came() -> None:
     got, events = by_reader([stream])
     assert [one.wire for one in events] == [CREATED, PING, DELTA, COMPLETED]
     assert {type(one).__name__ for one in events} == {"_WireOnly"}  # made from the bytes, parsed only when read
+    assert all(type(run).__name__ == "WireRun" for run in runs_of(stream))  # no event made until one is read
     assert got[-1] == ("end", None, True)
     assert events[2].event["delta"] == "w\u00f6rd \U0001f389"
 
@@ -110,3 +132,11 @@ def test_an_unfinished_frame_past_the_limit_raises_in_either_way() -> None:
     reader.feed(b"data: [1]\n\n")  # not rrkit's form: the decoder reads on
     with pytest.raises(SSEMessageTooLong):
         reader.feed(b"data: " + b"x" * 100)
+
+
+def test_the_event_names_the_reader_keeps_are_bounded() -> None:
+    reader = UpstreamSSE("http")
+    for index in range(2_000):
+        run, _ = reader.feed(encode_event({"type": f"made.up.{index}"}))
+        assert [one.type for one in run] == [f"made.up.{index}"]
+    assert len(relay_events._NAMES) <= relay_events._NAMES_KEPT

@@ -27,7 +27,7 @@ from rrkit.protocol.plan import (
     verbatim,
 )
 from rrkit.protocol.vocabulary import CloseKind
-from rrkit.server.capture import Capture, SentEvent
+from rrkit.server.capture import Capture, SentEvent, SentEvents
 from rrkit.server.stream import play
 
 
@@ -132,6 +132,11 @@ def test_an_event_reads_back_from_its_wire_form_exactly(kind: str, fields: dict[
 TYPES = st.sampled_from(["response.output_item.done", "response.output_item.done.x", "response.created", "a\\b"])
 
 
+def sent_together(events: SentEvents, at: float, run: list[PlannedEvent]) -> None:
+    """What the engine notes of a run it sent in one write: the events' wires and types."""
+    events.sent(at, [one.wire for one in run], [one.type for one in run])
+
+
 @settings(deadline=None, max_examples=200)
 @given(kinds=st.lists(TYPES, max_size=8), transport=st.sampled_from(["http", "ws"]), kept_whole=st.booleans())
 def test_the_done_items_noted_as_sent_are_the_events_whose_type_reads_so(
@@ -144,7 +149,7 @@ def test_the_done_items_noted_as_sent_are_the_events_whose_type_reads_so(
         if kept_whole and index % 2:
             events.append(SentEvent(0.0, {"type": kind, "n": index}))
         else:
-            events.sent(0.0, [planned({"type": kind, "n": index}, transport)])  # type: ignore[arg-type]
+            sent_together(events, 0.0, [planned({"type": kind, "n": index}, transport)])  # type: ignore[arg-type]
     slow = [sent.event for sent in events if sent.type == "response.output_item.done"]
     assert [sent.event for sent in events.done_items()] == slow
 
@@ -166,7 +171,7 @@ def test_a_captured_stream_leaves_nothing_for_the_garbage_collector_to_walk() ->
     gc.collect()
     before = len(gc.get_objects())
     for start in range(0, 20_000, 100):
-        exchange.events.sent(start / 1000, list(deltas(100)))
+        sent_together(exchange.events, start / 1000, list(deltas(100)))
     gc.collect()
     assert len(exchange.events) == 20_000
     assert len(gc.get_objects()) - before < 100  # one list, not an object or two per event
@@ -175,7 +180,7 @@ def test_a_captured_stream_leaves_nothing_for_the_garbage_collector_to_walk() ->
 
 def test_a_capture_reads_back_as_the_events_it_was_given() -> None:
     exchange = Capture().new_exchange("http", {}, None)
-    exchange.events.sent(0.5, list(deltas(2)))
+    sent_together(exchange.events, 0.5, list(deltas(2)))
     exchange.events.append(SentEvent(0.75, {"type": "response.completed", "response": {"id": "resp_1"}}))
     assert [sent.type for sent in exchange.events] == ["response.output_text.delta"] * 2 + ["response.completed"]
     assert exchange.events[1] == SentEvent(

@@ -82,6 +82,10 @@ UNPARSABLE = "rrkit.unparsable"
 UNPARSABLE, "data": text, "event": SSE event name}` and sent again as that same data. The order checker counts it
 as the event it stands for, whose content is unknown."""
 
+RRKIT_TYPES = frozenset({SSE_COMMENT, UNPARSABLE})
+"""The types rrkit gives what is kept in an event's place: an event stating one of them is read as such a place
+holder, not passed on as it came."""
+
 METADATA = "response.metadata"
 """A server frame about a response, not one of its events: `{type, headers: {x-codex-turn-state, ...}, metadata}`.
 Codex 0.169.0 and 0.171.0 read a WebSocket turn state from it (observed: the turn's next request carries the

@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
-from .events import SSE_COMMENT, UNPARSABLE, Event
+from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
 from .exceptions import RRKitError, SettingError
+from .made_on_read import MadeOnRead
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import CloseKind, LineEnding, Transport
 
@@ -264,12 +265,12 @@ class _LazyVerbatim(_ParsedOnRead):
 
 
 class _WireOnly(_ParsedOnRead):
-    """An event known by its wire form and its type alone (a relayed SSE frame, already in rrkit's encoding),
-    parsed from the wire when read."""
+    """An event known by its wire form and its type alone (a relayed frame, already in rrkit's encoding), parsed
+    from the wire when read."""
 
     __slots__ = ()
 
-    def __init__(self, wire: bytes, kind: str) -> None:
+    def __init__(self, wire: str | bytes, kind: str) -> None:
         object.__setattr__(self, "_type", kind)
         object.__setattr__(self, "wire", wire)
         object.__setattr__(self, "delay", 0.0)
@@ -278,10 +279,36 @@ class _WireOnly(_ParsedOnRead):
         return event_of_wire(self.wire)
 
 
-def as_sent(wire: bytes, kind: str) -> PlannedEvent:
-    """An SSE frame to send as it is, `kind` its event's type: its bytes must be what `planned` or `verbatim` make
-    of that event (`event: <kind>`, then its compact JSON on one `data:` line), or a comment's."""
-    return _WireOnly(wire, kind)
+class WireRun(MadeOnRead[PlannedEvent]):
+    """A run of events none of which waits, held as their wires and types: the engine sends and records the wires
+    as they are, and an event is made (and parsed, if its `event` is read) only when it is read. What a relay
+    passes on as it came, with no object made per event."""
+
+    __slots__ = ("_given", "types", "wires")
+
+    def __init__(self) -> None:
+        self.wires: list[str | bytes] = []
+        self.types: list[str | None] = []
+        self._given: dict[int, PlannedEvent] = {}
+
+    def append(self, wire: str | bytes, kind: str) -> None:
+        """An event whose wire is what `planned` or `verbatim` make of an event of type `kind` (over SSE: `event:
+        <kind>`, then its compact JSON on one `data:` line), or an SSE comment's (`kind` SSE_COMMENT)."""
+        self.wires.append(wire)
+        self.types.append(kind)
+
+    def add(self, planned: PlannedEvent) -> None:
+        """An event made already (one not sent as it came); it must not wait."""
+        self._given[len(self.wires)] = planned
+        self.wires.append(planned.wire)
+        self.types.append(planned.type)
+
+    def __len__(self) -> int:
+        return len(self.wires)
+
+    def _made_at(self, index: int) -> PlannedEvent:
+        given = self._given.get(index) if self._given else None
+        return given if given is not None else _WireOnly(self.wires[index], str(self.types[index]))
 
 
 def not_json(planned_event: PlannedEvent, transport: Transport) -> PlannedEvent:
@@ -304,7 +331,7 @@ def verbatim(raw: str, transport: Transport, delay: float = 0.0, *, lazy: bool =
     is parsed now (a ValueError if it is not JSON), or with `lazy` (text known to be a JSON object with a string
     `type`, such as a loaded cassette's event) only if `event` is read: its type is read off the text."""
     kind = _type_prefix(raw) if lazy else None
-    if kind is not None and kind not in (SSE_COMMENT, UNPARSABLE):
+    if kind is not None and kind not in RRKIT_TYPES:
         return _LazyVerbatim(raw, raw if transport == "ws" else encode_sse(kind, raw.encode()), delay, kind)
     event = _parse_exact(raw)
     kind = event.get("type")
@@ -319,7 +346,7 @@ def verbatim(raw: str, transport: Transport, delay: float = 0.0, *, lazy: bool =
 def verbatim_of_type(raw: str, kind: str, transport: Transport) -> PlannedEvent:
     """`verbatim(raw, transport)` for text already checked to be a JSON object whose `type` is `kind` (the last
     one it states): parsed again only if `event` is read."""
-    if kind in (SSE_COMMENT, UNPARSABLE):
+    if kind in RRKIT_TYPES:
         return verbatim(raw, transport)
     return _LazyVerbatim(raw, raw if transport == "ws" else encode_sse(kind, raw.encode()), 0.0, kind)
 

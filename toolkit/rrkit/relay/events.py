@@ -6,40 +6,54 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import httpx
-import orjson
 from websockets.exceptions import ConnectionClosed
 
-from ..protocol.events import ENDING_TYPES, SSE_COMMENT
+from ..protocol.event_type import checked_type
+from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
-from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, as_sent, sse_comment, verbatim_of_type
-from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment, encode_sse
+from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
+from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment
 from ..protocol.vocabulary import Transport
 
 _DRAIN_SECONDS = 1.0
 
 
-def planned_event(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:
-    """One upstream event made ready for the client's transport, and its type; anything but a JSON object with
-    a string `type` is a protocol error, which cuts the stream. The text is checked now (orjson) and parsed
-    exactly only if the event is read (a recording); only an SSE event whose data spans lines is re-encoded to
-    one line."""
+def checked_event(raw: str, transport: Transport) -> tuple[str, str]:
+    """One upstream event's JSON text made ready for the client's transport, and its type; anything but a JSON
+    object with a string `type` is a protocol error, which cuts the stream. Only an SSE event whose data spans
+    lines is re-encoded to one line."""
     text = raw if raw.startswith("{") and raw.endswith("}") else raw.strip()  # no copy in the common case
     if not text.startswith("{"):
         raise StreamCut("tcp", reason="upstream sent an event that is not a JSON object")
-    try:
-        if transport != "ws" and ("\n" in text or "\r" in text):
-            text = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))  # SSE data: one line
-        try:
-            kind = orjson.loads(text).get("type")
-        except orjson.JSONDecodeError:  # NaN, a lone surrogate: what only the standard library reads
-            kind = json.loads(text).get("type")
+    if transport != "ws" and ("\n" in text or "\r" in text):
+        text = _one_line(text)
+    kind = checked_type(text)
+    if kind is not None:
+        return text, kind
+    try:  # what only the standard library reads (NaN, a lone surrogate), or no event at all
+        kind = json.loads(text).get("type")
     except ValueError:
         raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
+    except RecursionError:
+        raise StreamCut("tcp", reason="upstream sent an event nested too deep to read") from None
     if not isinstance(kind, str):
         raise StreamCut("tcp", reason="upstream sent an event without a `type`")
+    return text, kind
+
+
+def _one_line(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+    except ValueError:
+        raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
+
+
+def planned_event(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:
+    """`checked_event` as a planned event, parsed exactly only if it is read (a recording)."""
+    text, kind = checked_event(raw, transport)
     return verbatim_of_type(text, kind, transport), kind
 
 
@@ -76,11 +90,11 @@ class UpstreamSSE:
         self._tail = b""
         self._decoder: SSEDecoder | None = None
 
-    def feed(self, chunk: bytes) -> tuple[list[PlannedEvent], bool | StreamCut]:
+    def feed(self, chunk: bytes) -> tuple[Sequence[PlannedEvent], bool | StreamCut]:
         buffer = self._tail + chunk if self._tail else chunk
         if self._decoder is None and self.transport != "ws" and b"\r" not in buffer:
             end = buffer.rfind(b"\n\n")
-            found = _as_they_came(buffer, end) if end != -1 else ([], False)
+            found: tuple[Sequence[PlannedEvent], bool] | None = _as_they_came(buffer, end) if end != -1 else ([], False)
             if found is not None:
                 self._tail = buffer[end + 2 :] if end != -1 else buffer
                 if self.max_message is not None and len(self._tail) > self.max_message:
@@ -94,38 +108,72 @@ class UpstreamSSE:
         return sse_run(self._decoder.feed(buffer), self.transport)
 
 
-def _as_they_came(buffer: bytes, end: int) -> tuple[list[PlannedEvent], bool] | None:
+def _as_they_came(buffer: bytes, end: int) -> tuple[WireRun, bool] | None:
     """The whole frames of `buffer` (up to the blank line at `end`) as they came, up to a terminal event; None
-    if any is not in rrkit's encoding of its own event."""
-    run: list[PlannedEvent] = []
-    find, loads = buffer.find, orjson.loads
+    if any is not exactly what `encode_sse` or `encode_comment` makes of its own event: `event: <its type>`, then
+    its JSON object on one `data:` line."""
+    run = WireRun()
+    wires, types, find = run.wires, run.types, buffer.find
     start = 0
     while start < end:
-        stop = find(b"\n\n", start)
-        frame = buffer[start : stop + 2]
-        start = stop + 2
-        if frame.startswith(b":"):
-            try:
-                comment = frame[1:-2].decode()
-            except UnicodeDecodeError:
+        stop = find(b"\n\n", start) + 2
+        if buffer[start] == _COLON:
+            comment = _comment(buffer[start:stop])
+            if comment is None:
                 return None
-            if "\n" in comment or encode_comment(comment) != frame:  # one line, or a decoder reads two
-                return None
-            run.append(as_sent(frame, SSE_COMMENT))
+            wires.append(comment)
+            types.append(SSE_COMMENT)
+            start = stop
             continue
-        data = frame[frame.find(b"\ndata: ") + 7 : -2]
-        if b"\n" in data:  # JSON over two lines: the second is no `data:` line to a decoder
+        data = find(b"\n", start) + 7  # where the data line's JSON starts, after the `event:` line
+        head = buffer[start:data]
+        name = _NAMES.get(head) or _name_of(head)
+        if (
+            name is None
+            or find(b"\n", data) != stop - 2  # JSON over two lines: the second is no `data:` line to a decoder
+            or buffer[data] != _OPEN
+            or buffer[stop - 3] != _CLOSE
+            or checked_type(buffer[data : stop - 2]) != name
+        ):
             return None
-        try:
-            kind = loads(data).get("type") if data.startswith(b"{") else None
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(kind, str) or encode_sse(kind, data) != frame:
-            return None
-        run.append(as_sent(frame, kind))
-        if kind in ENDING_TYPES:
+        wires.append(buffer[start:stop])
+        types.append(name)
+        start = stop
+        if name in ENDING_TYPES:
             return run, True
     return run, False
+
+
+_COLON, _OPEN, _CLOSE = b":{}"
+_NAMES: dict[bytes, str] = {}
+"""The event types named by the `event: <type>` line and `data: ` of the frames seen so far (at most
+`_NAMES_KEPT`), each read once."""
+_NAMES_KEPT = 256
+
+
+def _name_of(head: bytes) -> str | None:
+    """The event type `head` (`event: <type>` then `data: `) names, if it is how `encode_sse` names it (one not
+    UTF-8, or one rrkit gives, goes to the decoder)."""
+    if not (head.startswith(b"event: ") and head.endswith(b"\ndata: ")):
+        return None
+    try:
+        name = head[7:-7].decode()
+    except UnicodeDecodeError:
+        return None
+    if name in RRKIT_TYPES or "\\" in name:  # escaped: only the data states the type
+        return None
+    if len(_NAMES) < _NAMES_KEPT:
+        _NAMES[head] = name
+    return name
+
+
+def _comment(frame: bytes) -> bytes | None:
+    """A comment frame, if it is one line as `encode_comment` makes it (else a decoder may read two)."""
+    try:
+        comment = frame[1:-2].decode()
+    except UnicodeDecodeError:
+        return None
+    return frame if "\n" not in comment and encode_comment(comment) == frame else None
 
 
 async def drain(chunks: AsyncIterator[bytes]) -> None:

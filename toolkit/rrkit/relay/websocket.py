@@ -9,20 +9,29 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
+from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR, RRKIT_TYPES
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, Rejection, ResponsePlan, StreamCut
+from ..protocol.plan import (
+    RUN_EVENTS,
+    EventRuns,
+    PlannedEvent,
+    Rejection,
+    ResponsePlan,
+    StreamCut,
+    WireRun,
+    verbatim_of_type,
+)
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
 from ..script.select import RequestView
-from .events import cut_at_once, cut_of, planned_event
+from .events import checked_event, cut_at_once, cut_of, planned_event
 from .headers import forwarded_request_headers, offers_deflate, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, frame_rejection, refusal, upstream_error
 from .settings import RelaySettings, with_query
@@ -214,10 +223,10 @@ class WebSocketRelay:
         """The upstream's frames as they come, the frames of each socket read as one run, until a terminal event;
         one idle watchdog for the whole stream."""
         try:
-            if _ended(socket, *first):
+            if _ended(socket, [first[0]], first[1]):
                 yield [first[0]]
                 return
-            run = [first[0]]
+            run: Sequence[PlannedEvent] = [first[0]]
             while True:
                 yield run
                 watchdog.waiting()
@@ -229,27 +238,31 @@ class WebSocketRelay:
                         raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
                     raise cut_of(closed) from None
                 watchdog.arrived()
-                run = []
+                run = WireRun()
                 while messages and len(run) < RUN_EVENTS:
                     try:
-                        planned, kind = planned_event(messages.popleft(), transport)
+                        text, kind = checked_event(messages.popleft(), transport)
                     except StreamCut:
                         self._drop(connection_id, socket)
                         if run:
                             yield run
                         raise
-                    run.append(planned)
-                    if _ended(socket, planned, kind):
+                    if kind in RRKIT_TYPES:
+                        run.add(verbatim_of_type(text, kind, transport))
+                    else:
+                        run.append(text, kind)
+                    if _ended(socket, run, kind):
                         yield run
                         return
         finally:
             watchdog.stop()
 
 
-def _ended(socket: _UpstreamSocket, planned: PlannedEvent, kind: str) -> bool:
-    """Whether an upstream frame is a terminal event (a completed response is noted as one the socket knows)."""
+def _ended(socket: _UpstreamSocket, run: Sequence[PlannedEvent], kind: str) -> bool:
+    """Whether the last upstream frame of `run`, of type `kind`, is a terminal event (a completed response is
+    noted as one the socket knows)."""
     if kind == COMPLETED:
-        response = planned.event.get("response")
+        response = run[-1].event.get("response")
         if isinstance(response, dict) and response.get("id"):
             socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
     return kind in ENDING_TYPES

@@ -16,7 +16,7 @@ from ..protocol.exceptions import SettingError
 from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome
-from ..protocol.plan import PlannedEvent, event_of_wire, type_of_wire
+from ..protocol.plan import event_of_wire, type_of_wire
 from ..protocol.vocabulary import ClosedBy, Transport
 
 
@@ -69,11 +69,12 @@ class SentEvents(MadeOnRead[SentEvent]):
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
         self.extend(events)
 
-    def sent(self, at: float, run: Sequence[PlannedEvent]) -> None:
-        """Events the engine sent together, at `at`."""
+    def sent(self, at: float, wires: Sequence[str | bytes], types: Sequence[object]) -> None:
+        """Events the engine sent together, at `at`: their wire forms, and their types."""
         start = len(self._items)
-        self._items.extend([(at, planned.wire) for planned in run])
-        self._done.extend([start + index for index, planned in enumerate(run) if planned.type == ITEM_DONE])
+        self._items.extend([(at, wire) for wire in wires])
+        if ITEM_DONE in types:
+            self._done.extend([start + index for index, kind in enumerate(types) if kind == ITEM_DONE])
 
     def append(self, sent: SentEvent) -> None:
         if sent.type == ITEM_DONE:

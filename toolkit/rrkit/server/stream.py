@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
-from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, not_json
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange, SentEvents, begun_here
 
@@ -118,24 +118,44 @@ async def play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outc
 
 
 class _Sender:
-    """The events due now of one stream, sent in one write and recorded with their offset."""
+    """The events due now of one stream (their wires and types), sent in one write and recorded with their
+    offset."""
 
     def __init__(self, exchange: Exchange, channel: Channel) -> None:
         self.exchange, self.channel = exchange, channel
         self.start = time.monotonic()
         self.sent = 0
-        self.pending: list[PlannedEvent] = []
+        self.wires: list[str | bytes] = []
+        self.types: list[str | None] = []
+
+    @property
+    def due(self) -> int:
+        """The index the next event will have in the stream."""
+        return self.sent + len(self.wires)
+
+    def take(self, run: Sequence[PlannedEvent]) -> None:
+        if isinstance(run, WireRun):  # a relay's: no event is made
+            self.wires += run.wires
+            self.types += run.types
+        else:
+            self.wires += [one.wire for one in run]
+            self.types += [one.type for one in run]
+
+    def add(self, planned: PlannedEvent) -> None:
+        self.wires.append(planned.wire)
+        self.types.append(planned.type)
 
     async def flush(self) -> None:
-        if not self.pending:
+        if not self.wires:
             return
+        wires, types = self.wires, self.types
+        self.wires, self.types = [], []
         try:
-            await self.channel.send([one.wire for one in self.pending])
+            await self.channel.send(wires)
         except OSError as error:  # the transport is gone under the channel
             raise ChannelGone from error
-        self.exchange.events.sent(time.monotonic() - self.start, self.pending)
-        self.sent += len(self.pending)
-        self.pending.clear()
+        self.exchange.events.sent(time.monotonic() - self.start, wires, types)
+        self.sent += len(wires)
 
 
 async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
@@ -145,9 +165,10 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
     try:
         async with contextlib.aclosing(plan.events) as stream:
             async for run in stream:
-                first = sender.sent + len(sender.pending)
-                if not any(first <= at < first + len(run) for at in marks) and not any(one.delay for one in run):
-                    sender.pending.extend(run)  # nothing applies inside the run: the common case, checked once
+                first = sender.due
+                paced = not isinstance(run, WireRun) and any(one.delay for one in run)
+                if not paced and not any(first <= at < first + len(run) for at in marks):
+                    sender.take(run)  # nothing applies inside the run: the common case, checked once
                 else:
                     ended = await _play_run(run, fault, sender)
                     if ended is not None:
@@ -172,7 +193,7 @@ async def _play_run(run: Sequence[PlannedEvent], fault: StreamFault, sender: _Se
     stall_at = fault.stall_after if fault.stall_after is not None else -1
     channel = sender.channel
     for planned in run:
-        index = sender.sent + len(sender.pending)
+        index = sender.due
         if index == fault.not_json_at:
             planned = not_json(planned, "ws" if isinstance(planned.wire, str) else "http")
         if index in (stall_at, cut_at) or planned.delay:
@@ -186,7 +207,7 @@ async def _play_run(run: Sequence[PlannedEvent], fault: StreamFault, sender: _Se
                 return Outcome(OutcomeKind.DROPPED, sender.sent + cut)
             if await channel.pause(planned.delay):
                 return Outcome(OutcomeKind.DISCONNECTED, sender.sent)
-        sender.pending.append(planned)
+        sender.add(planned)
     return None
 
 
@@ -201,7 +222,7 @@ async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent, sent
     if isinstance(planned.wire, str):
         partial = not_json(planned, "ws")
         await channel.send([partial.wire])
-        sent.sent(at, [partial])
+        sent.sent(at, [partial.wire], [partial.type])
         frames = 1
     else:
         await channel.send([planned.wire[: max(1, len(planned.wire) // 2)]])
