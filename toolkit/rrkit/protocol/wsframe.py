@@ -3,18 +3,60 @@ extension bits, made and found without a frame parser; every other frame is webs
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Iterable
+
 WHOLE_TEXT = 0x81
 """A frame's first byte: FIN, no extension bits, opcode text (a whole message in one frame)."""
 
+_SHORT = [bytes((WHOLE_TEXT, length)) for length in range(126)]
+_MEDIUM = struct.Struct("!BBH").pack
+_LONG = struct.Struct("!BBQ").pack
+
+
+def text_frames(payloads: Iterable[bytes]) -> bytes:
+    """Whole text messages as unmasked frames (what a server sends), one after another."""
+    parts: list[bytes] = []
+    add = parts.append
+    for payload in payloads:
+        length = len(payload)
+        if length < 126:
+            add(_SHORT[length])
+        elif length < 65536:
+            add(_MEDIUM(WHOLE_TEXT, 126, length))
+        else:
+            add(_LONG(WHOLE_TEXT, 127, length))
+        add(payload)
+    return b"".join(parts)
+
 
 def text_frame(payload: bytes) -> bytes:
-    """A whole text message as one unmasked frame (what a server sends)."""
-    length = len(payload)
-    if length < 126:
-        return bytes((WHOLE_TEXT, length)) + payload
-    if length < 65536:
-        return bytes((WHOLE_TEXT, 126)) + length.to_bytes(2, "big") + payload
-    return bytes((WHOLE_TEXT, 127)) + length.to_bytes(8, "big") + payload
+    """A whole text message as one unmasked frame."""
+    return text_frames((payload,))
+
+
+def whole_texts(buffer: bytes, start: int, max_size: int | None) -> tuple[list[str], int]:
+    """The messages of the whole unmasked text frames (none over `max_size`) that follow one another from
+    `start`, as text (bytes that are not UTF-8 replaced), and where they stop: at a frame of another kind, or
+    one not yet whole, which `payload_bounds` reads."""
+    texts: list[str] = []
+    add = texts.append
+    size = len(buffer)
+    while size - start >= 2 and buffer[start] == WHOLE_TEXT:
+        length = buffer[start + 1]  # with the mask bit: a masked frame is not read here
+        if length < 126:
+            begin = start + 2
+        else:
+            begin = start + (4 if length == 126 else 10)
+            if length > 127 or begin > size:
+                break
+            length = int.from_bytes(buffer[start + 2 : begin], "big")
+        end = begin + length
+        if end > size or (max_size is not None and length > max_size):
+            break
+        add(buffer[begin:end].decode("utf-8", "replace"))
+        start = end
+    return texts, start
 
 
 def payload_bounds(buffer: bytes, start: int, max_size: int | None) -> tuple[int, int] | None:

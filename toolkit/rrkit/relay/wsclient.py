@@ -17,7 +17,7 @@ from websockets.http11 import Response as WSResponse
 from websockets.protocol import State as WSState
 from websockets.uri import parse_uri
 
-from ..protocol.wsframe import WHOLE_TEXT, payload_bounds
+from ..protocol.wsframe import WHOLE_TEXT, payload_bounds, whole_texts
 
 _CLOSE_SECONDS = 2.0  # how long a closing socket waits for the upstream's TCP close before aborting it
 _PING_SECONDS = 20.0  # as websockets' client: a ping this often keeps an idle socket open; a late pong ends it
@@ -90,9 +90,12 @@ class UpstreamWS(asyncio.Protocol):
         so that it always stands between two frames. A frame it must refuse (masked, over `max_size`), or a
         closing socket, hands it the rest of the stream, which is returned."""
         buffer = self._pending + data if self._pending else data
-        start = 0
+        start, max_size = 0, self.protocol.max_message_size
         while self.protocol.state is WSState.OPEN:
-            bounds = payload_bounds(buffer, start, self.protocol.max_message_size)
+            if not self._fragments:
+                texts, start = whole_texts(buffer, start, max_size)
+                self.messages.extend(texts)
+            bounds = payload_bounds(buffer, start, max_size)
             if bounds is None or bounds[1] > len(buffer):
                 self._pending = buffer[start:]
                 return b""

@@ -19,7 +19,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
-from ..protocol.wsframe import text_frame
+from ..protocol.wsframe import text_frames
 from .capture import track_begun
 
 RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
@@ -123,8 +123,7 @@ def text_frames_writer(scope: Scope) -> FramesWriter | None:
         if not owner.conn.extensions:  # framed here: websockets' frame writer costs more than the rest of a send
             if owner.conn.state is not State.OPEN:
                 raise ConnectionResetError("rrkit: the WebSocket is closing")
-            frames = [text_frame(text.encode() if isinstance(text, str) else text) for text in texts]
-            owner.transport.write(b"".join(frames))
+            owner.transport.write(text_frames([text.encode() if isinstance(text, str) else text for text in texts]))
             return
         try:
             for text in texts:
