@@ -1,9 +1,11 @@
 """Upstream events on their way to the client: each checked (a JSON object with a string `type`, parsed exactly
-only if read), an SSE read's messages as one run up to a terminal event, and how a stream that breaks is cut."""
+only if read), the events of one read (SSE) or of the frames received (WebSocket) as one run up to a terminal
+event, and how a stream that breaks is cut."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 from collections.abc import AsyncIterator, Sequence
@@ -14,7 +16,7 @@ from websockets.exceptions import ConnectionClosed
 from ..protocol.event_type import checked_type
 from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
-from ..protocol.plan import EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
+from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
 from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment
 from ..protocol.vocabulary import Transport
 
@@ -74,6 +76,26 @@ def sse_run(messages: list[SSEMessage], transport: Transport) -> tuple[list[Plan
             run.append(planned)
             if kind in ENDING_TYPES:
                 return run, True
+    return run, False
+
+
+def ws_run(messages: collections.deque[str], transport: Transport) -> tuple[WireRun, bool | StreamCut]:
+    """The upstream frames received and not yet taken as one run (at most RUN_EVENTS), up to a terminal event
+    (then True) or one that cuts the stream (then that cut, raised once the frames before it went out)."""
+    run = WireRun()
+    wires, types = run.wires, run.types
+    while messages and len(wires) < RUN_EVENTS:
+        try:
+            text, kind = checked_event(messages.popleft(), transport)
+        except StreamCut as cut:
+            return run, cut
+        if kind in RRKIT_TYPES:
+            run.add(verbatim_of_type(text, kind, transport))
+        else:
+            wires.append(text)
+            types.append(kind)
+        if kind in ENDING_TYPES:
+            return run, True
     return run, False
 
 

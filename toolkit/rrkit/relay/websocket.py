@@ -14,24 +14,15 @@ from dataclasses import dataclass, field
 
 from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
-from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR, RRKIT_TYPES
+from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.plan import (
-    RUN_EVENTS,
-    EventRuns,
-    PlannedEvent,
-    Rejection,
-    ResponsePlan,
-    StreamCut,
-    WireRun,
-    verbatim_of_type,
-)
+from ..protocol.plan import EventRuns, PlannedEvent, Rejection, ResponsePlan, StreamCut
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from ..script.models import Handshake
 from ..script.select import RequestView
-from .events import checked_event, cut_at_once, cut_of, planned_event
+from .events import cut_at_once, cut_of, planned_event, ws_run
 from .headers import forwarded_request_headers, offers_deflate, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, frame_rejection, refusal, upstream_error
 from .settings import RelaySettings, with_query
@@ -223,7 +214,8 @@ class WebSocketRelay:
         """The upstream's frames as they come, the frames of each socket read as one run, until a terminal event;
         one idle watchdog for the whole stream."""
         try:
-            if _ended(socket, [first[0]], first[1]):
+            if first[1] in ENDING_TYPES:
+                _note_completed(socket, first[0], first[1])
                 yield [first[0]]
                 return
             run: Sequence[PlannedEvent] = [first[0]]
@@ -238,31 +230,24 @@ class WebSocketRelay:
                         raise StreamCut("tcp", reason="upstream went silent mid-stream") from None
                     raise cut_of(closed) from None
                 watchdog.arrived()
-                run = WireRun()
-                while messages and len(run) < RUN_EVENTS:
-                    try:
-                        text, kind = checked_event(messages.popleft(), transport)
-                    except StreamCut:
-                        self._drop(connection_id, socket)
-                        if run:
-                            yield run
-                        raise
-                    if kind in RRKIT_TYPES:
-                        run.add(verbatim_of_type(text, kind, transport))
-                    else:
-                        run.append(text, kind)
-                    if _ended(socket, run, kind):
+                run, end = ws_run(messages, transport)
+                if isinstance(end, StreamCut):
+                    self._drop(connection_id, socket)
+                    if run:
                         yield run
-                        return
+                    raise end
+                if end:
+                    _note_completed(socket, run[-1], run.types[-1])
+                    yield run
+                    return
         finally:
             watchdog.stop()
 
 
-def _ended(socket: _UpstreamSocket, run: Sequence[PlannedEvent], kind: str) -> bool:
-    """Whether the last upstream frame of `run`, of type `kind`, is a terminal event (a completed response is
-    noted as one the socket knows)."""
+def _note_completed(socket: _UpstreamSocket, planned: PlannedEvent, kind: str | None) -> None:
+    """A completed response is noted as one the upstream socket knows: later deltas on it go upstream as they
+    are."""
     if kind == COMPLETED:
-        response = run[-1].event.get("response")
+        response = planned.event.get("response")
         if isinstance(response, dict) and response.get("id"):
-            socket.completed.add(str(response["id"]))  # later deltas on it can go upstream as they are
-    return kind in ENDING_TYPES
+            socket.completed.add(str(response["id"]))

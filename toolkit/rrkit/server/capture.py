@@ -60,26 +60,30 @@ class SentEvent:
 
 class SentEvents(MadeOnRead[SentEvent]):
     """An exchange's events as sent, kept compact: each as its offset and its wire form (bytes or text, which
-    the garbage collector never walks, however long the stream); a SentEvent is made as one is read."""
+    the garbage collector never walks, however long the stream), in two lists; a SentEvent is made as one is
+    read."""
 
-    __slots__ = ("_done", "_items")
+    __slots__ = ("_at", "_done", "_kept")
 
     def __init__(self, events: Iterable[SentEvent] = ()) -> None:
-        self._items: list[tuple[float, str | bytes | dict[str, Any]]] = []
+        self._at: list[float] = []
+        self._kept: list[str | bytes | dict[str, Any]] = []  # a wire form, or an event given whole
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
         self.extend(events)
 
     def sent(self, at: float, wires: Sequence[str | bytes], types: Sequence[object]) -> None:
         """Events the engine sent together, at `at`: their wire forms, and their types."""
-        start = len(self._items)
-        self._items.extend([(at, wire) for wire in wires])
+        start = len(self._kept)
+        self._at += [at] * len(wires)  # before the wires: a reader on another thread counts the wires
+        self._kept += wires
         if ITEM_DONE in types:
             self._done.extend([start + index for index, kind in enumerate(types) if kind == ITEM_DONE])
 
     def append(self, sent: SentEvent) -> None:
+        self._at.append(sent.at)  # before the event, and its position after: a reader on another thread
+        self._kept.append(sent._event if sent._event is not None else sent._wire)  # counts the events
         if sent.type == ITEM_DONE:
-            self._done.append(len(self._items))
-        self._items.append((sent.at, sent._event) if sent._event is not None else (sent.at, sent._wire))
+            self._done.append(len(self._kept) - 1)
 
     def extend(self, events: Iterable[SentEvent]) -> None:
         for sent in events:
@@ -87,13 +91,13 @@ class SentEvents(MadeOnRead[SentEvent]):
 
     def size(self) -> int:
         """About how many bytes the events take (their wire forms)."""
-        return sum(len(item) if isinstance(item, (str, bytes)) else json_size(item) for _, item in self._items)
+        return sum(len(kept) if isinstance(kept, (str, bytes)) else json_size(kept) for kept in self._kept)
 
     def last_ending(self) -> SentEvent | None:
         """The last event after which nothing more belongs to the response (a terminal or `error` event), read
         from the end, parsing none of the events after it."""
-        for index in range(len(self._items) - 1, -1, -1):
-            sent = self._made(self._items[index])
+        for index in range(len(self._kept) - 1, -1, -1):
+            sent = self._made_at(index)
             if sent.type in ENDING_TYPES:
                 return sent
         return None
@@ -101,20 +105,17 @@ class SentEvents(MadeOnRead[SentEvent]):
     def done_items(self) -> list[SentEvent]:
         """The `response.output_item.done` events, in order, found by the positions noted as they were sent:
         no other event is made or parsed for it (a stream of 100k deltas states a handful of items)."""
-        return [self._made(self._items[index]) for index in self._done]
-
-    def _made(self, item: tuple[float, str | bytes | dict[str, Any]]) -> SentEvent:
-        at, kept = item
-        return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
+        return [self._made_at(index) for index in self._done]
 
     def _made_at(self, index: int) -> SentEvent:
-        return self._made(self._items[index])
+        at, kept = self._at[index], self._kept[index]
+        return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._kept)
 
     def __iter__(self) -> Iterator[SentEvent]:
-        return (self._made(item) for item in list(self._items))
+        return (self._made_at(index) for index in range(len(self._kept)))
 
     def __repr__(self) -> str:
         return f"SentEvents({list(self)!r})"
