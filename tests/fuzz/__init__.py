@@ -144,8 +144,8 @@ def mutated(draw: st.DrawFn, document: Any, values: st.SearchStrategy[Any]) -> A
         value = container[key]
         if mutation == "drop":
             del container[key]
-        elif mutation == "replace":
-            container[key] = draw(values)
+        elif mutation == "replace":  # a copy: a later mutation must not change what the strategy holds
+            container[key] = copy.deepcopy(draw(values))
         elif mutation == "wrap":
             container[key] = [value]
         elif mutation == "stringify":

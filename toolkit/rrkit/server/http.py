@@ -4,6 +4,7 @@ a whole body exactly as a reply source gives it (a relayed or recorded page, err
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import Mapping, Sequence
 
@@ -32,7 +33,7 @@ from .respond import (
     store_if_completed,
 )
 from .stream import ChannelGone, first_of, play, until_client_leaves
-from .uvicorn_adapter import connection_transport, one_write
+from .uvicorn_adapter import connection_transport, corked, one_write
 
 
 async def http_responses(request: Request) -> Response:
@@ -112,7 +113,10 @@ class _Answer(Response):
         stopping = self.state.stopping or asyncio.Event()
         if streamed:
             head = {"type": "http.response.start", "status": 200, "headers": _raw(response_headers)}
-            exchange.outcome = await play(plan, exchange, _SSEChannel(scope, send, stopping, gone, plan.fault, head))
+            channel = _SSEChannel(scope, send, stopping, gone, plan.fault, head)
+            # pieces of a body (a fault) go out one write each, not gathered
+            with corked(scope) if plan.fault.chunk_bytes is None else contextlib.nullcontext():
+                exchange.outcome = await play(plan, exchange, channel)
         else:
             exchange.outcome = await play(plan, exchange, _CollectingChannel(scope, send, stopping, gone))
             if exchange.outcome.kind in STATED_KINDS:

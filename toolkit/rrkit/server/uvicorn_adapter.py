@@ -9,7 +9,7 @@ import contextlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
@@ -19,6 +19,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
+from ..protocol.plan import RUN_BYTES
 from ..protocol.wsframe import text_frames
 from .capture import track_begun
 
@@ -103,6 +104,88 @@ async def one_write(scope: Scope) -> AsyncIterator[None]:
             transport.write(b"".join(gathering.written))
         if gathering.closing:
             transport.close()
+
+
+class _Corked(asyncio.Transport):
+    """An HTTP answer's transport whose writes after the first wait for the loop's next turn (or for RUN_BYTES of
+    them) and then go out as one: the runs of a stream that are ready at once (a script's) are one write, not one
+    each, while a stream that waits (a relay, a pause) sends what it has as it waits. A close or an abort sends
+    what waits first; every other call is the transport's."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        super().__init__()
+        self.transport = transport
+        self._first = True
+        self._waiting: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._first:  # a response's head (with its first events): out at once
+            self._first = False
+            self.transport.write(data)
+            return
+        if not self._waiting:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._waiting.append(bytes(data))
+        self._size += len(data)
+        if self._size >= RUN_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._waiting:
+            data, self._waiting, self._size = b"".join(self._waiting), [], 0
+            if not self.transport.is_closing():
+                self.transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        self.flush()
+        self.transport.abort()
+
+    def is_closing(self) -> bool:
+        return self.transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self.transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self.transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self.transport.is_reading()
+
+    def get_write_buffer_size(self) -> int:
+        return self.transport.get_write_buffer_size() + self._size
+
+    def can_write_eof(self) -> bool:
+        return self.transport.can_write_eof()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self.transport.write_eof()
+
+
+@contextlib.contextmanager
+def corked(scope: Scope) -> Iterator[None]:
+    """The writes uvicorn makes for this HTTP answer after its first, gathered until the loop's next turn (see
+    `_Corked`), all sent before this returns. Outside uvicorn's own protocol, as is."""
+    owner = _protocol(scope)
+    transport = getattr(owner, "transport", None)
+    if not isinstance(transport, asyncio.Transport):
+        yield
+        return
+    cork = owner.transport = _Corked(transport)
+    try:
+        yield
+    finally:
+        owner.transport = transport
+        cork.flush()
 
 
 FramesWriter = Callable[[Sequence[str | bytes]], Awaitable[None]]
