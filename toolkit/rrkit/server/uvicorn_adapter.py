@@ -67,6 +67,14 @@ def connection_transport(scope: Scope) -> asyncio.Transport | None:
     return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
 
 
+def _owner_transport(scope: Scope) -> tuple[Any, asyncio.Transport | None]:
+    """The owner of this answer's `send` (uvicorn's) and the transport it writes to; None for the transport
+    outside uvicorn's own protocol."""
+    owner = _protocol(scope)
+    transport = getattr(owner, "transport", None)
+    return owner, transport if isinstance(transport, asyncio.Transport) else None
+
+
 class _Gathering:
     """A connection's transport while its writes are gathered: each write is kept, a close waits for them; every
     other call goes to the transport."""
@@ -90,9 +98,8 @@ class _Gathering:
 async def one_write(scope: Scope) -> AsyncIterator[None]:
     """The writes uvicorn makes for the ASGI sends inside, as one write to the connection (a response's head with
     its first events: one segment, one wake-up of the client, not two). Outside uvicorn's own protocol, as is."""
-    owner = _protocol(scope)
-    transport = getattr(owner, "transport", None)
-    if not isinstance(transport, asyncio.Transport):
+    owner, transport = _owner_transport(scope)
+    if transport is None:
         yield
         return
     gathering = owner.transport = _Gathering(transport)
@@ -175,9 +182,8 @@ class _Corked(asyncio.Transport):
 def corked(scope: Scope) -> Iterator[None]:
     """The writes uvicorn makes for this HTTP answer after its first, gathered until the loop's next turn (see
     `_Corked`), all sent before this returns. Outside uvicorn's own protocol, as is."""
-    owner = _protocol(scope)
-    transport = getattr(owner, "transport", None)
-    if not isinstance(transport, asyncio.Transport):
+    owner, transport = _owner_transport(scope)
+    if transport is None:
         yield
         return
     cork = owner.transport = _Corked(transport)
