@@ -235,7 +235,7 @@ class _SSEChannel:
         if self._head is None:
             await self._send(message)
             return
-        async with one_write(self.scope):
+        with one_write(self.scope):
             await self._begin()
             await self._send(message)
 

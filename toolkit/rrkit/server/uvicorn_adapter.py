@@ -9,9 +9,9 @@ import contextlib
 import logging
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -67,12 +67,26 @@ def connection_transport(scope: Scope) -> asyncio.Transport | None:
     return transport if isinstance(transport, asyncio.BaseTransport) else None  # type: ignore[return-value]
 
 
-def _owner_transport(scope: Scope) -> tuple[Any, asyncio.Transport | None]:
-    """The owner of this answer's `send` (uvicorn's) and the transport it writes to; None for the transport
-    outside uvicorn's own protocol."""
+class _StandIn(Protocol):
+    def release(self) -> None:
+        """Send what was held, once the transport is back in place."""
+
+
+@contextlib.contextmanager
+def _standing_in(scope: Scope, stand_in: Callable[[asyncio.Transport], _StandIn]) -> Iterator[None]:
+    """The writes uvicorn makes for this answer go to `stand_in(transport)` inside, which is released once the
+    transport is back in place. Outside uvicorn's own protocol, as is."""
     owner = _protocol(scope)
     transport = getattr(owner, "transport", None)
-    return owner, transport if isinstance(transport, asyncio.Transport) else None
+    if not isinstance(transport, asyncio.Transport):
+        yield
+        return
+    held = owner.transport = stand_in(transport)
+    try:
+        yield
+    finally:
+        owner.transport = transport
+        held.release()
 
 
 class _Gathering:
@@ -90,27 +104,20 @@ class _Gathering:
     def close(self) -> None:
         self.closing = True
 
+    def release(self) -> None:
+        if self.written and not self.transport.is_closing():
+            self.transport.write(b"".join(self.written))
+        if self.closing:
+            self.transport.close()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.transport, name)
 
 
-@contextlib.asynccontextmanager
-async def one_write(scope: Scope) -> AsyncIterator[None]:
+def one_write(scope: Scope) -> contextlib.AbstractContextManager[None]:
     """The writes uvicorn makes for the ASGI sends inside, as one write to the connection (a response's head with
     its first events: one segment, one wake-up of the client, not two). Outside uvicorn's own protocol, as is."""
-    owner, transport = _owner_transport(scope)
-    if transport is None:
-        yield
-        return
-    gathering = owner.transport = _Gathering(transport)
-    try:
-        yield
-    finally:
-        owner.transport = transport
-        if gathering.written and not transport.is_closing():
-            transport.write(b"".join(gathering.written))
-        if gathering.closing:
-            transport.close()
+    return _standing_in(scope, _Gathering)
 
 
 class _Corked(asyncio.Transport):
@@ -137,6 +144,9 @@ class _Corked(asyncio.Transport):
         self._size += len(data)
         if self._size >= RUN_BYTES:
             self.flush()
+
+    def release(self) -> None:
+        self.flush()
 
     def flush(self) -> None:
         if self._waiting:
@@ -178,20 +188,10 @@ class _Corked(asyncio.Transport):
         self.transport.write_eof()
 
 
-@contextlib.contextmanager
-def corked(scope: Scope) -> Iterator[None]:
+def corked(scope: Scope) -> contextlib.AbstractContextManager[None]:
     """The writes uvicorn makes for this HTTP answer after its first, gathered until the loop's next turn (see
     `_Corked`), all sent before this returns. Outside uvicorn's own protocol, as is."""
-    owner, transport = _owner_transport(scope)
-    if transport is None:
-        yield
-        return
-    cork = owner.transport = _Corked(transport)
-    try:
-        yield
-    finally:
-        owner.transport = transport
-        cork.flush()
+    return _standing_in(scope, _Corked)
 
 
 FramesWriter = Callable[[Sequence[str | bytes]], Awaitable[None]]
