@@ -20,6 +20,7 @@ from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from ..script.select import RequestView
 from .events import UpstreamSSE, drain
+from .h11transport import H11Transport
 from .headers import forwarded_request_headers, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, upstream_error
 from .settings import RelaySettings, with_query
@@ -35,18 +36,18 @@ class HttpRelay:
 
     def __init__(self, settings: RelaySettings) -> None:
         self.settings = settings
-        self._http: httpx.AsyncHTTPTransport | None = None
+        self._http: H11Transport | None = None
 
     async def aclose(self) -> None:
         if self._http is not None:
             http, self._http = self._http, None
             await http.aclose()
 
-    def _transport(self) -> httpx.AsyncHTTPTransport:
+    def _transport(self) -> H11Transport:
         """The HTTP transport, used without an httpx client: no environment proxy (the upstream is exactly what
         was given), no redirects followed, no cookies kept, no default headers added to the client's."""
         if self._http is None:
-            self._http = httpx.AsyncHTTPTransport()
+            self._http = H11Transport()
         return self._http
 
     async def select(self, request: RequestView) -> ResponsePlan:
