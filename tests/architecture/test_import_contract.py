@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "toolkit" / "rrkit"
-WEB = ("starlette", "uvicorn", "anyio", "httpx", "httpcore", "h11", "websockets", "click")
+WEB = ("starlette", "uvicorn", "anyio", "httpx", "httpcore", "h11", "httptools", "websockets", "click")
 """Web and command-line frameworks: the I/O layers' business, never the protocol's or the scripts'."""
 FRONT_ENDS = ("rrkit.cli", "rrkit.pytest_plugin", "rrkit.__main__")
 FOUNDATION = "lazy"

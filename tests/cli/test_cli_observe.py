@@ -232,6 +232,24 @@ def test_stop_signals_stop_the_start_then_are_held_with_a_message(capsys: pytest
     assert signal.getsignal(signal.SIGINT) is before
 
 
+def test_in_the_rrkit_program_a_held_stop_signal_stays_held_after_the_server_is_done(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    monkeypatch.setattr(_StopSignals, "until_exit", True)
+    try:
+        with _StopSignals("rrkit: stopping") as signals:
+            signals.holding = True
+        try:
+            signal.raise_signal(signal.SIGINT)  # between the server's end and the process's
+        except KeyboardInterrupt:
+            pytest.fail("a stop signal after the server is done interrupted the rrkit program's exit")
+        assert capsys.readouterr().err.count("rrkit: stopping") == 1
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def recording(tmp_path: Path, requests: int, command: str = "serve") -> tuple[subprocess.Popen[str], Path]:
     script, cassette = tmp_path / "big.yaml", tmp_path / "session.json"
     script.write_text(BIG_SCRIPT)

@@ -99,6 +99,9 @@ def main() -> None:
 def run() -> None:
     """The `rrkit` program (and `python -m rrkit`): the command line, then an exit that a late Ctrl-C or SIGTERM
     cannot turn into a kill (Python resets signal handlers to the default action while it finalizes)."""
+    from .running import hold_stop_signals_until_exit
+
+    hold_stop_signals_until_exit()
     try:
         main()
     finally:

@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 class _StopSignals:
     """SIGINT and SIGTERM over a foreground server's life. Until it listens, a signal stops the start; while it
     runs, uvicorn's own handlers (installed over these) stop it; once they are gone again, a signal is held with
-    `message` on stderr, so that a second Ctrl-C (or SIGTERM) never cuts the cassette being written."""
+    `message` on stderr, so that a second Ctrl-C (or SIGTERM) never cuts the cassette being written. In the `rrkit`
+    program (`until_exit`), one held stays held until the process exits: a late one would turn the exit into
+    "Aborted!" and status 1."""
+
+    until_exit = False
 
     def __init__(self, message: str) -> None:
         self.message = message
@@ -45,6 +49,8 @@ class _StopSignals:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self.holding and self.until_exit:
+            return
         for sig, handler in self._previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         self._previous.clear()
@@ -53,6 +59,11 @@ class _StopSignals:
         if not self.holding:
             raise KeyboardInterrupt
         click.echo(self.message, err=True)
+
+
+def hold_stop_signals_until_exit() -> None:
+    """In this process (the `rrkit` program), a foreground server's stop signals stay held once it stopped."""
+    _StopSignals.until_exit = True
 
 
 def _check_ready_path(path: Path | None) -> None:

@@ -245,7 +245,7 @@ def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) ->
         log_level=None if in_place else log_level,
         log_config=None if in_place else uvicorn.config.LOGGING_CONFIG,
         lifespan="off",
-        http="h11",
+        http="httptools",
         ws="websockets-sansio",
         ws_per_message_deflate=True,
         ws_max_size=ws_max_size,
@@ -296,7 +296,7 @@ async def stop(server: uvicorn.Server, grace: float, stopping: asyncio.Event | N
 
 
 def _receiving_request(connection: Any) -> bool:
-    """An HTTP connection whose request body is still arriving and whose answer has not begun (h11's cycle)."""
+    """An HTTP connection whose request body is still arriving and whose answer has not begun (uvicorn's cycle)."""
     cycle = getattr(connection, "cycle", None)
     return cycle is not None and cycle.more_body and not cycle.response_started
 
