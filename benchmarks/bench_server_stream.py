@@ -165,14 +165,20 @@ AIMOCK_ENV = "RRKIT_AIMOCK"
 AIMOCK = ROOT / ".ci" / "node-aimock" / "node_modules" / "@copilotkit" / "aimock"
 
 
-def aimock_command(fixtures: Path) -> list[str] | None:
-    """aimock's own documented command (`llmock -h HOST -p PORT -f FIXTURES`), one character a delta (`-c 1`),
-    or None when node or the package is missing."""
+def aimock_cli() -> list[str] | None:
+    """node and aimock's command-line program (its `llmock`), or None when node or the package is missing."""
     package = Path(os.environ.get(AIMOCK_ENV) or AIMOCK)
     node = shutil.which("node")
     if node is None or not (package / "dist" / "cli.js").exists():
         return None
-    return [node, str(package / "dist" / "cli.js"), "-h", "127.0.0.1", "-p", "{port}", "-f", str(fixtures), "-c", "1"]
+    return [node, str(package / "dist" / "cli.js")]
+
+
+def aimock_command(fixtures: Path) -> list[str] | None:
+    """aimock's own documented command (`llmock -h HOST -p PORT -f FIXTURES`), one character a delta (`-c 1`),
+    or None when node or the package is missing."""
+    cli = aimock_cli()
+    return None if cli is None else [*cli, "-h", "127.0.0.1", "-p", "{port}", "-f", str(fixtures), "-c", "1"]
 
 
 def aimock_rows(size: int, rounds: int, repeats: int) -> list[Row]:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, Self, TypeVar
@@ -281,7 +281,23 @@ def free_port() -> int:
 # -- streaming clients (light, so that the client costs little beside the server) --------------------------
 
 STREAM_BODY = {"model": "m", "input": "go", "stream": True}
-SETTLE = 0.03
+IDLE_WINDOW = 0.02
+IDLE_CPU = 0.001  # CPU seconds a server may use in IDLE_WINDOW and count as idle
+IDLE_WAIT = 3.0
+
+
+def until_idle(watch: Sequence[Watched]) -> None:
+    """Return once every watched server used under IDLE_CPU in an IDLE_WINDOW (or after IDLE_WAIT)."""
+    if not watch:
+        return
+    deadline = time.monotonic() + IDLE_WAIT
+    before = [server.cpu() for server in watch]
+    while time.monotonic() < deadline:
+        time.sleep(IDLE_WINDOW)
+        now = [server.cpu() for server in watch]
+        if all(b - a < IDLE_CPU for a, b in zip(before, now, strict=True)):
+            return
+        before = now
 
 
 @dataclass
@@ -299,17 +315,18 @@ class StreamRun:
         return self.events / self.wall
 
 
-def sse_stream(client: Any, base_url: str, watch: Sequence[Watched] = ()) -> StreamRun:
-    """POST a streaming request with an httpx client, count SSE events on the raw bytes."""
+def sse_stream(
+    client: Any, base_url: str, watch: Sequence[Watched] = (), body: Mapping[str, Any] = STREAM_BODY
+) -> StreamRun:
+    """POST a streaming request (`body`) with an httpx client, count SSE events on the raw bytes."""
     before = [server.cpu() for server in watch]
     start = time.perf_counter()
-    with client.stream("POST", base_url + "/responses", json=STREAM_BODY) as response:
+    with client.stream("POST", base_url + "/responses", json=body) as response:
         if response.status_code != 200:
             raise RuntimeError(f"{base_url}: HTTP {response.status_code}")
         count, first = count_sse(response.iter_raw(), start)
     wall = time.perf_counter() - start
-    if watch:
-        time.sleep(SETTLE)  # what a server does after the last event (capture, closing) is charged to this run
+    until_idle(watch)  # what a server does after the last event (capture, closing, a peer's file) is this run's
     return StreamRun(count, wall, first, [server.cpu() - b for server, b in zip(watch, before, strict=True)])
 
 
@@ -378,8 +395,7 @@ def ws_stream(url: str, watch: Sequence[Watched] = ()) -> StreamRun:
             if '"response.completed"' in frame[:200] or '"error"' in frame[:40]:
                 break
     wall = time.perf_counter() - start
-    if watch:
-        time.sleep(SETTLE)  # what a server does after the last event (capture, closing) is charged to this run
+    until_idle(watch)  # what a server does after the last event (capture, closing, a peer's file) is this run's
     return StreamRun(count, wall, first, [server.cpu() - b for server, b in zip(watch, before, strict=True)])
 
 

@@ -14,6 +14,8 @@ CPU time is its own (/proc/<pid>/stat). Kinds:
   run: the limit of what a server can do for this stream over uvicorn;
 - `limit-ws N`: the same events as pre-serialized WebSocket frames, one transport write per run, under a bare
   `websockets` server: the limit over WebSocket;
+- `limit-relay BASE_URL`: each client connection piped to one of its own to BASE_URL's upstream, bytes as they come
+  (no parsing, nothing kept): the limit of what a proxy adds;
 - `bare-app PORT`: uvicorn + Starlette (+ websockets for WS) on PORT answering `POST /v1/responses` with a short
   pre-encoded SSE reply: the baseline of `rrkit serve`'s launch (prints nothing, the caller polls the port).
 
@@ -225,6 +227,52 @@ def limit_ws(size: str) -> None:
     asyncio.run(main())
 
 
+def limit_relay(base_url: str) -> None:
+    """Each client connection piped to a connection of its own to the upstream of `base_url`, bytes as they come
+    either way (asyncio protocols, no parsing, nothing kept): the limit of what a proxy adds to a stream."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    upstream = urlsplit(base_url)
+    host, port = upstream.hostname or "127.0.0.1", upstream.port or 80
+    connecting: set[asyncio.Task[Any]] = set()
+
+    class Pipe(asyncio.Protocol):
+        def __init__(self, peer: Pipe | None = None) -> None:
+            self.peer = peer
+            self.transport: asyncio.Transport | None = None
+            self.held = bytearray()
+
+        def connection_made(self, transport: Any) -> None:
+            self.transport = transport
+            if self.peer is None:  # the client's side: open the upstream's
+                peer = self.peer = Pipe(self)
+                task = loop.create_task(loop.create_connection(lambda: peer, host, port))
+                connecting.add(task)
+                task.add_done_callback(connecting.discard)
+            elif self.held:
+                transport.write(bytes(self.held))
+
+        def data_received(self, data: bytes) -> None:
+            assert self.peer is not None
+            if self.peer.transport is None:
+                self.peer.held += data
+            else:
+                self.peer.transport.write(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.peer is not None and self.peer.transport is not None:
+                self.peer.transport.close()
+
+    async def main() -> None:
+        server = await loop.create_server(Pipe, "127.0.0.1", 0)
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await loop.run_in_executor(None, _wait_for_stdin)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(main())
+
+
 def bare_app(port: str) -> None:
     import orjson
 
@@ -242,6 +290,7 @@ KINDS: dict[str, Callable[..., None]] = {
     "bare-ws": bare_ws,
     "limit-sse": limit_sse,
     "limit-ws": limit_ws,
+    "limit-relay": limit_relay,
     "bare-app": bare_app,
 }
 
