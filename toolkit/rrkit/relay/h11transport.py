@@ -66,7 +66,10 @@ class H11Transport(httpx.AsyncBaseTransport):
         url = request.url
         origin: Origin = (url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80))
         timeouts = request.extensions.get("timeout", {})
-        body = b"".join([part async for part in request.stream])  # type: ignore[union-attr]
+        try:
+            body = request.content  # a body given as bytes, as the relay's, is read already
+        except httpx.RequestNotRead:
+            body = b"".join([part async for part in request.stream])  # type: ignore[union-attr]
         head = h11.Request(method=request.method, target=url.raw_path, headers=request.headers.raw)
         connection = self._reused(origin)
         if connection is not None:
@@ -138,7 +141,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         return httpx.Response(
             answer.status_code,
             headers=answer.headers.raw_items(),
-            stream=_Body(self, connection, origin, read_timeout),
+            stream=H11Body(self, connection, origin, read_timeout),
             extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
         )
 
@@ -154,7 +157,7 @@ class H11Transport(httpx.AsyncBaseTransport):
         connection.close()
 
 
-class _Body(httpx.AsyncByteStream):
+class H11Body(httpx.AsyncByteStream):
     """An answer's body, read as it arrives; its connection goes back to the transport once the body is whole,
     or is closed when the body is left unread."""
 

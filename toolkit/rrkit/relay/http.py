@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import cast
 
 import httpx
@@ -20,7 +20,7 @@ from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from ..script.select import RequestView
 from .events import UpstreamSSE, drain
-from .h11transport import H11Transport
+from .h11transport import H11Body, H11Transport
 from .headers import forwarded_request_headers, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, upstream_error
 from .settings import RelaySettings, with_query
@@ -37,6 +37,7 @@ class HttpRelay:
     def __init__(self, settings: RelaySettings) -> None:
         self.settings = settings
         self._http: H11Transport | None = None
+        self._url = httpx.URL(settings.http_url)  # parsed once: a request without a query string goes there
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -61,14 +62,15 @@ class HttpRelay:
         else:
             body = encode_json(dict(request.wire))
             headers.pop("content-encoding", None)
-        url = with_query(self.settings.http_url, request.query)
+        shown = with_query(self.settings.http_url, request.query)  # as given: its secrets are redacted in messages
+        url = self._url if shown == self.settings.http_url else httpx.URL(shown)
         timeouts = {"connect": self.settings.connect_timeout, "read": self.settings.timeout}
         for hop in itertools.count():
             upstream = httpx.Request("POST", url, content=body, headers=headers, extensions={"timeout": timeouts})
             try:
                 response = await self._transport().handle_async_request(upstream)
             except httpx.HTTPError as error:
-                message = self.settings.shown(f"POST {url} failed: {type(error).__name__}: {error}")
+                message = self.settings.shown(f"POST {shown} failed: {type(error).__name__}: {error}")
                 log.warning("rrkit proxy: %s", message)
                 return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
             target = self._redirect_target(url, response) if hop < MAX_REDIRECTS else None
@@ -76,9 +78,9 @@ class HttpRelay:
                 break
             await response.aclose()
             log.info(
-                "rrkit proxy: %s", self.settings.shown(f"POST {url}: {response.status_code}, followed to {target}")
+                "rrkit proxy: %s", self.settings.shown(f"POST {shown}: {response.status_code}, followed to {target}")
             )
-            url = target
+            shown, url = target, httpx.URL(target)
         forwarded = response_headers(response.headers.multi_items())
         turn_state = response.headers.get(TURN_STATE_HEADER)
         content_type = response.headers.get("content-type", "")
@@ -93,11 +95,11 @@ class HttpRelay:
         try:
             content = await read_whole(response, self.settings.max_message)
         except TooLarge as error:
-            message = self.settings.shown(f"POST {url}: the answer is {error} (--limit upstream-message)")
+            message = self.settings.shown(f"POST {shown}: the answer is {error} (--limit upstream-message)")
             log.warning("rrkit proxy: %s", message)
             return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
         except httpx.HTTPError as error:
-            message = self.settings.shown(f"POST {url}: the answer broke off: {type(error).__name__}: {error}")
+            message = self.settings.shown(f"POST {shown}: the answer broke off: {type(error).__name__}: {error}")
             log.warning("rrkit proxy: %s", message)
             return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
         finally:
@@ -107,13 +109,13 @@ class HttpRelay:
             response_id=response_id_of_body(content) or "", body=body_of, turn_state=turn_state, headers=forwarded
         )
 
-    def _redirect_target(self, url: str, response: httpx.Response) -> str | None:
+    def _redirect_target(self, url: httpx.URL, response: httpx.Response) -> str | None:
         """Where a redirect the proxy follows points (`redirects="same-origin"`: a 307 or 308 to the same scheme,
         host and port); None for every other answer, handed to the client as it came."""
         location = response.headers.get("location")
         if self.settings.redirects != "same-origin" or response.status_code not in (307, 308) or not location:
             return None
-        here = httpx.URL(url)
+        here = url
         try:
             there = here.join(location)
         except httpx.InvalidURL:
@@ -128,8 +130,11 @@ class HttpRelay:
         try:
             # The raw bytes when the body is not encoded (the proxy asks for identity).
             encoded = response.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity")
-            reads = response.aiter_bytes() if encoded else response.aiter_raw()
-            body = cast(AsyncGenerator[bytes, None], reads)  # typed as an iterator, is a generator
+            if encoded:
+                reads: AsyncIterable[bytes] = response.aiter_bytes()
+            else:  # the transport's own stream: httpx's chunking layers cost more than the relay's parse of a read
+                reads = response.stream if isinstance(response.stream, H11Body) else response.aiter_raw()
+            body = cast(AsyncGenerator[bytes, None], aiter(reads))  # typed as an iterator, is a generator
             async with contextlib.aclosing(body) as chunks:
                 async for chunk in chunks:
                     run, end = upstream.feed(chunk)
