@@ -180,24 +180,11 @@ def rows(profile: Profile) -> list[Row]:
             ),
         ]
         limit = "limit: a bare byte relay (asyncio, a connection upstream per client's, no parsing, nothing kept)"
-        out += [
-            Row(
-                f"{name} vs the limit, events/s",
-                rate[proxied],
-                rate[f"limit {transport}"],
-                "ev/s",
-                baseline_name=limit,
-                bench=BENCH,
-            ),
-            Row(
-                f"{name} vs the limit, time to first event",
-                first[proxied],
-                first[f"limit {transport}"],
-                "ms",
-                baseline_name=limit,
-                bench=BENCH,
-            ),
-        ]
+        for what, figures, unit in (("events/s", rate, "ev/s"), ("time to first event", first, "ms")):
+            relayed = figures[f"limit {transport}"]
+            out.append(
+                Row(f"{name} vs the limit, {what}", figures[proxied], relayed, unit, baseline_name=limit, bench=BENCH)
+            )
     return out + mitmdump_rows(rate, first, both) + aimock_rows(rate, first, both)
 
 

@@ -32,7 +32,7 @@ from .respond import (
     state_of,
     store_if_completed,
 )
-from .stream import ChannelGone, first_of, play, until_client_leaves
+from .stream import ChannelGone, Gone, first_of, play, until_client_leaves
 from .uvicorn_adapter import connection_transport, corked, one_write
 
 
@@ -59,7 +59,7 @@ class _Answer(Response):
         exchange = self.state.capture.new_exchange(
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
-        gone = asyncio.Event()
+        gone = Gone()
         watcher = asyncio.create_task(_watch_disconnect(receive, gone)) if too_large is None else None
         try:
             answer = self._answer(scope, receive, send, exchange, raw, gone, too_large)

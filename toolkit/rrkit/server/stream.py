@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
@@ -51,30 +51,70 @@ LEAVE_GRACE = 0.1
 T = TypeVar("T")
 
 
-async def until_client_leaves(
-    work: Coroutine[Any, Any, T], gone: asyncio.Event, grace: float = LEAVE_GRACE
-) -> T | None:
+class Gone(asyncio.Event):
+    """Set once the client has left: an event whose setting also runs the callbacks given to `then`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._then: list[Callable[[], object]] = []
+
+    def set(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        callbacks, self._then = self._then, []
+        for callback in callbacks:
+            callback()
+
+    def then(self, callback: Callable[[], object]) -> None:
+        """Run `callback` when the event is set (at once if it is)."""
+        if self.is_set():
+            callback()
+        else:
+            self._then.append(callback)
+
+    def forget(self, callback: Callable[[], object]) -> None:
+        with contextlib.suppress(ValueError):
+            self._then.remove(callback)
+
+
+async def until_client_leaves(work: Coroutine[Any, Any, T], gone: Gone, grace: float = LEAVE_GRACE) -> T | None:
     """Run `work` to its end; if the client leaves and `work` does not end by itself within `grace` (it waits on
     a reply source, such as an upstream that has not answered yet), cancel it, which releases what it holds
-    (the upstream request). None when it was cancelled that way."""
-    task = asyncio.ensure_future(work)
-    leaving = asyncio.ensure_future(gone.wait())
-    try:
-        await asyncio.wait((task, leaving), return_when=asyncio.FIRST_COMPLETED)
-        if not task.done():
-            await asyncio.wait((task,), timeout=grace)
-        if task.done():
-            if not task.cancelled() and (error := task.exception()) is not None and isinstance(error, Exception):
-                record_server_error(error)
-            return task.result()
+    (the upstream request). None when it was cancelled that way. `work` runs in the calling task (no task of its
+    own, no wait set up around it: a request's answer begins at once)."""
+    task = asyncio.current_task()
+    assert task is not None
+    timer: asyncio.TimerHandle | None = None
+    cut = False
+
+    def cancel() -> None:
+        nonlocal cut
+        cut = True
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+
+    def leaving() -> None:
+        nonlocal timer
+        timer = asyncio.get_running_loop().call_later(grace, cancel)
+
+    gone.then(leaving)
+    try:
+        result = await work
+    except asyncio.CancelledError:
+        if not cut or task.uncancel() > 0:  # not (only) ours: the task itself is being cancelled
+            raise
         return None
+    except Exception as error:
+        record_server_error(error)
+        raise
     finally:
-        leaving.cancel()
-        if not task.done():  # we were cancelled ourselves (the server is stopping)
-            task.cancel()
+        gone.forget(leaving)
+        if timer is not None:
+            timer.cancel()
+    if cut:  # the work took the cancellation and returned all the same
+        task.uncancel()
+        return None
+    return result
 
 
 def server_error_outcome(error: BaseException, events_sent: int, *, streaming: bool) -> Outcome:

@@ -35,7 +35,7 @@ from .respond import (
     state_of,
     store_if_completed,
 )
-from .stream import INTERNAL_ERROR, ChannelGone, first_of, play, server_error_outcome, until_client_leaves
+from .stream import INTERNAL_ERROR, ChannelGone, Gone, first_of, play, server_error_outcome, until_client_leaves
 from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ class _AcceptedSocket:
         # A reader takes the client's frames as they come, so that a client leaving is seen at once, even while
         # the answer waits on its source (an upstream that says nothing yet).
         self.inbox: asyncio.Queue[Message] = asyncio.Queue()
-        self.gone = asyncio.Event()
+        self.gone = Gone()
         self.gone_code: int | None = None
         self.write_frames = text_frames_writer(websocket.scope)
 
