@@ -201,7 +201,9 @@ class LoopbackServer:
 
     async def _stop_once_started(self) -> None:
         try:
-            if self._starting is not None:
+            if self._starting is not None and self._starting.done():
+                self._starting.result()  # what the beginning raised, without a wake-up of the loop for it
+            elif self._starting is not None:
                 await asyncio.wrap_future(self._starting)
         finally:
             self._starting = None
