@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -242,7 +243,7 @@ class _SSEChannel:
     async def send(self, wires: Sequence[str | bytes]) -> None:
         if self.gone.is_set():
             raise ChannelGone
-        body = b"".join(wire if isinstance(wire, bytes) else wire.encode() for wire in wires)
+        body = b"".join(cast(Sequence[bytes], wires))  # an SSE event's wire is its frame's bytes (protocol.plan)
         fault = self.fault
         if fault.line_ending != "lf":  # every newline of an SSE frame ends a line (JSON data holds none)
             body = body.replace(b"\n", LINE_ENDINGS[fault.line_ending])
