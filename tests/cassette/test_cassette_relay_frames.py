@@ -140,3 +140,29 @@ def test_the_event_names_the_reader_keeps_are_bounded() -> None:
         run, _ = reader.feed(encode_event({"type": f"made.up.{index}"}))
         assert [one.type for one in run] == [f"made.up.{index}"]
     assert len(relay_events._NAMES) <= relay_events._NAMES_KEPT
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(FRAMES, min_size=1, max_size=8), st.sampled_from([b"", COMPLETED, COMPLETED + DELTA]))
+def test_a_read_taken_whole_gives_what_it_gives_frame_by_frame(frames: list[bytes], ending: bytes) -> None:
+    buffer = CREATED + b"".join(frames) + ending
+    end = buffer.rfind(b"\n\n")
+    relay_events._frame_by_frame(buffer, end)  # the names of its frames met once
+    whole = relay_events._tiled(buffer, end)
+    if whole is not None:
+        one_by_one = relay_events._frame_by_frame(buffer, end)
+        assert one_by_one is not None
+        assert (list(whole[0].wires), list(whole[0].types), whole[1]) == (
+            list(one_by_one[0].wires),
+            list(one_by_one[0].types),
+            one_by_one[1],
+        )
+
+
+def test_a_read_of_known_frames_is_taken_whole_up_to_its_terminal_event() -> None:
+    buffer = CREATED + DELTA + COMPLETED + DELTA
+    relay_events._frame_by_frame(buffer, len(buffer) - 2)
+    run, ends = relay_events._tiled(buffer, len(buffer) - 2) or (None, None)
+    assert run is not None and ends is True
+    assert list(run.wires) == [CREATED, DELTA, COMPLETED]
+    assert relay_events._tiled(CREATED + PING + DELTA, len(CREATED + PING + DELTA) - 2) is None  # a comment

@@ -3,6 +3,9 @@ relay needs of each event it passes on as it came."""
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterable
+
 import msgspec
 
 
@@ -11,6 +14,7 @@ class _Typed(msgspec.Struct):
 
 
 _decode = msgspec.json.Decoder(_Typed).decode
+_type_of = operator.attrgetter("type")
 
 
 def checked_type(text: str | bytes) -> str | None:
@@ -22,4 +26,13 @@ def checked_type(text: str | bytes) -> str | None:
             text.decode()  # msgspec passes over the bytes of strings it does not keep
         return _decode(text).type
     except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def checked_types(texts: Iterable[bytes]) -> list[str] | None:
+    """`checked_type` of many texts in one pass, all known to be UTF-8 (the caller checked): their types, or None
+    when any is not one valid JSON object with a string `type` (check those one by one)."""
+    try:
+        return list(map(_type_of, map(_decode, texts)))
+    except (msgspec.DecodeError, RecursionError):
         return None

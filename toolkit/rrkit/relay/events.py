@@ -8,12 +8,13 @@ import asyncio
 import collections
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 
 import httpx
 from websockets.exceptions import ConnectionClosed
 
-from ..protocol.event_type import checked_type
+from ..protocol.event_type import checked_type, checked_types
 from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
@@ -136,6 +137,46 @@ def _as_they_came(buffer: bytes, end: int) -> tuple[WireRun, bool] | None:
     """The whole frames of `buffer` (up to the blank line at `end`) as they came, up to a terminal event; None
     if any is not exactly what `encode_sse` or `encode_comment` makes of its own event: `event: <its type>`, then
     its JSON object on one `data:` line."""
+    return _tiled(buffer, end) or _frame_by_frame(buffer, end)
+
+
+_FRAME = re.compile(rb"((event: [^\n]*\ndata: )(\{[^\n]*\})\n\n)")
+"""A frame as `encode_sse` makes it: the frame, its `event:` line with the `data: ` after it, and its JSON."""
+
+
+def _tiled(buffer: bytes, end: int) -> tuple[WireRun, bool] | None:
+    """`_as_they_came` of a read made only of frames of known names, none a comment, in a few passes over all of
+    them (no step per frame in Python); None when it is not (the frame-by-frame way decides then)."""
+    whole = buffer if len(buffer) == end + 2 else buffer[: end + 2]
+    found = _FRAME.findall(whole)
+    if not found:
+        return None
+    frames, heads, texts = zip(*found, strict=True)
+    if sum(map(len, frames)) != len(whole):  # something between the frames (a comment, another form)
+        return None
+    types = list(map(_NAMES.get, heads))
+    if None in types or not (whole.isascii() or _utf8(whole)) or checked_types(texts) != types:
+        return None
+    run, ends = WireRun(), not ENDING_TYPES.isdisjoint(types)
+    if ends:
+        count = next(index for index, kind in enumerate(types) if kind in ENDING_TYPES) + 1
+        frames, types = frames[:count], types[:count]
+    run.wires.extend(frames)
+    run.types.extend(types)
+    return run, ends
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _frame_by_frame(buffer: bytes, end: int) -> tuple[WireRun, bool] | None:
+    """`_as_they_came` one frame after another: a read with a comment, a name not met before, or a frame that is
+    not rrkit's form."""
     run = WireRun()
     wires, types, find = run.wires, run.types, buffer.find
     start = 0
