@@ -3,6 +3,7 @@ read message by message; both ways give the same events, types and bytes for eve
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Sequence
 
@@ -166,3 +167,37 @@ def test_a_read_of_known_frames_is_taken_whole_up_to_its_terminal_event() -> Non
     assert run is not None and ends is True
     assert list(run.wires) == [CREATED, DELTA, COMPLETED]
     assert relay_events._tiled(CREATED + PING + DELTA, len(CREATED + PING + DELTA) - 2) is None  # a comment
+
+
+WS_MESSAGES = [
+    '{"type":"response.created","response":{"id":"resp_1"}}',
+    '{"type":"response.output_text.delta","delta":"w\u00f6rd"}',
+    ' {"type":"response.output_text.delta","delta":"padded"} ',
+    '{"type":"response.output_text.delta","delta":"tail"} ',
+    '{"type":"response.output_text.delta","n":NaN}',
+    '{"type":"rrkit.sse_comment","comment":"a type of rrkit\'s own"}',
+    '{"type":"a","type":"response.output_text.delta"}',
+    '{"no":"type"}',
+    "[1, 2]",
+    "not json",
+    '{"type":"error","error":{"code":"server_error"}}',
+    '{"type":"response.completed","response":{"id":"resp_1"}}',
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(WS_MESSAGES), max_size=12))
+def test_websocket_frames_taken_whole_give_what_they_give_one_by_one(messages: list[str]) -> None:
+    whole_left, one_left = collections.deque(messages), collections.deque(messages)
+    whole = relay_events._whole_ws_run(whole_left)
+    if whole is None:
+        assert list(whole_left) == messages  # nothing taken: they go one by one
+        return
+    one_by_one = relay_events._ws_frame_by_frame(one_left, "ws")
+    assert (list(whole[0].wires), list(whole[0].types), whole[1]) == (
+        list(one_by_one[0].wires),
+        list(one_by_one[0].types),
+        one_by_one[1],
+    )
+    assert [type(event).__name__ for event in whole[0]] == [type(event).__name__ for event in one_by_one[0]]
+    assert whole_left == one_left

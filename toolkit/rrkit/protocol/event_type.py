@@ -29,8 +29,8 @@ def checked_type(text: str | bytes) -> str | None:
         return None
 
 
-def checked_types(texts: Iterable[bytes]) -> list[str] | None:
-    """`checked_type` of many texts in one pass, all known to be UTF-8 (the caller checked): their types, or None
+def checked_types(texts: Iterable[str | bytes]) -> list[str] | None:
+    """`checked_type` of many texts in one pass, bytes known to be UTF-8 (the caller checked): their types, or None
     when any is not one valid JSON object with a string `type` (check those one by one)."""
     try:
         return list(map(_type_of, map(_decode, texts)))

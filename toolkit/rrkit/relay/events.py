@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import json
+import operator
 import re
 from collections.abc import AsyncIterator, Sequence
 
@@ -83,6 +85,10 @@ def sse_run(messages: list[SSEMessage], transport: Transport) -> tuple[list[Plan
 def ws_run(messages: collections.deque[str], transport: Transport) -> tuple[WireRun, bool | StreamCut]:
     """The upstream frames received and not yet taken as one run (at most RUN_EVENTS), up to a terminal event
     (then True) or one that cuts the stream (then that cut, raised once the frames before it went out)."""
+    return (transport == "ws" and _whole_ws_run(messages)) or _ws_frame_by_frame(messages, transport)
+
+
+def _ws_frame_by_frame(messages: collections.deque[str], transport: Transport) -> tuple[WireRun, bool | StreamCut]:
     run = WireRun()
     wires, types = run.wires, run.types
     while messages and len(wires) < RUN_EVENTS:
@@ -98,6 +104,34 @@ def ws_run(messages: collections.deque[str], transport: Transport) -> tuple[Wire
         if kind in ENDING_TYPES:
             return run, True
     return run, False
+
+
+def _whole_ws_run(messages: collections.deque[str]) -> tuple[WireRun, bool] | None:
+    """`ws_run` of frames that are all one JSON object each, none of rrkit's own types, in a few passes over all
+    of them (no step per frame in Python); None, with nothing taken, when any is otherwise (a cut, an object
+    padded with spaces): then they go one by one."""
+    texts = list(itertools.islice(messages, RUN_EVENTS))
+    if not all(map(_OPENS, texts)) or not all(map(_CLOSES, texts)):
+        return None
+    types = checked_types(texts)
+    if types is None or not RRKIT_TYPES.isdisjoint(types):
+        return None
+    ends = not ENDING_TYPES.isdisjoint(types)
+    if ends:
+        count = next(index for index, kind in enumerate(types) if kind in ENDING_TYPES) + 1
+        texts, types = texts[:count], types[:count]
+    if len(texts) == len(messages):
+        messages.clear()
+    else:
+        for _ in range(len(texts)):
+            messages.popleft()
+    run = WireRun()
+    run.wires.extend(texts)
+    run.types.extend(types)
+    return run, ends
+
+
+_OPENS, _CLOSES = operator.methodcaller("startswith", "{"), operator.methodcaller("endswith", "}")
 
 
 class UpstreamSSE:
