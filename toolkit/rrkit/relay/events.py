@@ -12,6 +12,7 @@ import json
 import operator
 import re
 from collections.abc import AsyncIterator, Sequence
+from typing import cast
 
 import httpx
 from websockets.exceptions import ConnectionClosed
@@ -116,17 +117,23 @@ def _whole_ws_run(messages: collections.deque[str]) -> tuple[WireRun, bool] | No
     types = checked_types(texts)
     if types is None or not RRKIT_TYPES.isdisjoint(types):
         return None
+    run, ends = _checked_run(texts, types)
+    if len(run) == len(messages):
+        messages.clear()
+    else:
+        for _ in range(len(run)):
+            messages.popleft()
+    return run, ends
+
+
+def _checked_run(wires: Sequence[str | bytes], types: list[str]) -> tuple[WireRun, bool]:
+    """The run of checked events (`wires` of `types`), up to the first terminal one (then True)."""
     ends = not ENDING_TYPES.isdisjoint(types)
     if ends:
         count = next(index for index, kind in enumerate(types) if kind in ENDING_TYPES) + 1
-        texts, types = texts[:count], types[:count]
-    if len(texts) == len(messages):
-        messages.clear()
-    else:
-        for _ in range(len(texts)):
-            messages.popleft()
+        wires, types = wires[:count], types[:count]
     run = WireRun()
-    run.wires.extend(texts)
+    run.wires.extend(wires)
     run.types.extend(types)
     return run, ends
 
@@ -191,13 +198,7 @@ def _tiled(buffer: bytes, end: int) -> tuple[WireRun, bool] | None:
     types = list(map(_NAMES.get, heads))
     if None in types or not (whole.isascii() or _utf8(whole)) or checked_types(texts) != types:
         return None
-    run, ends = WireRun(), not ENDING_TYPES.isdisjoint(types)
-    if ends:
-        count = next(index for index, kind in enumerate(types) if kind in ENDING_TYPES) + 1
-        frames, types = frames[:count], types[:count]
-    run.wires.extend(frames)
-    run.types.extend(types)
-    return run, ends
+    return _checked_run(frames, cast(list[str], types))
 
 
 def _utf8(data: bytes) -> bool:
