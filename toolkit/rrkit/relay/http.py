@@ -109,13 +109,12 @@ class HttpRelay:
             response_id=response_id_of_body(content) or "", body=body_of, turn_state=turn_state, headers=forwarded
         )
 
-    def _redirect_target(self, url: httpx.URL, response: httpx.Response) -> str | None:
+    def _redirect_target(self, here: httpx.URL, response: httpx.Response) -> str | None:
         """Where a redirect the proxy follows points (`redirects="same-origin"`: a 307 or 308 to the same scheme,
         host and port); None for every other answer, handed to the client as it came."""
         location = response.headers.get("location")
         if self.settings.redirects != "same-origin" or response.status_code not in (307, 308) or not location:
             return None
-        here = url
         try:
             there = here.join(location)
         except httpx.InvalidURL:

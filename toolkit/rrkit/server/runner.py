@@ -201,10 +201,11 @@ class LoopbackServer:
 
     async def _stop_once_started(self) -> None:
         try:
-            if self._starting is not None and self._starting.done():
-                self._starting.result()  # what the beginning raised, without a wake-up of the loop for it
-            elif self._starting is not None:
-                await asyncio.wrap_future(self._starting)
+            starting = self._starting
+            if starting is not None and starting.done():
+                starting.result()  # what the beginning raised, without waking the loop once more for it
+            elif starting is not None:
+                await asyncio.wrap_future(starting)
         finally:
             self._starting = None
             await self.stop()

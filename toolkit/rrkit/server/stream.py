@@ -98,12 +98,12 @@ async def until_client_leaves(work: Coroutine[Any, Any, T], gone: Gone, grace: f
         timer = asyncio.get_running_loop().call_later(grace, cancel)
 
     gone.then(leaving)
+    result: T | None = None
     try:
         result = await work
     except asyncio.CancelledError:
-        if not cut or task.uncancel() > 0:  # not (only) ours: the task itself is being cancelled
+        if not cut:
             raise
-        return None
     except Exception as error:
         record_server_error(error)
         raise
@@ -111,10 +111,10 @@ async def until_client_leaves(work: Coroutine[Any, Any, T], gone: Gone, grace: f
         gone.forget(leaving)
         if timer is not None:
             timer.cancel()
-    if cut:  # the work took the cancellation and returned all the same
-        task.uncancel()
-        return None
-    return result
+        others = task.uncancel() if cut else 0  # our cancel undone, however the work took it
+    if others:  # the task itself is being cancelled too
+        raise asyncio.CancelledError
+    return None if cut else result
 
 
 def server_error_outcome(error: BaseException, events_sent: int, *, streaming: bool) -> Outcome:
