@@ -27,7 +27,7 @@ from .headers import forwarded_request_headers, offers_deflate, response_headers
 from .refusal import UPSTREAM_ERROR_STATUS, frame_rejection, refusal, upstream_error
 from .settings import RelaySettings, with_query
 from .watchdog import NoWatchdog, Watchdog, idle_timer
-from .wsclient import UpstreamWS, ws_connect
+from .wsclient import Dialer, UpstreamWS
 
 log = logging.getLogger("rrkit.proxy")
 
@@ -52,9 +52,11 @@ class WebSocketRelay:
         self.settings = settings
         self._sockets: dict[int | None, _UpstreamSocket] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._dialer = Dialer(settings.ws_url, settings.connect_timeout, settings.max_message)
 
     async def aclose(self) -> None:
-        """Close every upstream socket."""
+        """Close every upstream socket, and the spare connection."""
+        await self._dialer.aclose()
         sockets = list(self._sockets.values())
         self._sockets.clear()
         await asyncio.gather(*(socket.close() for socket in sockets), *self._closing)
@@ -84,7 +86,10 @@ class WebSocketRelay:
 
     async def connection_closed(self, connection_id: int) -> None:
         """The client's socket ended: close its upstream socket (in the background: the client is gone,
-        and the server's task for that socket must end at once)."""
+        and the server's task for that socket must end at once). A client that used a WebSocket will open
+        another: a connection for its upgrade is opened now, while nothing waits on this loop."""
+        if connection_id in self._sockets:
+            self._dialer.keep_spare()
         self._drop_socket(connection_id)
 
     def _drop_socket(self, connection_id: int | None) -> None:
@@ -104,9 +109,8 @@ class WebSocketRelay:
         user_agent = forwarded.pop("user-agent", None)
         deflate = offers_deflate(headers)  # only the compression the client asked for
         url = with_query(self.settings.ws_url, query)
-        settings = self.settings
         try:
-            return await ws_connect(url, forwarded, user_agent, deflate, settings.connect_timeout, settings.max_message)
+            return await self._dialer.connect(url, forwarded, user_agent, deflate)
         except InvalidStatus as refused:
             response = refused.response
             return refusal(response.status_code, response.body, response.headers.raw_items())

@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import ssl
-from collections.abc import Mapping
-from typing import cast
+from collections.abc import Callable, Mapping
+from typing import TypeVar, cast
 
 from websockets.client import ClientProtocol
+from websockets.exceptions import InvalidMessage
 from websockets.extensions.permessage_deflate import enable_client_permessage_deflate
 from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Response as WSResponse
@@ -21,10 +22,13 @@ from ..protocol.wsframe import WHOLE_TEXT, payload_bounds, whole_texts
 
 _CLOSE_SECONDS = 2.0  # how long a closing socket waits for the upstream's TCP close before aborting it
 _PING_SECONDS = 20.0  # as websockets' client: a ping this often keeps an idle socket open; a late pong ends it
+_P = TypeVar("_P", bound=asyncio.Protocol)
 _QUEUE_HIGH = 4096  # messages received and not yet taken past which reading pauses (a slow client)
 
 
 _HEAD_MAX = 65536  # bytes of an upgrade answer held back at most (past it the protocol reads and refuses it)
+SPARE_SECONDS = 20.0  # a spare connection unused this long is closed: under the idle limits servers commonly put on
+# a connection that has sent nothing (nginx: 60 s)
 
 
 class UpstreamWS(asyncio.Protocol):
@@ -39,6 +43,7 @@ class UpstreamWS(asyncio.Protocol):
         self._fragments: list[bytes] = []  # of a message not yet whole
         self._own_frames = False  # whether whole text frames are read here (`_whole_frames`)
         self._pending = b""  # received, not yet read: the upgrade's answer, or a frame not yet whole
+        self.received = False  # whether any byte came
         self._loop = asyncio.get_running_loop()
         self._waiter: asyncio.Future[None] | None = None
         self._lost: asyncio.Future[None] = self._loop.create_future()
@@ -54,6 +59,7 @@ class UpstreamWS(asyncio.Protocol):
         self._write()
 
     def data_received(self, data: bytes) -> None:
+        self.received = True
         if self._own_frames:
             data = self._whole_frames(data)
         elif self.response is None:
@@ -210,35 +216,122 @@ class UpstreamWS(asyncio.Protocol):
         await asyncio.shield(self._lost)
 
 
-async def ws_connect(
-    url: str,
-    headers: Mapping[str, str],
-    user_agent: str | None,
-    deflate: bool,
-    timeout: float,
-    max_size: int | None = None,
-) -> UpstreamWS:
-    """Open an upstream WebSocket (no environment proxy, no redirect followed); InvalidStatus if refused. A frame
-    over `max_size` bytes fails the connection (1009)."""
-    uri = parse_uri(url)
-    protocol = ClientProtocol(
-        uri, extensions=enable_client_permessage_deflate(None) if deflate else None, max_size=max_size
-    )
-    request = protocol.connect()
-    request.headers.update(headers)
-    if user_agent is not None:
-        request.headers["User-Agent"] = user_agent
-    protocol.send_request(request)
-    loop = asyncio.get_running_loop()
-    context = ssl.create_default_context() if uri.secure else None
-    async with asyncio.timeout(timeout):
-        hostname = uri.host if context else None
-        _, socket = await loop.create_connection(
-            lambda: UpstreamWS(protocol), uri.host, uri.port, ssl=context, server_hostname=hostname
+class _Spare(asyncio.Protocol):
+    """A connected socket kept for an upgrade to come: closed if unused after SPARE_SECONDS, or if the upstream
+    sends anything on it."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self._expiry = asyncio.get_running_loop().call_later(SPARE_SECONDS, self.transport.abort)
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.abort()  # nothing is due before an upgrade: a server's "408" or worse
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._expiry.cancel()
+
+    def take(self) -> asyncio.Transport | None:
+        """Its transport, no longer timed, for an upgrade; None when it is closed or closing."""
+        self._expiry.cancel()
+        return None if self.transport.is_closing() else self.transport
+
+
+class Dialer:
+    """Opens the upstream WebSockets of the host of `url` (no environment proxy, no redirect followed), each
+    within `timeout` seconds: a frame over `max_size` bytes fails its socket (1009). `keep_spare()` opens a
+    connection in the background for the next upgrade, whose TCP (and TLS) is then done ahead. `aclose()` on
+    its loop."""
+
+    def __init__(self, url: str, timeout: float, max_size: int | None = None) -> None:
+        uri = parse_uri(url)
+        self.host, self.port, self.secure, self.timeout, self.max_size = (
+            uri.host,
+            uri.port,
+            uri.secure,
+            timeout,
+            max_size,
         )
+        self._tls: ssl.SSLContext | None = None  # made once, when first needed: it loads the CA certificates
+        self._spare: _Spare | None = None
+        self._sparing: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def _connection(self, protocol: Callable[[], _P]) -> _P:
+        if self.secure and self._tls is None:
+            self._tls = ssl.create_default_context()
+        hostname = self.host if self.secure else None
+        _, made = await asyncio.get_running_loop().create_connection(
+            protocol, self.host, self.port, ssl=self._tls, server_hostname=hostname
+        )
+        return made
+
+    async def connect(self, url: str, headers: Mapping[str, str], user_agent: str | None, deflate: bool) -> UpstreamWS:
+        """The upstream WebSocket of `url` (whose host is this dialer's), on the spare connection if one is
+        usable; InvalidStatus if refused. A spare the upstream closed before it answered a byte (it timed the idle
+        socket out as the upgrade went out) is replaced by a new connection: the upstream never read that
+        upgrade."""
+        uri = parse_uri(url)
+
+        def upgrade() -> UpstreamWS:
+            protocol = ClientProtocol(
+                uri, extensions=enable_client_permessage_deflate(None) if deflate else None, max_size=self.max_size
+            )
+            request = protocol.connect()
+            request.headers.update(headers)
+            if user_agent is not None:
+                request.headers["User-Agent"] = user_agent
+            protocol.send_request(request)
+            return UpstreamWS(protocol)
+
+        spare, self._spare = self._spare, None
+        async with asyncio.timeout(self.timeout):
+            transport = spare.take() if spare is not None else None
+            if transport is not None:
+                socket = upgrade()
+                transport.set_protocol(socket)
+                socket.connection_made(transport)
+                try:
+                    await _handshake(socket)
+                    return socket
+                except InvalidMessage:
+                    if socket.received:
+                        raise
+            socket = await self._connection(upgrade)
+            await _handshake(socket)
+        return socket
+
+    def keep_spare(self) -> None:
+        """Open a connection for the next upgrade, in the background, unless one is kept or opening."""
+        if self._spare is None and self._sparing is None and not self._closed:
+            self._sparing = asyncio.get_running_loop().create_task(self._open_spare())
+
+    async def _open_spare(self) -> None:
         try:
-            await socket.handshake()
-        except BaseException:
-            socket.transport.abort()
-            raise
-    return socket
+            async with asyncio.timeout(self.timeout):
+                spare = await self._connection(_Spare)
+        except (OSError, TimeoutError):
+            return  # the next upgrade connects as it would have, and says why it could not
+        finally:
+            self._sparing = None
+        if self._closed or self._spare is not None:
+            spare.transport.abort()
+        else:
+            self._spare = spare
+
+    async def aclose(self) -> None:
+        """Close the spare connection, or stop opening it; none is opened after this."""
+        self._closed = True
+        sparing, spare, self._spare = self._sparing, self._spare, None
+        if spare is not None:
+            spare.transport.abort()
+        if sparing is not None:
+            sparing.cancel()
+            await asyncio.wait([sparing])
+
+
+async def _handshake(socket: UpstreamWS) -> None:
+    try:
+        await socket.handshake()
+    except BaseException:
+        socket.transport.abort()
+        raise
