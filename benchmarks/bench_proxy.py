@@ -8,8 +8,10 @@ mode (`llmock --record --provider-openai UPSTREAM -f FIXTURES`, UPSTREAM the ori
 .ci/node-aimock's), each request to aimock with its own `input`: one it has recorded, it answers from its fixture.
 
 Each run begins once both servers are idle (what one did after the previous run's last event, such as the
-upstream's capture of 10k events, would otherwise delay the next run's first event), and a pair gets two more
-rounds than the profile's: the time to the first event is a few milliseconds on a shared machine.
+upstream's capture of 10k events, would otherwise delay the next run's first event). A pair gets three times the
+profile's rounds (quick: two more): a run takes 50-100 ms, and the time to the first event is a few milliseconds,
+on a machine shared with the other servers of the run; with 9 rounds the medians of one full run moved by 0.1 of
+the direct rate from one run to the next.
 
 Run: python -m benchmarks.bench_proxy [--quick] [--rounds N] [--json]
 """
@@ -142,7 +144,7 @@ def rows(profile: Profile) -> list[Row]:
             "proxy ws": when_idle(watch, lambda: ws_stream(proxy.ws_url, watch)),
             **peer_runs(stack, upstream, client),
         }
-        got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + (2 if profile.quick else 4))
+        got: dict[str, list[StreamRun]] = interleaved(runs, profile.rounds + 2 if profile.quick else profile.rounds * 3)
     rate = {name: median(r.rate for r in samples) for name, samples in got.items()}
     first = {name: median(r.first * 1000 for r in samples) for name, samples in got.items()}
     both = {name: median((r.cpu[0] + r.cpu[1]) / r.events * 1e6 for r in samples) for name, samples in got.items()}

@@ -86,8 +86,9 @@ class WebSocketRelay:
 
     async def connection_closed(self, connection_id: int) -> None:
         """The client's socket ended: close its upstream socket (in the background: the client is gone,
-        and the server's task for that socket must end at once). A client that used a WebSocket will open
-        another: a connection for its upgrade is opened now, while nothing waits on this loop."""
+        and the server's task for that socket must end at once). A client that used a WebSocket is likely to
+        open another (a new session, a reconnect): a connection for its upgrade is opened now, while no answer
+        waits on it."""
         if connection_id in self._sockets:
             self._dialer.keep_spare()
         self._drop_socket(connection_id)

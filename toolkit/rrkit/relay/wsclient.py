@@ -1,6 +1,6 @@
 """The recording proxy's upstream WebSocket client, on websockets' sans-I/O protocol: every message a socket read
 completes is ready at once (the relay sends them as one run), where websockets' asyncio client hands out one
-message per await."""
+message per await. A `Dialer` opens the sockets, on a connection opened ahead when it has one."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ from websockets.uri import parse_uri
 
 from ..protocol.wsframe import WHOLE_TEXT, payload_bounds, whole_texts
 
+_P = TypeVar("_P", bound=asyncio.Protocol)
+
 _CLOSE_SECONDS = 2.0  # how long a closing socket waits for the upstream's TCP close before aborting it
 _PING_SECONDS = 20.0  # as websockets' client: a ping this often keeps an idle socket open; a late pong ends it
-_P = TypeVar("_P", bound=asyncio.Protocol)
 _QUEUE_HIGH = 4096  # messages received and not yet taken past which reading pauses (a slow client)
 
 
@@ -244,13 +245,8 @@ class Dialer:
 
     def __init__(self, url: str, timeout: float, max_size: int | None = None) -> None:
         uri = parse_uri(url)
-        self.host, self.port, self.secure, self.timeout, self.max_size = (
-            uri.host,
-            uri.port,
-            uri.secure,
-            timeout,
-            max_size,
-        )
+        self.host, self.port, self.secure = uri.host, uri.port, uri.secure
+        self.timeout, self.max_size = timeout, max_size
         self._tls: ssl.SSLContext | None = None  # made once, when first needed: it loads the CA certificates
         self._spare: _Spare | None = None
         self._sparing: asyncio.Task[None] | None = None
