@@ -4,7 +4,7 @@ Each pair is measured interleaved in the same run (medians of the rounds); the s
 own CPU time per event (/proc/<pid>/task/*/schedstat) beside the wall-clock rates, the steadier figure on a
 shared machine. ratio = rrkit / baseline; `target` is issue 13's where it names one.
 
-  python -m benchmarks                 the default profile (about 9 minutes on 2 cores)
+  python -m benchmarks                 the default profile (about 6 minutes on 2 cores)
   python -m benchmarks --quick         fewer rounds and sizes (about 3 minutes)
   python -m benchmarks --only proxy    one benchmark (repeatable, or comma-separated); --list names them
   python -m benchmarks --json          the rows as JSON, for machines

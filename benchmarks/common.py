@@ -99,7 +99,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Profile:
-    """How much to measure: `quick` (the whole command in about 3 minutes) or the default (about 9 minutes on 2 cores).
+    """How much to measure: `quick` (the whole command in about 3 minutes) or the default (about 6 minutes on 2 cores).
     `rounds` is the number of interleaved rounds a pair gets; a benchmark may scale it."""
 
     name: str = "default"

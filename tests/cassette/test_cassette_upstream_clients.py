@@ -6,7 +6,11 @@ together, closes a socket whose keep-alive pong does not come, and sends an upgr
 from __future__ import annotations
 
 import asyncio
+import shutil
+import ssl
+import subprocess
 from collections.abc import Set
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,15 +106,23 @@ class Upgrades:
     and `half_answered` (closed in the middle of the answer's first line), and closes the connections in
     `close_at_once` as soon as it accepts them."""
 
-    def __init__(self, unanswered: Set[int] = (), half_answered: Set[int] = (), close_at_once: Set[int] = ()) -> None:
+    def __init__(
+        self,
+        unanswered: Set[int] = (),
+        half_answered: Set[int] = (),
+        close_at_once: Set[int] = (),
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        self.tls = tls
         self.upgrades: list[bytes | None] = []
         self.ended: list[bool] = []
         self.unanswered, self.half_answered, self.close_at_once = unanswered, half_answered, close_at_once
         self.server: asyncio.Server | None = None
 
     async def __aenter__(self) -> str:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        return f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1/responses"
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.tls)
+        scheme = "wss" if self.tls else "ws"
+        return f"{scheme}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}/v1/responses"
 
     async def __aexit__(self, *exc: object) -> None:
         assert self.server is not None
@@ -173,6 +185,23 @@ async def test_upgrade_goes_out_on_the_connection_opened_ahead_for_it() -> None:
     assert upgrade is not None
     assert upgrade.startswith(b"GET /v1/responses?n=1 HTTP/1.1\r\n")
     assert b"\r\nauthorization: Bearer k\r\nUser-Agent: ua/1\r\n" in upgrade
+
+
+async def test_spare_made_ahead_over_tls_carries_the_upgrade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl not found: it makes the test certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    made_up = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    names = ["-addext", "subjectAltName=IP:127.0.0.1"]
+    subprocess.run([openssl, *made_up, *names, "-keyout", key, "-out", cert], check=True, capture_output=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the dialer's default context trusts it
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert, key)
+    upstream = Upgrades(tls=tls)
+    async with upstream as url:
+        await upstream.connect_after_spare(url)
+    assert [upgrade is not None for upgrade in upstream.upgrades] == [True]
 
 
 async def test_spare_the_upstream_closed_while_idle_is_not_used() -> None:
