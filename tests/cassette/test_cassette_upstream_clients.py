@@ -187,6 +187,18 @@ async def test_upgrade_goes_out_on_the_connection_opened_ahead_for_it() -> None:
     assert b"\r\nauthorization: Bearer k\r\nUser-Agent: ua/1\r\n" in upgrade
 
 
+async def test_upgrade_that_comes_while_the_spare_is_being_opened_waits_for_it() -> None:
+    upstream = Upgrades()
+    async with upstream as url:
+        dialer = Dialer(url, 5.0)
+        dialer.keep_spare()  # not yet connected when the upgrade comes
+        socket = await dialer.connect(url, {}, None, False)
+        await socket.close()
+        await dialer.aclose()
+        await upstream.all_ended()
+    assert [upgrade is not None for upgrade in upstream.upgrades] == [True]
+
+
 async def test_spare_made_ahead_over_tls_carries_the_upgrade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     openssl = shutil.which("openssl")
     if openssl is None:
@@ -226,14 +238,13 @@ async def test_upgrade_the_upstream_began_to_answer_on_a_spare_is_not_sent_again
     assert [upgrade is not None for upgrade in upstream.upgrades] == [True]
 
 
-async def test_spare_unused_past_its_limit_is_closed() -> None:
+async def test_spare_unused_past_its_limit_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wsclient, "SPARE_SECONDS", 0.01)
     upstream = Upgrades()
     async with upstream as url:
         dialer = Dialer(url, 5.0)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(wsclient, "SPARE_SECONDS", 0.01)
-            dialer.keep_spare()
-            await upstream.accepted(1)
+        dialer.keep_spare()
+        await upstream.accepted(1)
         await upstream.all_ended()  # closed by the dialer, which still holds it
         socket = await dialer.connect(url, {}, None, False)
         await socket.close()

@@ -263,9 +263,9 @@ class Dialer:
 
     async def connect(self, url: str, headers: Mapping[str, str], user_agent: str | None, deflate: bool) -> UpstreamWS:
         """The upstream WebSocket of `url` (whose host is this dialer's), on the spare connection if one is
-        usable; InvalidStatus if refused. A spare the upstream closed before it answered a byte (it timed the idle
-        socket out as the upgrade went out) is replaced by a new connection: the upstream never read that
-        upgrade."""
+        usable (one being opened is waited for: it began first); InvalidStatus if refused. A spare the upstream
+        closed before it answered a byte (it timed the idle socket out as the upgrade went out) is replaced by a
+        new connection: the upstream never read that upgrade."""
         uri = parse_uri(url)
 
         def upgrade() -> UpstreamWS:
@@ -279,8 +279,10 @@ class Dialer:
             protocol.send_request(request)
             return UpstreamWS(protocol)
 
-        spare, self._spare = self._spare, None
         async with asyncio.timeout(self.timeout):
+            if self._spare is None and self._sparing is not None:
+                await asyncio.wait([self._sparing])
+            spare, self._spare = self._spare, None
             transport = spare.take() if spare is not None else None
             if transport is not None:
                 socket = upgrade()
