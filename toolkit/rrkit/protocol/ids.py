@@ -37,6 +37,7 @@ PREFIXES = {
     "program": "prog_",
     "program_output": "progo_",
     "call": "call_",
+    "conversation": "conv_",
     "steer": "steer_",
 }
 

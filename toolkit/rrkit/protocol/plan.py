@@ -128,6 +128,17 @@ NO_FAULT = StreamFault()
 
 
 @dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """How a background response's status moves: `queued` until it has been polled `queued_polls` times and
+    `queued_seconds` have passed, then its events are made (paced as the plan says); a poll sees `in_progress`
+    for at least `in_progress_polls` polls."""
+
+    queued_polls: int = 0
+    queued_seconds: float = 0.0
+    in_progress_polls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Rejection:
     """A request answered with an error before any stream event: an HTTP status with its JSON body, or (over
     WebSocket) an `error` frame saying the same."""
@@ -177,6 +188,7 @@ class ResponsePlan:
     body: VerbatimBody | None = None
     replayed: bool = False  # played back from a recording
     release: Callable[[], Awaitable[None]] | None = None  # frees what the events hold (an upstream response)
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)  # a background response's statuses
 
     def __post_init__(self) -> None:
         if self.rejection is None and self.body is None:

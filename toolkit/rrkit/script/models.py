@@ -20,7 +20,7 @@ from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
 from ..protocol.pace import Pace
-from ..protocol.plan import Chaos
+from ..protocol.plan import Chaos, Lifecycle
 from ..protocol.steer import NOT_SUPPORTED, WAITING_FOR_REQUIRED_INPUT
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
 from .outputs import Output
@@ -228,6 +228,19 @@ class SideFrame(BaseModel):
 _ENDINGS = ("fail", "incomplete", "error_event", "error_frame", "reject")
 
 
+class BackgroundSpec(_Strict):
+    """How a reply's response moves when it was created with `background: true` (`protocol.plan.Lifecycle`):
+    `queued` for its first `queued_polls` polls and `queued_seconds`, then `in_progress` for at least
+    `in_progress_polls` polls while its events are made."""
+
+    queued_polls: Annotated[int, Field(ge=0)] = 0
+    queued_seconds: Annotated[float, Field(ge=0)] = 0.0
+    in_progress_polls: Annotated[int, Field(ge=0)] = 0
+
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.queued_polls, self.queued_seconds, self.in_progress_polls)
+
+
 class Reply(_Strict):
     """The server's answer to one request: output items, then a terminal outcome, with optional faults."""
 
@@ -249,6 +262,9 @@ class Reply(_Strict):
     frames: list[SideFrame] = Field([], description="side-channel frames sent with the events (both transports)")
     queued: bool = Field(False, description="a response.queued event before response.created")
     events: list[TimedEvent] | None = Field(None, description="verbatim events instead of generated ones")
+    background: BackgroundSpec | None = Field(
+        None, description="how the response's status moves when the request asks for `background: true`"
+    )
 
     @model_validator(mode="after")
     def _one_ending(self) -> Self:
@@ -274,6 +290,16 @@ class Reply(_Strict):
     ) -> "Reply":
         """Streamed like a model: `ttft` seconds to the first delta, then `tokens_per_second`, with `jitter`."""
         return self._with_fault(pace=PaceSpec(ttft=ttft, tokens_per_second=tokens_per_second, jitter=jitter, seed=seed))
+
+    def in_background(
+        self, *, queued_polls: int = 0, queued_seconds: float = 0.0, in_progress_polls: int = 0
+    ) -> "Reply":
+        """Created with `background: true`, the response stays `queued` for `queued_polls` polls and
+        `queued_seconds`, then shows `in_progress` for at least `in_progress_polls` polls."""
+        spec = BackgroundSpec(
+            queued_polls=queued_polls, queued_seconds=queued_seconds, in_progress_polls=in_progress_polls
+        )
+        return self.model_copy(update={"background": spec})
 
     def with_turn_state(self, token: str) -> "Reply":
         return self.model_copy(update={"turn_state": token})

@@ -9,7 +9,7 @@ from ..protocol import errors
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import Chaos, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
+from ..protocol.plan import Chaos, Lifecycle, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
 from ..protocol.vocabulary import Transport
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
@@ -86,6 +86,7 @@ def render_reply(
         "headers": dict(reply.headers),
         "turn_state": reply.turn_state,
         "model": reply.model,
+        "lifecycle": reply.background.lifecycle() if reply.background is not None else Lifecycle(),
     }
     if reply.events is not None:
         timed = list(_with_frames(((t.at, t.event) for t in reply.events), frames))

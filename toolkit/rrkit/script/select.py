@@ -13,6 +13,7 @@ from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items, is_warmup
+from ..protocol.routes import CREATE, Route
 from ..protocol.vocabulary import Transport
 from .default_reply import default_plan
 from .steering import answer_steer
@@ -35,8 +36,13 @@ class RequestView:
     query: str = ""
     body: bytes | None = None
     ids: IdGenerator = field(default_factory=IdGenerator, compare=False, repr=False)
+    method: str = "POST"
+    path: str = "/responses"  # under the API base (protocol.routes.api_path)
+    route: Route = field(default_factory=lambda: Route(CREATE))
 
     def describe(self) -> str:
+        if self.route.name != CREATE:
+            return f"{self.method} {self.path}{'?' + self.query if self.query else ''} ({self.route.name})"
         items = input_items(dict(self.logical))
         last = items[-1] if items else {}
         return (
@@ -130,11 +136,19 @@ class ReplySource(abc.ABC):
     """Whether a `previous_response_id` this server never issued is the source's to answer (an upstream may know
     it) rather than a `previous_response_not_found`."""
     relays_frames: bool = False
+    answers_every_route: bool = False
+    """Whether the answer on every route is the source's own (`select_route`: an upstream relayed, a cassette
+    replayed), so that the server keeps no response store, background run or conversation of its own for it."""
     """Whether client frames other than `response.create` go to `relay_frame` (an upstream), not an error frame."""
 
     @abc.abstractmethod
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """The plan that answers `request`, or why none does."""
+
+    async def select_route(self, request: RequestView) -> ResponsePlan | NoMatch | None:
+        """The plan that answers a request on any route but `responses.create` (`request.route`: a retrieve, a
+        cancel, a conversation, a path outside the table); None: the server's own response store answers it."""
+        return None
 
     async def steer(
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator

@@ -1,5 +1,6 @@
-"""The fake Responses server as an ASGI app: `POST /v1/responses` streams SSE, the same path upgrades to WebSocket;
-the admin API lives under `/__rrkit` (admin.py)."""
+"""The fake Responses server as an ASGI app: `POST /v1/responses` streams SSE, the same path upgrades to WebSocket,
+every other method and path is a route of the resource (server/resources.py); the admin API lives under `/__rrkit`
+(admin.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .admin import ADMIN_PREFIX, admin_app, admin_health
-from .http import http_responses
+from .http import ANY_METHOD, http_responses
 from .respond import NO_MATCH_CODE, STATE_KEY, ServerState
 from .uvicorn_adapter import KeepRawSend
 from .websocket import websocket_responses
@@ -28,6 +29,8 @@ def _shared_app() -> ASGIApp:
         routes.append(WebSocketRoute(path, websocket_responses))
     routes.append(Route(ADMIN_PREFIX, admin_health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
     routes.append(Mount(ADMIN_PREFIX, app=admin_app()))
+    # every other method and path: the resource's routes (protocol.routes), answered by the store or relayed
+    routes.append(Route("/{path:path}", http_responses, methods=list(ANY_METHOD)))
     return KeepRawSend(Starlette(routes=routes))
 
 

@@ -17,6 +17,7 @@ from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome
 from ..protocol.plan import event_of_wire, type_of_wire
+from ..protocol.routes import CREATE
 from ..protocol.vocabulary import ClosedBy, Transport
 
 
@@ -141,6 +142,9 @@ class Exchange:
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
     query: str = ""  # the request's query string, as sent (HTTP)
     response_body: bytes | None = None  # the whole body of an answer that was not a stream
+    method: str = "POST"  # the HTTP method (a WebSocket request is a `response.create` frame: POST's route)
+    path: str = "/responses"  # the path under the API base (protocol.routes.api_path)
+    route: str = CREATE  # the route's name (protocol.routes)
     on_outcome: Callable[[Exchange], None] | None = field(default=None, repr=False, compare=False)
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 

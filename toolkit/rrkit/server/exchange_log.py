@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..protocol.outcome import OutcomeKind
+from ..protocol.routes import CREATE
 from ..protocol.secrets import REDACTED, mask_headers, mask_request
 from .capture import Exchange
 
@@ -52,13 +53,21 @@ def outcome_text(exchange: Exchange) -> str:
 
 
 def exchange_line(exchange: Exchange, now: float | None = None) -> str:
-    """One line for a person: `#3  ws    incr    gpt-5          14 ev  completed  38 ms`."""
+    """One line for a person: `#3  ws    incr    gpt-5          14 ev  completed  38 ms`; on another route than
+    the create, its method and path: `#4  http  GET /responses/resp_1  answered 200  2 ms`."""
+    replayed = "  (replayed)" if exchange.replayed else ""
+    if exchange.route != CREATE:
+        query = "?" + exchange.query if exchange.query else ""
+        events = f"{_events(exchange)} ev  " if len(exchange.events) else ""
+        where = f"{exchange.method} {exchange.path}{query}"
+        ending = f"{outcome_text(exchange)}  {_ms(exchange, now)} ms{replayed}"
+        return f"#{exchange.id:<3} {exchange.transport:<4} {where}  {events}{ending}"
     kind = {"incremental": "incr"}.get(exchange_kind(exchange), exchange_kind(exchange))
     line = (
         f"#{exchange.id:<3} {exchange.transport:<4} {kind:<6}  {_model(exchange):<14} {_events(exchange):>3} ev  "
         f"{outcome_text(exchange)}  {_ms(exchange, now)} ms"
     )
-    return line + ("  (replayed)" if exchange.replayed else "")
+    return line + replayed
 
 
 def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, Any]:
@@ -71,6 +80,9 @@ def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, A
         "ms": _ms(exchange, now),
         "transport": exchange.transport,
         "connection_id": exchange.connection_id,
+        "method": exchange.method,
+        "path": exchange.path,
+        "route": exchange.route,
         "kind": exchange_kind(exchange),
         "model": wire.get("model") if isinstance(wire.get("model"), str) else None,
         "previous_response_id": previous if isinstance(previous, str) else None,

@@ -7,13 +7,13 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ..protocol import errors
+from ..protocol import errors, routes
 from ..protocol.encoding import decode_body
 from ..protocol.exceptions import BodyEncodingError, BodyTooLarge
 from ..protocol.headers import TURN_STATE_HEADER, is_header_value
@@ -21,8 +21,11 @@ from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.plan import NO_FAULT, ResponsePlan, StreamFault
+from ..protocol.routes import api_path, route_of
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import LINE_ENDINGS, CloseKind
+from ..script.select import RequestView
+from . import resources
 from .capture import Exchange
 from .respond import (
     RequestRefused,
@@ -31,10 +34,12 @@ from .respond import (
     invalid_request,
     scope_headers,
     state_of,
-    store_if_completed,
+    store_ended,
 )
 from .stream import ChannelGone, Gone, first_of, play, until_client_leaves
 from .uvicorn_adapter import connection_transport, corked, one_write
+
+ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 
 
 async def http_responses(request: Request) -> Response:
@@ -60,6 +65,8 @@ class _Answer(Response):
         exchange = self.state.capture.new_exchange(
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
+        exchange.method, exchange.path = scope["method"], api_path(scope["path"])
+        exchange.route = route_of(exchange.method, exchange.path).name
         gone = Gone()
         watcher = asyncio.create_task(_watch_disconnect(receive, gone)) if too_large is None else None
         try:
@@ -83,14 +90,21 @@ class _Answer(Response):
     ) -> None:
         responder = Responder(self.state)
         headers = exchange.request_headers
+        wire: dict[str, Any] = {}
+        logical: dict[str, Any] = {}
         try:
             if too_large is not None:
                 raise too_large
-            body = _json_body(raw, headers, exchange, self.state.limits.decoded_body)
-            wire = responder.parse(body, transport="http")
-            exchange.wire_request = wire
-            logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
-            plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
+            if exchange.route != routes.CREATE:
+                plan = await self._route_plan(responder, exchange, raw)
+            else:
+                body = _json_body(raw, headers, exchange, self.state.limits.decoded_body)
+                wire = responder.parse(body, transport="http")
+                exchange.wire_request = wire
+                logical = exchange.logical_request = responder.logical(wire, self.state.http_store)
+                plan = await responder.plan(exchange, headers, wire, logical, query=exchange.query, body=raw)
+                if wire.get("background") is True and not self.state.source.answers_every_route:
+                    plan = resources.begin_background(self.state, plan, exchange, wire, logical)
         except RequestRefused as rejected:
             content = encode_json(rejected.body)
             await _send_whole(scope, receive, send, exchange, rejected.status, content, rejected.headers)
@@ -104,9 +118,9 @@ class _Answer(Response):
                 scope, receive, send, exchange, body.status, body.content, answer_headers, body.content_type
             )
             exchange.outcome = outcome_of_body(body.status, body.content)
-            store_if_completed(self.state.http_store, exchange)
+            self._keep(exchange, wire)
             return
-        streamed = wire.get("stream") is True
+        streamed = wire.get("stream") is True or exchange.route != routes.CREATE
         media_type = "text/event-stream; charset=utf-8" if streamed else "application/json"
         response_headers = _played_headers(plan, logical, media_type)
         exchange.response_status = 200
@@ -125,7 +139,57 @@ class _Answer(Response):
                 exchange.response_status, exchange.response_body = status, content
                 await send({"type": "http.response.start", "status": status, "headers": _raw(response_headers)})
                 await send({"type": "http.response.body", "body": content})
-        store_if_completed(self.state.http_store, exchange)
+        self._keep(exchange, wire)
+
+    async def _route_plan(self, responder: Responder, exchange: Exchange, raw: bytes) -> ResponsePlan:
+        """The plan on any route but the create: the source's own (a relay, a cassette, a scripted answer), else
+        the store's."""
+        wire: dict[str, Any] = {}
+        relayed = self.state.source.answers_every_route  # a relay forwards any body, JSON or not
+        if raw and (relayed or (exchange.route != routes.OTHER and exchange.method == "POST")):
+            try:
+                body = _json_body(raw, exchange.request_headers, exchange, self.state.limits.decoded_body)
+            except RequestRefused:
+                if not relayed:
+                    raise
+                body = None
+            if isinstance(body, dict):
+                wire = exchange.wire_request = body
+            elif not relayed and exchange.route != routes.OTHER:
+                raise RequestRefused(400, errors.error_body("The request body must be a JSON object."))
+        view = RequestView(
+            "http",
+            exchange.request_headers,
+            wire,
+            wire,
+            None,
+            exchange.query,
+            raw,
+            ids=self.state.ids,
+            method=exchange.method,
+            path=exchange.path,
+            route=route_of(exchange.method, exchange.path),
+        )
+        chosen = await responder.select_route(exchange, view)
+        if chosen is not None:
+            return chosen
+        plan = resources.answer(self.state, view)
+        if plan.rejection is not None:
+            raise RequestRefused.of(plan.rejection)
+        return plan
+
+    def _keep(self, exchange: Exchange, wire: Mapping[str, Any]) -> None:
+        """A create's response kept, once ended (a background one keeps itself)."""
+        if exchange.route != routes.CREATE or (
+            wire.get("background") is True and not self.state.source.answers_every_route
+        ):
+            return
+        own = not self.state.source.answers_every_route
+        # `store: false` is not kept: a later `previous_response_id` to it is not found, as the service answers
+        kept = not (own and wire.get("store") is False)
+        store_ended(self.state.http_store, exchange, keep_object=own and kept, kept=kept)
+        if own and kept:
+            resources.add_to_conversation(self.state, exchange, wire)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -7,97 +7,38 @@ import asyncio
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.types import Scope
 
 from ..protocol import errors
-from ..protocol.events import done_items, response_id_of
-from ..protocol.exceptions import BadRequest, SettingError
+from ..protocol.exceptions import BadRequest
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, json_size
 from ..protocol.limits import Limits
-from ..protocol.outcome import Outcome, OutcomeKind, response_of_body
+from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.plan import Chaos, Rejection, ResponsePlan
-from ..protocol.request import Item, input_items
+from ..protocol.request import input_items
 from ..protocol.request_check import check_request
+from ..protocol.resources import conversation_id, not_found
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, ReplySource, RequestView
 from .admin_guard import AdminPolicy
 from .capture import Capture, Exchange, ExchangeCounts
+from .store import HTTP_STORE_SIZE, WS_STORE_SIZE, ResponseStore, Stored, store_ended
 from .stream import SERVER_ERROR_CODE
+
+__all__ = ["HTTP_STORE_SIZE", "WS_STORE_SIZE", "ResponseStore", "Stored", "store_ended"]
 
 log = logging.getLogger("rrkit.server")
 
 NO_MATCH_CODE = "rrkit_no_matching_reply"
 NORMAL_CLOSURE = 1000  # the WebSocket close code for "the purpose of the connection has been fulfilled"
 ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
-
-
-@dataclass
-class Stored:
-    """A completed response, kept so that a later request can name it as `previous_response_id`."""
-
-    logical_input: list[Item]
-    output: list[Item]
-
-
-HTTP_STORE_SIZE = 1000
-"""Completed HTTP responses kept for `previous_response_id` (the least recently used one goes first)."""
-WS_STORE_SIZE = 100
-"""Completed responses each WebSocket connection keeps for `previous_response_id`."""
-
-
-class ResponseStore(MutableMapping[str, Stored]):
-    """The responses a later request may continue, by id: bounded, least recently used evicted first. An evicted
-    id is answered `previous_response_not_found`, as the real service answers an id it no longer has."""
-
-    def __init__(self, size: int = HTTP_STORE_SIZE, max_bytes: int | None = None) -> None:
-        if size < 1:
-            raise SettingError(f"a response store keeps at least one response, got size {size}")
-        self.size = size
-        self.max_bytes = max_bytes  # None: bounded by `size` alone
-        self.kept_bytes = 0
-        self.evicted = 0
-        self._kept: OrderedDict[str, Stored] = OrderedDict()
-        self._sizes: dict[str, int] = {}
-
-    def __getitem__(self, response_id: str) -> Stored:
-        stored = self._kept[response_id]
-        self._kept.move_to_end(response_id)
-        return stored
-
-    def __setitem__(self, response_id: str, stored: Stored) -> None:
-        if response_id in self._kept:
-            del self[response_id]
-        self._kept[response_id] = stored
-        if self.max_bytes is not None:
-            self._sizes[response_id] = json_size(stored.logical_input) + json_size(stored.output)
-            self.kept_bytes += self._sizes[response_id]
-        while len(self._kept) > self.size or (
-            self.max_bytes is not None and self.kept_bytes > self.max_bytes and len(self._kept) > 1
-        ):
-            del self[next(iter(self._kept))]
-            self.evicted += 1
-
-    def __delitem__(self, response_id: str) -> None:
-        del self._kept[response_id]
-        self.kept_bytes -= self._sizes.pop(response_id, 0)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._kept)
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def clear(self) -> None:
-        self._kept.clear()
-        self._sizes.clear()
-        self.kept_bytes = 0
 
 
 UNMATCHED_KEPT = 100
@@ -229,17 +170,24 @@ class Responder:
     def parse(self, body: Any, *, transport: Transport) -> dict[str, Any]:
         """The wire request, its field types checked (strictly, unless the server is lenient: then coerced)."""
         try:
-            return check_request(body, frame=transport == "ws", lenient=self.state.lenient)
+            wire = check_request(body, frame=transport == "ws", lenient=self.state.lenient)
         except BadRequest as error:
             raise invalid_request(error) from None
+        if transport == "ws" and wire.get("background") is True and not self.state.source.answers_every_route:
+            message = "Background mode is not supported over WebSocket: create the response over HTTP."
+            raise RequestRefused(400, errors.error_body(message, param="background"))
+        return wire
 
-    def logical(self, wire: dict[str, Any], store: Mapping[str, Stored]) -> dict[str, Any]:
-        """The request as the model sees it: a delta rebuilt on the response it names. A relaying source answers
-        an id this server never saw itself (the upstream may know it): its logical request keeps the id."""
+    def logical(self, wire: dict[str, Any], store: ResponseStore) -> dict[str, Any]:
+        """The request as the model sees it: a delta rebuilt on the response it names, or the conversation's
+        items before its input. A relaying source answers an id this server never saw itself (the upstream may
+        know it): its logical request keeps the id."""
         previous = wire.get("previous_response_id")
+        if wire.get("conversation") is not None and not self.state.source.answers_every_route:
+            return self._in_conversation(wire, store)
         if not previous:
             return logical_from_wire(wire)
-        stored = store.get(previous)
+        stored = store.continuable(previous)
         if stored is None and self.state.source.relays_unknown_ids:
             return {**logical_from_wire(wire), "previous_response_id": previous}
         if stored is None:
@@ -249,6 +197,21 @@ class Responder:
                 errors.error_body(message, code=errors.PREVIOUS_RESPONSE_NOT_FOUND, param="previous_response_id"),
             )
         return rebuild_logical(wire, stored.logical_input, stored.output)
+
+    @staticmethod
+    def _in_conversation(wire: dict[str, Any], store: ResponseStore) -> dict[str, Any]:
+        if wire.get("previous_response_id"):
+            message = (
+                "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or "
+                "'conversation'."
+            )
+            raise RequestRefused(400, errors.error_body(message, param="conversation", code="mutually_exclusive"))
+        named = conversation_id(wire.get("conversation"))
+        conversation = store.conversation(named) if named else None
+        if conversation is None:
+            raise RequestRefused(404, not_found("Conversation", str(named), param="conversation"))
+        logical = logical_from_wire(wire)
+        return {**logical, "input": [*conversation.items, *input_items(logical)]}
 
     async def plan(
         self,
@@ -269,12 +232,7 @@ class Responder:
         except Exception as error:  # a broken reply source: answered 500, reported once, the server goes on
             raise server_error(error, f"the reply source {type(self.state.source).__name__} failed") from error
         if isinstance(chosen, NoMatch):
-            message = chosen.message()
-            log.warning("%s", message)
-            self.state.unmatched.add(
-                Unmatched(exchange.id, exchange.transport, exchange.connection_id, time.time(), chosen, dict(wire))
-            )
-            raise RequestRefused(400, errors.error_body(message, type="rrkit_no_match", code=NO_MATCH_CODE))
+            raise self._no_match(exchange, chosen, wire)
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
             raise RequestRefused.of(chosen.rejection)
@@ -282,6 +240,30 @@ class Responder:
         if chaos is not None and chosen.body is None and chosen.fault.chaos is None:
             return replace(chosen, fault=replace(chosen.fault, chaos=chaos))
         return chosen
+
+
+    async def select_route(self, exchange: Exchange, view: RequestView) -> ResponsePlan | None:
+        """The source's plan on a route other than the create (None: the server's store answers it)."""
+        try:
+            chosen = await self.state.source.select_route(view)
+        except Exception as error:  # a broken reply source: answered 500, reported once, the server goes on
+            raise server_error(error, f"the reply source {type(self.state.source).__name__} failed") from error
+        if isinstance(chosen, NoMatch):
+            raise self._no_match(exchange, chosen, view.wire)
+        if chosen is not None:
+            exchange.replayed = chosen.replayed
+            if chosen.rejection is not None:
+                raise RequestRefused.of(chosen.rejection)
+        return chosen
+
+    def _no_match(self, exchange: Exchange, chosen: NoMatch, wire: Mapping[str, Any]) -> RequestRefused:
+        """The refusal of a request nothing answers, its near-miss report kept."""
+        message = chosen.message()
+        log.warning("%s", message)
+        self.state.unmatched.add(
+            Unmatched(exchange.id, exchange.transport, exchange.connection_id, time.time(), chosen, dict(wire))
+        )
+        return RequestRefused(400, errors.error_body(message, type="rrkit_no_match", code=NO_MATCH_CODE))
 
 
 def server_error_message(error: BaseException, what: str = "the server failed") -> str:
@@ -293,25 +275,3 @@ def server_error(error: BaseException, what: str = "the server failed") -> Reque
     message = server_error_message(error, what)
     log.error("%s", message, exc_info=error)
     return RequestRefused(500, errors.error_body(message, type="server_error", code=SERVER_ERROR_CODE))
-
-
-def store_if_completed(store: MutableMapping[str, Stored], exchange: Exchange) -> None:
-    """A response can be named as `previous_response_id` once (and only if) it completed: streamed, or as
-    the response object of a whole body."""
-    response_id, output = _stated(exchange)
-    exchange.response_id = response_id
-    if exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED and response_id:
-        store[response_id] = Stored(input_items(exchange.logical_request or {}), output)
-
-
-def _stated(exchange: Exchange) -> tuple[str | None, list[Item]]:
-    """The response id and the output items an answer states: the response object of a whole body, or the stream's
-    lifecycle events and done items."""
-    sent = exchange.events
-    body = response_of_body(exchange.response_body) if exchange.response_body is not None and not sent else None
-    if body is not None:
-        output = [item for item in body.get("output") or [] if isinstance(item, dict)]
-        return str(body.get("id") or "") or exchange.response_id, output
-    stated = (one.event for one in sent)  # parsed only up to the first event that states it
-    done = done_items([one.event for one in sent.done_items()])
-    return exchange.response_id or response_id_of(stated), done

@@ -304,7 +304,9 @@ class FakeServer(LoopbackServer):
         self.state.stopping = self.stopping
 
     async def _release(self) -> None:
-        """A source that holds connections (an upstream's, also behind a cassette) closes them."""
+        """A source that holds connections (an upstream's, also behind a cassette) closes them; background
+        responses still being made stop."""
+        await self.state.http_store.aclose()
         await self.state.source.aclose()
 
     # -- what tests read ----------------------------------------------------------------------

@@ -33,7 +33,7 @@ from .respond import (
     invalid_request,
     scope_headers,
     state_of,
-    store_if_completed,
+    store_ended,
 )
 from .stream import INTERNAL_ERROR, ChannelGone, Gone, first_of, play, server_error_outcome, until_client_leaves
 from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
@@ -188,7 +188,7 @@ class _AcceptedSocket:
             return
         exchange.response_id = plan.response_id
         exchange.outcome = await play(plan, exchange, self)
-        store_if_completed(self.store, exchange)
+        store_ended(self.store, exchange)
 
     async def _steer(self, exchange: Exchange, frame: dict[str, Any]) -> None:
         """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response."""
