@@ -1,6 +1,8 @@
-"""`rrkit conform --server URL` against servers broken on purpose (tests/conform/broken_servers.py): the correct
-server has no finding at all; each fault gets exactly the `must` finding it deserves, at every place the probes
-meet it, and nothing else as `must`; the command exits 1 naming it, in its output and in its JUnit report."""
+"""`rrkit conform --server URL` against servers broken on purpose (tests/conform/broken_servers.py), on the probes
+of the create (the small server offers no other route; tests/conform/test_conform_server_routes.py judges those on
+rrkit's own server): the correct server has no finding at all; each fault gets exactly the `must` finding it
+deserves, at every place the probes meet it, and nothing else as `must`; the command exits 1 naming it, in its
+output and in its JUnit report."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ from ..errortrap import Serve
 from .broken_servers import Faults, ResponsesServer
 
 TIMEOUT = 30.0
+CREATE_PROBES = tuple(probe.name for probe in probe_catalogue() if not probe.goes_to_routes)
+"""The probes of `POST /v1/responses` and its WebSocket: what the small server offers."""
+ONLY = [option for name in CREATE_PROBES for option in ("--only", name)]
 
 Start = Callable[..., ResponsesServer]
 
@@ -38,7 +43,7 @@ def start(serve: Serve) -> Iterator[Start]:
 
 
 def judge(server: ResponsesServer, transports: tuple[Transport, ...] = TRANSPORTS) -> ServerReport:
-    return run_server(Target(server.url, timeout=TIMEOUT), transports=transports)
+    return run_server(Target(server.url, timeout=TIMEOUT), transports=transports, only=CREATE_PROBES)
 
 
 def musts(report: ServerReport) -> list[Finding]:
@@ -50,6 +55,7 @@ def steps_where(held: Callable[[Step, Transport], bool], transports: tuple[Trans
     return {
         f"{probe.name} [{transport}] step {index + 1}"
         for probe in probe_catalogue()
+        if probe.name in CREATE_PROBES
         for transport in probe.transports
         if transport in transports
         for index, step in enumerate(probe.steps)
@@ -148,7 +154,8 @@ def test_the_faults_are_one_flag_each_and_every_one_is_tested() -> None:
 def test_the_correct_server_passes_every_probe_over_both_transports_with_no_finding(start: Start, chunks: int) -> None:
     report = judge(start(chunks=chunks))
     ran = {(result.probe, result.transport) for result in report.results}
-    assert ran == {(probe.name, transport) for probe in probe_catalogue() for transport in probe.transports}
+    expected = {(probe.name, transport) for probe in probe_catalogue() for transport in probe.transports}
+    assert ran == {(probe, transport) for probe, transport in expected if probe in CREATE_PROBES}
     assert report.ok and report.findings == [], [str(finding) for finding in report.findings]
 
 
@@ -235,7 +242,7 @@ def test_the_command_exits_1_naming_the_broken_duty_in_its_output_and_its_junit_
 ) -> None:
     broken = BROKEN[name]
     server, junit = start(broken.faults), tmp_path / "server.xml"
-    args = ["conform", "--server", server.url, "--timeout", str(TIMEOUT), "--junit", str(junit)]
+    args = ["conform", "--server", server.url, "--timeout", str(TIMEOUT), "--junit", str(junit), *ONLY]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())  # the table and the findings are wrapped to the terminal's width
@@ -250,7 +257,7 @@ def test_the_command_exits_1_naming_the_broken_duty_in_its_output_and_its_junit_
 
 def test_the_command_s_json_report_names_the_finding_by_check_event_and_field(start: Start) -> None:
     server = start(Faults(error_frame_without_status=True))
-    result = CliRunner().invoke(main, ["conform", "--server", server.url, "--timeout", str(TIMEOUT), "--json"])
+    result = CliRunner().invoke(main, ["conform", "--server", server.url, "--timeout", str(TIMEOUT), "--json", *ONLY])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     assert report["ok"] is False and report["must"] == len(BROKEN["error_frame_without_status"].must.places)

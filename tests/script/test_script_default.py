@@ -21,6 +21,7 @@ REQUESTS: list[dict[str, Any]] = [
     {"model": "m", "input": [USER], "generate": False},
     {"model": "m", "input": [USER], "previous_response_id": "resp_1"},
     {"model": "m"},
+    {"model": "m", "input": [USER, {"type": "compaction_trigger"}]},  # Codex's remote compaction (v2)
 ]
 
 

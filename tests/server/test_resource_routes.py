@@ -24,9 +24,7 @@ ENDED = ("completed", "failed", "incomplete", "cancelled")
 
 
 def strict(server: FakeServer) -> openai.OpenAI:
-    return openai.OpenAI(
-        base_url=server.http_url, api_key="sk-test", max_retries=0, _strict_response_validation=True
-    )
+    return openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0, _strict_response_validation=True)
 
 
 def poll(client: openai.OpenAI, response_id: str, limit: int = 400) -> list[str]:
@@ -263,7 +261,9 @@ def test_a_path_outside_the_table_is_an_openai_shaped_404(server: FakeServer) ->
         ("/conversations", {"metadata": [1]}, "metadata"),
     ],
 )
-def test_a_bad_body_on_any_route_is_a_400_naming_the_field(server: FakeServer, path: str, body: Any, param: str) -> None:
+def test_a_bad_body_on_any_route_is_a_400_naming_the_field(
+    server: FakeServer, path: str, body: Any, param: str
+) -> None:
     answer = httpx.post(server.http_url + path, json=body)
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"]["param"] == param

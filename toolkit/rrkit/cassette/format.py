@@ -24,6 +24,7 @@ from ..protocol.events import SSE_COMMENT
 from ..protocol.jsontext import MAX_DEPTH, parse_json
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.routes import CREATE
 from ..protocol.vocabulary import ClosedBy, Transport
 from .presets import PRESETS
 
@@ -235,15 +236,23 @@ class RecordedConnection(_Model):
     close_code: int | None = None
 
 
+ROUTE_DEFAULTS: dict[str, str] = {"method": "POST", "path": "/responses", "route": CREATE}
+"""Where an exchange went unless its file says otherwise: every exchange of a cassette written before rrkit knew
+other routes (and every WebSocket request: a `response.create` frame) is a create. A file leaves them out."""
+
+
 class RecordedExchange(_Model):
     id: int
     transport: Transport
     connection: int | None = None
     started_at: float = Field(0.0, description="seconds since the cassette's first exchange")
+    method: str = Field(ROUTE_DEFAULTS["method"], description="the HTTP method")
+    path: str = Field(ROUTE_DEFAULTS["path"], description="the path under the API base: /responses/resp_1/cancel")
+    route: str = Field(ROUTE_DEFAULTS["route"], description="the route's name (rrkit.protocol.routes), or `other`")
     query: str | None = Field(None, description="the HTTP request's query string, secrets redacted")
     request_headers: dict[str, str] = {}
-    wire_request: dict[str, Any] | None = None
-    raw_body: str | None = None
+    wire_request: dict[str, Any] | None = Field(None, description="the request body, when it is a JSON object")
+    raw_body: str | None = Field(None, description="the request body as text, when it is another one (none: empty)")
     logical_request: dict[str, Any] | None = None
     response_status: int | None = None
     response_headers: dict[str, str] = {}
@@ -288,8 +297,18 @@ class RecordedExchange(_Model):
         return [recorded.type for recorded in self.events]
 
     @property
+    def is_create(self) -> bool:
+        """Whether the exchange is a `POST /responses` (or a WebSocket request): every other route is not."""
+        return self.route == CREATE
+
+    @property
+    def request_line(self) -> str:
+        """`GET /responses/resp_1?stream=true` (the query string as recorded, secrets redacted)."""
+        return f"{self.method} {self.path}" + (f"?{self.query}" if self.query else "")
+
+    @property
     def incremental(self) -> bool:
-        return bool(self.wire_request and self.wire_request.get("previous_response_id"))
+        return self.is_create and bool(self.wire_request and self.wire_request.get("previous_response_id"))
 
     @property
     def answers_frame(self) -> bool:

@@ -38,6 +38,10 @@ class FallbackSource(ReplySource):
         answer = await self.first.select(request)
         return await self.then.select(request) if isinstance(answer, NoMatch) else answer
 
+    async def select_route(self, request: RequestView) -> ResponsePlan | NoMatch | None:
+        answer = await self.first.select_route(request)
+        return await self.then.select_route(request) if isinstance(answer, NoMatch) else answer
+
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
     ) -> Handshake | None:
@@ -66,6 +70,7 @@ class FallbackSource(ReplySource):
     def __post_init__(self) -> None:  # what `then` (the upstream) relays, this relays
         self.relays_unknown_ids = self.then.relays_unknown_ids
         self.relays_frames = self.then.relays_frames
+        self.answers_every_route = self.then.answers_every_route
 
     def relay_frame(self, connection_id: int | None, text: str) -> AsyncGenerator[str, None]:
         return self.then.relay_frame(connection_id, text)

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from ..protocol.events import response_id_of
 from ..protocol.outcome import OutcomeKind
+from ..protocol.routes import CREATE
 from ..server.capture import Connection, Exchange
 from .format import (
     Cassette,
@@ -61,6 +63,14 @@ def _event(exchange_id: int, index: int, at: float, event: dict[str, Any]) -> Re
         return RecordedEvent.of(at, encodable(event, exchange_id, f"events[{index}]"))
 
 
+def _response_id(exchange: Exchange) -> str | None:
+    """The response an exchange answered with: the one it noted, or the one a stream on another route than the
+    create names (a resumed stream: the server notes none)."""
+    if exchange.response_id or exchange.route == CREATE or not exchange.events:
+        return exchange.response_id
+    return response_id_of(sent.event for sent in exchange.events)
+
+
 def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
     body = exchange.response_body
     content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
@@ -70,6 +80,9 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         transport="ws" if exchange.transport == "ws" else "http",
         connection=exchange.connection_id,
         started_at=round(max(0.0, exchange.started_at - origin), 6),
+        method=exchange.method,
+        path=encodable(exchange.path, number, "path"),
+        route=exchange.route,
         query=encodable(exchange.query, number, "query") or None,
         request_headers=encodable(dict(exchange.request_headers), number, "request_headers")
         if exchange.transport == "http"
@@ -79,7 +92,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         logical_request=encodable(exchange.logical_request, number, "logical_request"),
         response_status=exchange.response_status,
         response_headers=encodable(dict(exchange.response_headers), number, "response_headers"),
-        response_id=encodable(exchange.response_id, number, "response_id"),
+        response_id=encodable(_response_id(exchange), number, "response_id") or None,
         response_body=RecordedBody.of(body, content_type) if body is not None else None,
         events=[_event(number, index, round(sent.at, 6), sent.event) for index, sent in enumerate(exchange.events)],
         outcome=exchange.outcome,

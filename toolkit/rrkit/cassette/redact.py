@@ -175,6 +175,8 @@ def _rewrite(
         exchange.request_headers = headers(exchange.request_headers)
         exchange.response_headers = headers(exchange.response_headers)
         exchange.query = _text_of(exchange.query, query, text)
+        if text is not None:  # a path names ids, not secrets, but a known secret is scrubbed wherever it is
+            exchange.path = text(exchange.path)
         exchange.wire_request = body(exchange.wire_request)
         exchange.logical_request = body(exchange.logical_request)
         if text is not None and exchange.raw_body is not None:

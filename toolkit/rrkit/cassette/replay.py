@@ -1,12 +1,15 @@
-"""Replaying a cassette: the fake server answers each request with the recorded events of the matching exchange."""
+"""Replaying a cassette: the fake server answers each request with the recorded events of the matching exchange, on
+every route (a create by its request's view, any other route by its method, path, query and body)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
+import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,9 +24,10 @@ from ..protocol.vocabulary import CloseKind
 from ..script.models import Handshake
 from ..script.select import NoMatch, ReplySource, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
-from .match import MatchConfig, canonical, compare, digest, shown
+from .match import MatchConfig, MatchResult, canonical, compare, digest, shown
 from .playback import render_recording
 from .presets import presets_named
+from .routematch import RouteRequest, incoming_request, recorded_request
 
 
 @dataclass
@@ -33,8 +37,13 @@ class CassetteSource(ReplySource):
     (the state the recording ended in) answers again.
 
     Candidates are looked up by the digest of their request's view under `match`, indexed once; the
-    closest-match report of a request that matches nothing is built off the event loop.
+    closest-match report of a request that matches nothing is built off the event loop. A request on any other
+    route (`select_route`) is matched by its method, path, query and body (`routematch`), the response ids this
+    replay issued read as the recorded ones: repeated identical requests (the polls of a background response)
+    get their recorded answers in recorded order.
     """
+
+    answers_every_route = True  # every route's answer is the recorded one: the server keeps no state of its own
 
     cassette: Cassette
     match: MatchConfig = field(default_factory=MatchConfig)
@@ -54,7 +63,9 @@ class CassetteSource(ReplySource):
         self._renames: dict[tuple[int | None, str], str] = {}
         self._answered: dict[int, int] = {}  # live connection -> the recorded connection its handshake replayed
         self._recorded_ids: dict[tuple[int | None, str], str] = {}  # (connection, id sent) -> recorded id
-        self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None]
+        self._recorded_of: dict[str, str] = {}  # id sent -> recorded id, whichever connection issued it
+        self._sent_of: dict[str, str] = {}  # recorded id -> the id sent for it last
+        self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None and e.is_create]
         self._steers = [e for e in self.cassette.exchanges if e.transport == "ws" and is_steer(e.raw_body)]
         self._steers_played = 0  # recorded steer answers play in cassette order, whichever response they name
         self._connections = {c.id: c for c in self.cassette.connections}
@@ -65,6 +76,13 @@ class CassetteSource(ReplySource):
         self._used: set[int] = set()  # positions in `_exchanges`
         self._features: list[tuple[frozenset[int], int]] | None = None
         self._features_lock = threading.Lock()
+        self._routes = [e for e in self.cassette.exchanges if not e.is_create]
+        self._route_requests = [recorded_request(exchange, self.match) for exchange in self._routes]
+        self._route_index: dict[bytes, list[int]] = {}
+        for position, request in enumerate(self._route_requests):
+            self._route_index.setdefault(request.key(), []).append(position)
+        self._route_played: dict[bytes, int] = {}
+        self._route_used: set[int] = set()  # positions in `_routes`
 
     @property
     def matching(self) -> str:
@@ -84,6 +102,10 @@ class CassetteSource(ReplySource):
             self._renames.clear()
             self._answered.clear()
             self._recorded_ids.clear()
+            self._recorded_of.clear()
+            self._sent_of.clear()
+            self._route_played.clear()
+            self._route_used.clear()
             self._steers_played = 0
 
     def _request_of(self, exchange: RecordedExchange) -> Mapping[str, object] | None:
@@ -93,22 +115,49 @@ class CassetteSource(ReplySource):
         incoming = request.logical if self.match.on == "logical" else request.wire
         key = digest(self.match.view(incoming))
         with self._lock:
-            position = self._take(key)
+            position = self._take(key, self._index, self._played, self._used)
         if position is None:
             return await asyncio.to_thread(self._no_match, request, key)
         return self._plan(self._exchanges[position], request)
 
-    def _take(self, key: bytes) -> int | None:
-        """(Under the lock.) The exchange that answers a request with this key, marked as played."""
-        bucket = self._index.get(key)
+    def _take(self, key: bytes, index: dict[bytes, list[int]], played: dict[bytes, int], used: set[int]) -> int | None:
+        """(Under the lock.) The exchange that answers a request with this key (its first not played yet, in
+        recorded order), marked as played."""
+        bucket = index.get(key)
         if not bucket:
             return None
-        played = self._played.get(key, 0)
-        if played < len(bucket):
-            self._played[key] = played + 1
-            self._used.add(bucket[played])
-            return bucket[played]
+        count = played.get(key, 0)
+        if count < len(bucket):
+            played[key] = count + 1
+            used.add(bucket[count])
+            return bucket[count]
         return bucket[-1] if self.match.allow_repeats else None
+
+    async def select_route(self, request: RequestView) -> ResponsePlan | NoMatch:
+        incoming = incoming_request(request, self.match, self.cassette.redaction, self._recorded_id_of)
+        key = incoming.key()
+        with self._lock:
+            position = self._take(key, self._route_index, self._route_played, self._route_used)
+        if position is None:
+            return await asyncio.to_thread(self._route_no_match, request, incoming, key)
+        exchange = self._routes[position]
+        plan = render_recording(exchange, transport="http", time_scale=self.time_scale, rename=self._sent_id_of)
+        if plan.body is not None and self._sent_of:  # the ids this replay renamed, wherever the body names them
+            content = _ID_WORD.sub(self._renamed_word, plan.body.content)
+            plan = replace(plan, body=replace(plan.body, content=content))
+        return plan
+
+    def _recorded_id_of(self, sent: str) -> str:
+        """The recorded id behind an id this replay sent (any other value as it is)."""
+        return self._recorded_of.get(sent, sent)
+
+    def _sent_id_of(self, recorded: str) -> str:
+        """The id this replay sent for a recorded one (a recorded id it never renamed, as it is)."""
+        return self._sent_of.get(recorded, recorded)
+
+    def _renamed_word(self, match: re.Match[bytes]) -> bytes:
+        sent = self._sent_of.get(match.group(0).decode("ascii"))
+        return match.group(0) if sent is None else sent.encode()
 
     def _plan(self, exchange: RecordedExchange, request: RequestView) -> ResponsePlan:
         connection = self._connections.get(exchange.connection) if exchange.connection is not None else None
@@ -120,8 +169,9 @@ class CassetteSource(ReplySource):
         def rename(recorded_id: str) -> str:
             key = (connection_id, recorded_id)
             if key not in self._renames:
-                self._renames[key] = self.ids.new("response")
-                self._recorded_ids[(connection_id, self._renames[key])] = recorded_id
+                sent = self._renames[key] = self.ids.new("response")
+                self._recorded_ids[(connection_id, sent)] = recorded_id
+                self._recorded_of[sent], self._sent_of[recorded_id] = recorded_id, sent
             return self._renames[key]
 
         scale = self.time_scale
@@ -165,25 +215,45 @@ class CassetteSource(ReplySource):
             score = 3 * len(wanted & fields) - len(wanted) - len(fields)  # passed - failed
             return position in same, available(position), score, -abs(length - size), -position
 
-        lines = []
-        for place, position in enumerate(heapq.nlargest(3, range(len(self._exchanges)), key=rank)):
-            exchange = self._exchanges[position]
-            result = compare(self._request_of(exchange), incoming, self.match, explain=place == 0)
-            if place == 0:
-                state = "" if available(position) else " (already replayed)"
-                lines.append(
-                    f"recorded exchange {exchange.id}{state}: matchers passed: {', '.join(result.passed) or 'none'}; "
-                    f"failed: {', '.join(result.failed) or 'none'}"
-                )
-                for name in result.failed:
-                    lines += [f"  {line}" for line in result.diffs.get(name, [])[:8]]
-            else:
-                lines.append(f"recorded exchange {exchange.id}: failed: {', '.join(result.failed) or 'none (used up)'}")
-        record = "run with record mode `new_episodes` (or `all`) and an upstream"
-        hint = f"To record it, {record}."
-        if same:
-            hint = f"Every recorded exchange that matches it was replayed already: allow repeats, or {record}."
-        return NoMatch(request.describe(), lines, what="recorded exchange", hint=hint)
+        closest = [
+            (
+                f"recorded exchange {self._exchanges[position].id}",
+                available(position),
+                functools.partial(compare, self._request_of(self._exchanges[position]), incoming, self.match),
+            )
+            for position in heapq.nlargest(3, range(len(self._exchanges)), key=rank)
+        ]
+        return _near_miss(request, closest, bool(same))
+
+    def _route_no_match(self, request: RequestView, incoming: RouteRequest, key: bytes) -> NoMatch:
+        """(In a worker thread.) The report on a request on a route nothing answers: the closest recorded exchanges
+        on any route but the create (those that match but were played, then those of the same route, then by how
+        many of method, path, query and body match)."""
+        with self._lock:
+            played = frozenset(self._route_used)
+        same = frozenset(self._route_index.get(key, ()))
+        results = [recorded.compare(incoming, explain=False) for recorded in self._route_requests]
+
+        def available(position: int) -> bool:
+            return self.match.allow_repeats or position not in played
+
+        def rank(position: int) -> tuple[bool, bool, bool, int, int]:
+            route = self._route_requests[position].route == incoming.route
+            return position in same, available(position), route, len(results[position].passed), -position
+
+        def compared(position: int, explain: bool) -> MatchResult:
+            return self._route_requests[position].compare(incoming) if explain else results[position]
+
+        closest = [
+            (
+                f"recorded exchange {self._routes[position].id} ({self._routes[position].request_line}, "
+                f"{self._routes[position].route})",
+                available(position),
+                functools.partial(compared, position),
+            )
+            for position in heapq.nlargest(3, range(len(self._routes)), key=rank)
+        ]
+        return _near_miss(request, closest, bool(same))
 
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""
@@ -229,11 +299,18 @@ class CassetteSource(ReplySource):
         last input item)."""
         with self._lock:
             positions = [p for p in range(len(self._exchanges)) if p not in self._used]
+            routes = [e for p, e in enumerate(self._routes) if p not in self._route_used]
             steers = self._steers[self._steers_played :]
-        return [describe_exchange(self._exchanges[p]) for p in positions] + [describe_exchange(e) for e in steers]
+        left = {id(self._exchanges[p]) for p in positions} | {id(e) for e in routes}
+        unplayed = [e for e in self.cassette.exchanges if id(e) in left]  # in cassette order
+        return [describe_exchange(e) for e in unplayed] + [describe_exchange(e) for e in steers]
 
     def unused(self) -> list[str]:
         return self.unplayed()
+
+
+_ID_WORD = re.compile(rb"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{3,200}(?![A-Za-z0-9_-])")
+"""A word that may be an id (of a response this replay renamed): a JSON string, or in one (`'resp_1' not found`)."""
 
 
 def _features(view: Mapping[str, Any]) -> tuple[frozenset[int], int]:
@@ -243,7 +320,10 @@ def _features(view: Mapping[str, Any]) -> tuple[frozenset[int], int]:
 
 
 def describe_exchange(exchange: RecordedExchange) -> str:
-    """`exchange 3 (ws, connection 1, model 'gpt-5', last input: function_call_output "Chunk ID: ...")`."""
+    """`exchange 3 (ws, connection 1, model 'gpt-5', last input: function_call_output "Chunk ID: ...")`; on any
+    other route `exchange 4 (http, GET /responses/resp_1, responses.retrieve)`."""
+    if not exchange.is_create:
+        return f"exchange {exchange.id} ({exchange.transport}, {exchange.request_line}, {exchange.route})"
     request = exchange.logical_request or exchange.wire_request or {}
     items = input_items(dict(request))
     where = (
@@ -261,3 +341,29 @@ def describe_exchange(exchange: RecordedExchange) -> str:
     else:
         summary = "no input"
     return f"exchange {exchange.id} ({where}, model {request.get('model')!r}, {summary})"
+
+
+def _near_miss(
+    request: RequestView, closest: Sequence[tuple[str, bool, Callable[..., MatchResult]]], repeated: bool
+) -> NoMatch:
+    """The report on a request nothing recorded answers: the closest recorded exchanges, best first, each as (where,
+    still available, its comparison with `explain`), the first with what each failed matcher saw; `repeated`:
+    one that matches was replayed already."""
+    lines = []
+    for place, (where, available, compared) in enumerate(closest):
+        result = compared(explain=place == 0)
+        if place == 0:
+            state = "" if available else " (already replayed)"
+            lines.append(
+                f"{where}{state}: matchers passed: {', '.join(result.passed) or 'none'}; "
+                f"failed: {', '.join(result.failed) or 'none'}"
+            )
+            for name in result.failed:
+                lines += [f"  {line}" for line in result.diffs.get(name, [])[:8]]
+        else:
+            lines.append(f"{where}: failed: {', '.join(result.failed) or 'none (used up)'}")
+    record = "run with record mode `new_episodes` (or `all`) and an upstream"
+    hint = f"To record it, {record}."
+    if repeated:
+        hint = f"Every recorded exchange that matches it was replayed already: allow repeats, or {record}."
+    return NoMatch(request.describe(), lines, what="recorded exchange", hint=hint)

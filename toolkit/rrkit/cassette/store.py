@@ -25,6 +25,7 @@ from ..script.loader import file_limit, json_place, read_utf8
 from .format import (
     COMMENT_MARK,
     FORMAT_VERSION,
+    ROUTE_DEFAULTS,
     Cassette,
     RecordedEvents,
     RecordedExchange,
@@ -255,8 +256,10 @@ def _dumps(value: Any, indent: int) -> str:
 
 
 def _exchange_text(exchange: RecordedExchange) -> str:
-    """An exchange as indented JSON, with one event per line: readable and diff-friendly at any size."""
-    head = exchange.model_dump(mode="json", exclude={"events"})
+    """An exchange as indented JSON, with one event per line: readable and diff-friendly at any size. A create
+    leaves its method, path and route out (as every cassette written before other routes were recorded did)."""
+    create = all(getattr(exchange, name) == value for name, value in ROUTE_DEFAULTS.items())
+    head = exchange.model_dump(mode="json", exclude={"events", *(ROUTE_DEFAULTS if create else ())})
     body = "    " + _dumps(head, 4)[:-1].rstrip() + ',\n      "events": ['
     if not exchange.events:
         return body + "]\n    }"

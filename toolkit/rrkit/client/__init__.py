@@ -4,6 +4,7 @@ from ..protocol.exceptions import TooManySamples
 from .client import ModelClient
 from .conversation import Conversation, ToolHandler, TurnResult, tool_output
 from .errors import (
+    CompactionFailed,
     ConnectFailed,
     ConnectionLimitReached,
     ContextWindowExceeded,
@@ -47,6 +48,7 @@ from .turn import SampleResult, Turn
 
 __all__ = [
     "ClientOptions",
+    "CompactionFailed",
     "Completed",
     "ConnectFailed",
     "ConnectionLimitReached",

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import httpx
 from websockets.protocol import State
@@ -34,6 +35,11 @@ class Connections:
 
     async def post(self, body: Mapping[str, Any], headers: Mapping[str, str]) -> SSEStream:
         return await open_sse(self.http, self.responses_url, body, headers)
+
+    async def resume(self, response_id: str, starting_after: int, headers: Mapping[str, str]) -> SSEStream:
+        """A background response's stream again, from the event after `starting_after`."""
+        query = urlencode({"stream": "true", "starting_after": starting_after})
+        return await open_sse(self.http, f"{self.responses_url}/{quote(response_id, safe='')}?{query}", None, headers)
 
     @property
     def serial(self) -> int:

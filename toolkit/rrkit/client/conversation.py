@@ -1,4 +1,5 @@
-"""A conversation's history and the `run_turn` driver: sample, run tool calls, sample again until answered."""
+"""A conversation's history and the `run_turn` driver: sample, run tool calls, sample again until answered; a
+remote compaction of the history."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.exceptions import TooManySamples
-from ..protocol.request import TOOL_OUTPUT_TYPES, Item
+from ..protocol.outcome import OutcomeKind
+from ..protocol.request import TOOL_OUTPUT_TYPES, Item, compacted_history, compaction_trigger
 from .client import ModelClient
+from .errors import CompactionFailed
 from .prompt import Prompt, user_message
 from .turn import DeltaCallback, SampleResult
 
@@ -65,6 +68,24 @@ class Conversation:
     async def warmup(self, *, timeout: float | None = None) -> str | None:
         """Best effort warmup with the base context (the history so far, possibly empty)."""
         return await self.client.warmup(self.prompt(), timeout=timeout)
+
+    async def compact(self, *, on_delta: DeltaCallback | None = None) -> Item:
+        """A remote compaction as the Codex CLI makes one (0.169.0 and 0.171.0, with a provider whose
+        `capabilities.remote_compaction = "v2"`; docs/protocol.md, "Every route"): the history with a
+        `compaction_trigger` item after it, sent as a create; the answer must be exactly one `compaction` item
+        (else CompactionFailed, the history unchanged); the history becomes its developer and user messages,
+        then that item. Returns the item."""
+        prompt = self.base.with_history([*self.history, compaction_trigger()])
+        async with self.client.turn() as turn:
+            sample = await turn.sample(prompt, history=[], on_delta=on_delta)
+        kinds = [str(item.get("type")) for item in sample.items]
+        if kinds != ["compaction"]:
+            raise CompactionFailed(
+                f"a compaction answers with exactly one compaction item, got {kinds or 'no item'}",
+                outcome=OutcomeKind.COMPLETED,
+            )
+        self.history = compacted_history(self.history, sample.items[0])
+        return sample.items[0]
 
     async def run_turn(
         self,

@@ -99,6 +99,10 @@ class ResponseIncomplete(NonRetryableError):
     """`response.incomplete`: the response stopped early (`incomplete_details.reason`); the turn fails."""
 
 
+class CompactionFailed(NonRetryableError):
+    """A remote compaction answered with something else than exactly one `compaction` item."""
+
+
 class UpgradeRequired(ModelClientError):
     """The WebSocket upgrade was answered 426: fall back to HTTP at once, for the whole session."""
 

@@ -1,4 +1,5 @@
-"""HTTP + SSE transport over httpx: POST the full request, decode the stream with the protocol's SSE decoder."""
+"""HTTP + SSE transport over httpx: POST the full request (or GET a background response's stream again, from a
+sequence number), decode the stream with the protocol's SSE decoder."""
 
 from __future__ import annotations
 
@@ -47,15 +48,17 @@ class SSEStream(EventStream):
         await self.response.aclose()
 
 
-async def open_sse(http: httpx.AsyncClient, url: str, body: Mapping[str, Any], headers: Mapping[str, str]) -> SSEStream:
-    """POST the request; an error status raises its typed error, a 200 returns the open stream."""
-    content = json.dumps(body, ensure_ascii=False).encode()
-    request = http.build_request(
-        "POST",
-        url,
-        content=content,
-        headers={**headers, "content-type": "application/json", "accept": "text/event-stream"},
-    )
+async def open_sse(
+    http: httpx.AsyncClient, url: str, body: Mapping[str, Any] | None, headers: Mapping[str, str]
+) -> SSEStream:
+    """POST the request (GET `url` when there is no body: a resumed stream); an error status raises its typed
+    error, a 200 returns the open stream."""
+    sent = {**headers, "accept": "text/event-stream"}
+    if body is None:
+        request = http.build_request("GET", url, headers=sent)
+    else:
+        content = json.dumps(body, ensure_ascii=False).encode()
+        request = http.build_request("POST", url, content=content, headers={**sent, "content-type": "application/json"})
     try:
         response = await http.send(request, stream=True)
     except httpx.TransportError as error:

@@ -51,6 +51,8 @@ class TraceEntry:
     error: str | None = None
     error_type: str | None = None
     response_id: str | None = None
+    resumed_after: list[int] = field(default_factory=list)
+    """A background response's stream resumed after these sequence numbers (one per break), without a new POST."""
     retry_delay: float | None = None
     """Seconds waited after this attempt before the next one (None: no retry followed)."""
     retry_level: str | None = None

@@ -24,7 +24,16 @@ from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
 from ..protocol.vocabulary import Transport
 from .connections import Connections
-from .errors import ConnectFailed, HandshakeRefused, ModelClientError, UpgradeRequired, dropped, idle_timeout
+from .errors import (
+    ConnectFailed,
+    HandshakeRefused,
+    IdleTimeout,
+    ModelClientError,
+    StreamDropped,
+    UpgradeRequired,
+    dropped,
+    idle_timeout,
+)
 from .events import Completed, Created, Delta, Metadata, OutputItemDone, ResponseEvent, map_event
 from .prompt import Prompt, RequestDefaults
 from .retry import ClientOptions, RetryBudget, Step
@@ -227,17 +236,37 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
     ) -> SampleResult:
         """Send, then read the response's stream: an HTTP one is closed after, a socket outlives it."""
         if entry.transport == "http":
-            stream = await self._post(entry)
-            try:
-                return await self._consume(stream, entry, history, on_delta)
-            finally:
-                await stream.aclose()
+            return await self._over_http(entry, history, on_delta)
         socket = await self._borrow_socket(entry)  # bounded by the WebSocket connect timeout, not `answer_timeout`
         async with asyncio.timeout(answer_timeout):
             await self._send(socket, entry)
             result = await self._consume(socket, entry, history, on_delta)
             socket.remember_completed(result.response_id, result.items)
             return result
+
+    async def _over_http(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
+        """POST, then read the stream; a background response's stream that breaks is resumed from the last
+        sequence number received (`GET /responses/{id}?stream=true&starting_after=N`: never posted again, each
+        event received once), within the retry policy; a resume that fails gives up with the break."""
+        stream = await self._post(entry)
+        budget = RetryBudget(self._options.retry, self._options.rng)
+        while True:
+            try:
+                return await self._consume(stream, entry, history, on_delta)
+            except (StreamDropped, IdleTimeout) as error:
+                after = _resume_point(entry)
+                step = budget.after(error, "http", can_fall_back=False)
+                if after is None or entry.response_id is None or step.step is Step.FAIL:
+                    raise
+                await self._options.sleep(step.delay)
+                entry.resumed_after.append(after)
+                try:
+                    resumed = await self._connections.resume(entry.response_id, after, self.request_headers())
+                except ModelClientError:
+                    raise error from None
+            finally:
+                await stream.aclose()
+            stream = resumed
 
     async def _post(self, entry: TraceEntry) -> SSEStream:
         headers = self.request_headers()
@@ -337,3 +366,15 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         socket, self._socket = self._socket, None
         if socket is not None:
             await self._connections.discard(socket)
+
+
+def _resume_point(entry: TraceEntry) -> int | None:
+    """The sequence number to resume a background response's broken stream after: the last one received; None
+    when the request was not a streamed background one, or no numbered event came."""
+    if entry.logical.get("background") is not True or entry.logical.get("stream") is not True:
+        return None
+    for received in reversed(entry.events):
+        number = received.event.get("sequence_number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            return number
+    return None

@@ -330,14 +330,35 @@ _HANDLERS: dict[str, _Handler] = {
 """How an event is checked beyond the stream-wide rules, by its type (any other: as an output item's event)."""
 
 
-def check_order(events: Iterable[dict[str, Any]], *, complete: bool = True) -> list[Violation]:
+HEAD_RULES = frozenset({Rule.SEQUENCE, Rule.CREATED_FIRST, Rule.ITEM_ADDED_FIRST, Rule.OUTPUT_INDEX})
+"""What only a stream seen from its first event can be held to: numbering from 0, response.created first, items
+added before their events and at 0, 1, 2 (a resumed stream's items may have been added before the point it resumes
+at). `Rule.COMPLETED_OUTPUT` needs them too, and is left to complete streams."""
+
+
+def check_order(
+    events: Iterable[dict[str, Any]], *, complete: bool = True, starting_after: int | None = None
+) -> list[Violation]:
     """Every rule the stream breaks, in stream order, side-channel frames left out (`events.SIDE_CHANNELS`).
-    `complete=False` checks a prefix (no terminal needed, response.output not held to the done items)."""
+    `complete=False` checks a prefix (no terminal needed, response.output not held to the done items).
+    `starting_after=N`: a resumed stream (`GET /responses/{id}?stream=true&starting_after=N`), held to the rules its
+    tail can be (not `HEAD_RULES`) and numbered on from N + 1, with no gap and no repeat."""
     check = _Check(complete=complete)
     index = -1
-    response_events = (event for event in events if event.get("type") not in ev.SIDE_CHANNELS)
+    response_events = [event for event in events if event.get("type") not in ev.SIDE_CHANNELS]
     for index, event in enumerate(response_events):
         check.event(index, event)
     if complete and check.terminal_at is None:
         check.flag(max(index, 0), Rule.TERMINAL_REQUIRED, "no terminal event")
-    return check.violations
+    if starting_after is None:
+        return check.violations
+    kept = [violation for violation in check.violations if violation.rule not in HEAD_RULES]
+    start = starting_after + 1
+    for place, event in enumerate(response_events):
+        if event.get("type") == ev.UNPARSABLE:  # it holds its place; its number is unknown
+            continue
+        number = event.get("sequence_number")
+        if number != start + place:
+            detail = f"expected sequence_number {start + place} (resumed after {starting_after}), got {number!r}"
+            kept.append(Violation(place, Rule.SEQUENCE, detail))
+    return sorted(kept, key=lambda violation: violation.index)

@@ -111,6 +111,6 @@ def outcome_of_body(status: int, content: bytes) -> Outcome:
     if state == "incomplete":
         reason = _text(_object(response.get("incomplete_details")).get("reason"))
         return Outcome(OutcomeKind.INCOMPLETE, reason=reason, status=status)
-    if state not in (None, "completed"):  # a background response queued, in progress or cancelled: not an ending
-        return Outcome(OutcomeKind.ANSWERED, status=status)
+    if state not in (None, "completed") or response.get("deleted") is True:
+        return Outcome(OutcomeKind.ANSWERED, status=status)  # a background response not ended, or a deletion
     return Outcome(OutcomeKind.COMPLETED, status=status)

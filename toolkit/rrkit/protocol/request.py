@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 Item = dict[str, Any]
@@ -73,6 +73,39 @@ def input_items(body: dict[str, Any]) -> list[Item]:
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}]
     return list(value)
+
+
+COMPACTION_TRIGGER = "compaction_trigger"
+"""The input item that asks the response for a compaction of what comes before it (observed, Codex 0.169.0 and
+0.171.0 with a provider whose `capabilities.remote_compaction = "v2"`: a create whose input ends with it, and whose
+output must be exactly one `compaction` item)."""
+
+
+def is_compaction_request(body: Mapping[str, Any]) -> bool:
+    """Whether the request's last input item is a `compaction_trigger`."""
+    value = body.get(INPUT_FIELD)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and isinstance(value[-1], Mapping)
+        and (value[-1].get("type") == COMPACTION_TRIGGER)
+    )
+
+
+RETAINED_ROLES = frozenset({"developer", "system", "user"})
+"""The messages a remote compaction keeps (observed, Codex 0.169.0 and 0.171.0): the context and the user's words;
+the model's output (assistant messages, reasoning, tool calls and their outputs) gives way to the compaction."""
+
+
+def compaction_trigger() -> Item:
+    return {"type": COMPACTION_TRIGGER}
+
+
+def compacted_history(history: Sequence[Item], compaction: Item) -> list[Item]:
+    """The history after a remote compaction, as Codex rebuilds it: its developer, system and user messages in
+    order, then the one `compaction` item the compaction answered with."""
+    kept = [item for item in history if item.get("type", "message") == "message" and item.get("role") in RETAINED_ROLES]
+    return [*kept, dict(compaction)]
 
 
 def is_warmup(body: Mapping[str, Any]) -> bool:

@@ -1,6 +1,7 @@
-"""The HTTP relay: the body POSTed upstream as the client sent it (with its query string), an event stream relayed
-read by read as the bytes arrive, any other answer (a response object, an error, an HTML page) as one whole body
-with its status; redirects handed to the client unless same-origin ones are to be followed."""
+"""The HTTP relay: a request sent upstream as the client sent it (a create's body POSTed; any other method and path
+under the upstream's base with its body bytes), with its query string; an event stream relayed read by read as the
+bytes arrive, any other answer (a response object, an error, an HTML page) as one whole body with its status;
+redirects handed to the client unless same-origin ones are to be followed."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ MAX_REDIRECTS = 5
 
 
 class HttpRelay:
-    """Relays POSTs to the upstream's HTTP endpoint; `aclose()` on the loop that used it."""
+    """Relays requests to the upstream's HTTP endpoints; `aclose()` on the loop that used it."""
 
     def __init__(self, settings: RelaySettings) -> None:
         self.settings = settings
@@ -52,10 +53,8 @@ class HttpRelay:
         return self._http
 
     async def select(self, request: RequestView) -> ResponsePlan:
-        """POST the body as the client sent it (encoded, if it was) with the client's query string; relay the
-        answer: a stream as it arrives, read by read, anything else as one whole body with its status."""
+        """POST the create's body as the client sent it (encoded, if it was) with the client's query string."""
         headers = forwarded_request_headers(request.headers)
-        headers["accept-encoding"] = "identity"
         headers.setdefault("content-type", "application/json")
         if request.body is not None:
             body = request.body
@@ -64,21 +63,42 @@ class HttpRelay:
             headers.pop("content-encoding", None)
         shown = with_query(self.settings.http_url, request.query)  # as given: its secrets are redacted in messages
         url = self._url if shown == self.settings.http_url else httpx.URL(shown)
+        return await self.relay("POST", shown, url, headers, body, request.transport)
+
+    async def select_route(self, request: RequestView) -> ResponsePlan:
+        """Any other method and path under the upstream's base: the client's method, path, query string, headers
+        (by the same policy) and body bytes as sent (none when it sent none)."""
+        shown = self.settings.route_url(request.path, request.query)
+        headers = forwarded_request_headers(request.headers)
+        return await self.relay(request.method, shown, httpx.URL(shown), headers, request.body or None, "http")
+
+    async def relay(
+        self,
+        method: str,
+        shown: str,
+        url: httpx.URL,
+        headers: dict[str, str],
+        body: bytes | None,
+        transport: Transport,
+    ) -> ResponsePlan:
+        """Send one request upstream (`shown`: its URL as given, for messages) and relay the answer: an event
+        stream as it arrives, read by read, anything else as one whole body with its status; same-origin
+        redirects followed if the settings say so; a failure, or an answer too large, as a 502 naming it."""
+        headers["accept-encoding"] = "identity"
         timeouts = {"connect": self.settings.connect_timeout, "read": self.settings.timeout}
         for hop in itertools.count():
-            upstream = httpx.Request("POST", url, content=body, headers=headers, extensions={"timeout": timeouts})
+            upstream = httpx.Request(method, url, content=body, headers=headers, extensions={"timeout": timeouts})
             try:
                 response = await self._transport().handle_async_request(upstream)
             except httpx.HTTPError as error:
-                message = self.settings.shown(f"POST {shown} failed: {type(error).__name__}: {error}")
-                log.warning("rrkit proxy: %s", message)
-                return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
+                return _failed(self.settings.shown(f"{method} {shown} failed: {type(error).__name__}: {error}"))
             target = self._redirect_target(url, response) if hop < MAX_REDIRECTS else None
             if target is None:
                 break
             await response.aclose()
             log.info(
-                "rrkit proxy: %s", self.settings.shown(f"POST {shown}: {response.status_code}, followed to {target}")
+                "rrkit proxy: %s",
+                self.settings.shown(f"{method} {shown}: {response.status_code}, followed to {target}"),
             )
             shown, url = target, httpx.URL(target)
         forwarded = response_headers(response.headers.multi_items())
@@ -86,7 +106,7 @@ class HttpRelay:
         content_type = response.headers.get("content-type", "")
         if 200 <= response.status_code < 300 and media_type(content_type) == "text/event-stream":
             return ResponsePlan(
-                self._relay_sse(response, request.transport),
+                self._relay_sse(response, transport),
                 turn_state=turn_state,
                 headers=forwarded,
                 model=response.headers.get("openai-model"),
@@ -95,13 +115,11 @@ class HttpRelay:
         try:
             content = await read_whole(response, self.settings.max_message)
         except TooLarge as error:
-            message = self.settings.shown(f"POST {shown}: the answer is {error} (--limit upstream-message)")
-            log.warning("rrkit proxy: %s", message)
-            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
+            return _failed(self.settings.shown(f"{method} {shown}: the answer is {error} (--limit upstream-message)"))
         except httpx.HTTPError as error:
-            message = self.settings.shown(f"POST {shown}: the answer broke off: {type(error).__name__}: {error}")
-            log.warning("rrkit proxy: %s", message)
-            return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
+            return _failed(
+                self.settings.shown(f"{method} {shown}: the answer broke off: {type(error).__name__}: {error}")
+            )
         finally:
             await response.aclose()
         body_of = VerbatimBody(response.status_code, content, content_type or "application/octet-stream")
@@ -155,6 +173,12 @@ class HttpRelay:
 
 class TooLarge(Exception):
     pass
+
+
+def _failed(message: str) -> ResponsePlan:
+    """What the client gets when the upstream could not be reached or read: a 502 naming what failed."""
+    log.warning("rrkit proxy: %s", message)
+    return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
 
 
 async def read_whole(response: httpx.Response, limit: int) -> bytes:

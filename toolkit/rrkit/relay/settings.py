@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..protocol.exceptions import SettingError
 from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, Limits
@@ -14,6 +14,8 @@ from ..protocol.secrets import URL_MARKER, redact_url, url_secrets
 REDIRECTS = ("none", "same-origin")
 """What a relay does with an upstream's redirect: hand it to the client as it came (`none`), or follow a 307 or
 308 (which keep the POST and its body) when it names the upstream's own scheme, host and port (`same-origin`)."""
+PATH_SAFE = "/:@!$&'()*+,;=-._~"
+"""What stays as it is when a decoded path is quoted again for the upstream (RFC 3986 pchar and `/`)."""
 FRAME_REPLY_WINDOW = 0.5
 """Seconds the proxy waits for the upstream's answer to a client frame other than a request (it may send none)."""
 
@@ -44,6 +46,14 @@ class RelaySettings:
         base = base_url.strip()
         http_url, ws_url = endpoints(base)
         return cls(base, http_url, ws_url, redact_url(base), tuple(url_secrets(base)), **options)
+
+    def route_url(self, path: str, query: str = "") -> str:
+        """The upstream URL of `path` under the API base (`/responses/resp_1/cancel`: the base's path, then this;
+        `path` as the server decoded it, quoted again), with the base's and the client's query strings."""
+        parts = urlsplit(self.http_url)
+        base = parts.path.removesuffix("/responses")
+        where = urlunsplit((parts.scheme, parts.netloc, base + quote(path, safe=PATH_SAFE), parts.query, ""))
+        return with_query(where, query)
 
     def shown(self, text: str) -> str:
         """`text` (an error message that may quote the URL) with the URL's secrets redacted."""

@@ -1,7 +1,7 @@
-"""`UpstreamSource`: the reply source that forwards each request to an upstream Responses endpoint and relays its
-answer live (HTTP: relay/http.py, WebSocket: relay/websocket.py). The fake server's app does everything else
-(validation, logical-request rebuilding, capture, the one streaming engine), so a server answering from an
-`UpstreamSource` is a recording proxy."""
+"""`UpstreamSource`: the reply source that forwards each request (a create, or any other method and path under the
+upstream's base) to an upstream Responses endpoint and relays its answer live (HTTP: relay/http.py, WebSocket:
+relay/websocket.py). The fake server's app does everything else (validation, logical-request rebuilding, capture,
+the one streaming engine), so a server answering from an `UpstreamSource` is a recording proxy."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class UpstreamSource(ReplySource):
 
     relays_unknown_ids = True  # a `previous_response_id` the proxy never saw is the upstream's to answer
     relays_frames = True  # client frames other than `response.create` go upstream too
+    answers_every_route = True  # any other method and path goes upstream as it came
 
     def __init__(
         self,
@@ -61,6 +62,9 @@ class UpstreamSource(ReplySource):
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         relay = self._ws if request.transport == "ws" else self._http
         return await relay.select(request)
+
+    async def select_route(self, request: RequestView) -> ResponsePlan:
+        return await self._http.select_route(request)
 
     async def select_handshake(
         self, headers: Mapping[str, str], *, connection_id: int | None = None, query: str = ""

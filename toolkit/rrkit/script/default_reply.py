@@ -9,6 +9,7 @@ from typing import Any
 from ..protocol.events import Event, ResponseEvents, usage
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import ResponsePlan, events_of, planned
+from ..protocol.request import is_compaction_request
 from ..protocol.vocabulary import Transport
 
 NAME = "default"
@@ -16,6 +17,8 @@ NAME = "default"
 TEXT = "Hello from rrkit, the fake Responses server."
 CHUNKS = 5
 """The default reply: this text, streamed in this many deltas (`loader.default_script` holds them as a script)."""
+COMPACTED = "rrkit-compacted-history"
+"""The `encrypted_content` of the compaction item answering a request whose input ends with `compaction_trigger`."""
 
 
 def warmup(builder: ResponseEvents) -> Iterator[Event]:
@@ -35,5 +38,8 @@ def default_plan(
 
 def _reply(builder: ResponseEvents) -> Iterator[Event]:
     yield from builder.start()
-    yield from builder.iter_message(TEXT, CHUNKS)
+    if is_compaction_request(builder.request):
+        yield from builder.iter_compaction(COMPACTED)
+    else:
+        yield from builder.iter_message(TEXT, CHUNKS)
     yield from builder.completed(builder.default_usage())

@@ -14,9 +14,10 @@ from pydantic import BaseModel, ValidationError
 from ..protocol.exceptions import LimitError, ScriptError
 from ..protocol.limits import LIMITS_ENV, configured, shown_size
 from ..protocol.names import did_you_mean, unknown_name
+from ..protocol.request import COMPACTION_TRIGGER
 from . import default_reply, models, outputs
-from .models import Reply, Script
-from .outputs import OUTPUT_TYPES, MessageOut
+from .models import Match, Reply, Script, Step
+from .outputs import OUTPUT_TYPES, CompactionOut, MessageOut
 from .shipped import script_path
 
 if TYPE_CHECKING:  # yaml loads with the first script file read, not at start-up
@@ -310,8 +311,16 @@ def default_script() -> Script:
     # Built as is, not validated (the models build their validators on first use): a plain `rrkit serve` starts
     # sooner.
     text = MessageOut.model_construct(text=default_reply.TEXT, chunks=default_reply.CHUNKS)
+    compaction = CompactionOut.model_construct(type="compaction", encrypted_content=default_reply.COMPACTED)
+    compact = Step.model_construct(
+        when=Match.model_construct(last_input_type=COMPACTION_TRIGGER), repeat=True, output=[compaction]
+    )
     return Script.model_construct(
         name=default_reply.NAME,
-        description="Answers every request with a short text reply in five deltas.",
+        description=(
+            "Answers every request with a short text reply in five deltas; a request whose input ends with a "
+            "compaction_trigger with one compaction item."
+        ),
+        responses=[compact],
         default=Reply.model_construct(output=[text]),
     )

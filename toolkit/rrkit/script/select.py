@@ -136,10 +136,10 @@ class ReplySource(abc.ABC):
     """Whether a `previous_response_id` this server never issued is the source's to answer (an upstream may know
     it) rather than a `previous_response_not_found`."""
     relays_frames: bool = False
+    """Whether client frames other than `response.create` go to `relay_frame` (an upstream), not an error frame."""
     answers_every_route: bool = False
     """Whether the answer on every route is the source's own (`select_route`: an upstream relayed, a cassette
     replayed), so that the server keeps no response store, background run or conversation of its own for it."""
-    """Whether client frames other than `response.create` go to `relay_frame` (an upstream), not an error frame."""
 
     @abc.abstractmethod
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:

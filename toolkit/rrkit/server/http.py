@@ -21,7 +21,7 @@ from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
 from ..protocol.plan import NO_FAULT, ResponsePlan, StreamFault
-from ..protocol.routes import api_path, route_of
+from ..protocol.routes import Route, api_path, route_of
 from ..protocol.sse import encode_json
 from ..protocol.vocabulary import LINE_ENDINGS, CloseKind
 from ..script.select import RequestView
@@ -52,6 +52,7 @@ class _Answer(Response):
 
     def __init__(self, state: ServerState, request: Request) -> None:
         self.state, self.request = state, request
+        self.route = Route(routes.CREATE)
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -66,7 +67,8 @@ class _Answer(Response):
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
         exchange.method, exchange.path = scope["method"], api_path(scope["path"])
-        exchange.route = route_of(exchange.method, exchange.path).name
+        self.route = route_of(exchange.method, exchange.path)
+        exchange.route = self.route.name
         gone = Gone()
         watcher = asyncio.create_task(_watch_disconnect(receive, gone)) if too_large is None else None
         try:
@@ -168,7 +170,7 @@ class _Answer(Response):
             ids=self.state.ids,
             method=exchange.method,
             path=exchange.path,
-            route=route_of(exchange.method, exchange.path),
+            route=self.route,
         )
         chosen = await responder.select_route(exchange, view)
         if chosen is not None:

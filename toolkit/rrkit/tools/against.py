@@ -1,6 +1,6 @@
 """`rrkit replay --against URL`: a cassette as a check of a server. Its recorded requests are sent, in order and
-on the same connections, to a live server; what that server answers is recorded like a cassette, to be diffed
-against the recorded answers."""
+on the same connections, each on its route (a create, a retrieve, a conversation's items, ...), to a live server;
+what that server answers is recorded like a cassette, to be diffed against the recorded answers."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
@@ -121,6 +122,7 @@ class _Run:
         self.ws_url = websocket_url(self.base_url)
         self.cassette, self.idle_timeout = cassette, idle_timeout
         self.ids: dict[str, str] = {}  # recorded response id -> the live server's
+        self._sent: dict[int, tuple[str, str]] = {}  # exchange id -> the path and query a route's request went to
         self.live: dict[int, _Live] = {}
         self.start = time.monotonic()
 
@@ -133,11 +135,15 @@ class _Run:
         return wire
 
     def _learn(self, exchange: RecordedExchange, observed: RecordedExchange) -> None:
-        """Pair the ids of the recorded answer with the live server's, event by event, in order."""
+        """Pair the ids of the recorded answer with the live server's, event by event (and in a whole body), in
+        order."""
         if exchange.response_id and observed.response_id:
             self.ids[exchange.response_id] = observed.response_id
-        for before, after in zip(exchange.events, observed.events, strict=False):
-            for old, new in zip(_ids_in(before.event), _ids_in(after.event), strict=False):
+        pairs = [(before.event, after.event) for before, after in zip(exchange.events, observed.events, strict=False)]
+        if exchange.response_body is not None and observed.response_body is not None:  # a conversation, its items
+            pairs.append((exchange.response_body.json_value, observed.response_body.json_value))
+        for before, after in pairs:
+            for old, new in zip(_ids_in(before), _ids_in(after), strict=False):
                 self.ids.setdefault(old, new)
 
     async def run(self) -> Cassette:
@@ -174,11 +180,16 @@ class _Run:
     def _observed(self, exchange: RecordedExchange, **fields: Any) -> RecordedExchange:
         if "response_id" not in fields:
             fields["response_id"] = response_id_of([recorded.event for recorded in fields.get("events", [])])
+        path, query = self._sent.get(exchange.id, (exchange.path, exchange.query))
         return RecordedExchange(
             id=exchange.id,
             transport=exchange.transport,
             connection=exchange.connection,
             started_at=round(time.monotonic() - self.start, 6),
+            method=exchange.method,
+            path=path,
+            route=exchange.route,
+            query=query or None,
             request_headers=dict(exchange.request_headers),
             wire_request=fields.pop("wire", exchange.wire_request),
             raw_body=exchange.raw_body,
@@ -187,12 +198,29 @@ class _Run:
         )
 
     # -- HTTP -------------------------------------------------------------------------------------
+    def _target(self, exchange: RecordedExchange) -> tuple[str, str]:
+        """The path and query string a recorded request goes to (the ids the recording's server issued replaced by
+        the live server's): a create's `/responses`, as it was sent; any other route's own."""
+        if exchange.is_create:
+            return "/responses", ""
+        path = "/".join(self.ids.get(segment, segment) for segment in exchange.path.split("/"))
+        pairs = parse_qsl(exchange.query or "", keep_blank_values=True)
+        return path, urlencode([(name, self.ids.get(value, value)) for name, value in pairs])
+
     async def _http(self, http: httpx.AsyncClient, exchange: RecordedExchange) -> RecordedExchange:
         wire = self._wire(exchange)
-        content = json.dumps(wire).encode() if wire is not None else (exchange.raw_body or "").encode()
-        headers = {**_sendable(exchange.request_headers), "content-type": "application/json"}
+        path, query = self._target(exchange)
+        content: bytes | None = json.dumps(wire).encode() if wire is not None else None
+        if content is None and (exchange.raw_body or exchange.is_create):
+            content = (exchange.raw_body or "").encode()
+        headers = _sendable(exchange.request_headers)
+        if wire is not None or exchange.is_create:
+            headers["content-type"] = "application/json"
         headers.pop("content-encoding", None)  # the recorded body is sent decoded
-        request = http.build_request("POST", self.base_url + "/responses", content=content, headers=headers)
+        url = self.base_url + path + (f"?{query}" if query else "")
+        request = http.build_request(exchange.method, url, content=content, headers=headers)
+        if not exchange.is_create:
+            self._sent[exchange.id] = (path, query)
         try:
             response = await http.send(request, stream=True)
         except httpx.HTTPError as error:

@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 
@@ -117,8 +118,11 @@ def _through(cassette: Cassette, config: MatchConfig) -> Cassette:
 
 
 def _signature(exchange: RecordedExchange, comparer: Comparer, view: View) -> tuple[str, bytes, str]:
-    """What exchanges are aligned by: transport, a digest of the compared request, how it ended."""
+    """What exchanges are aligned by: transport, a digest of the compared request (on another route than the create:
+    its method, route, path, query and body), how it ended."""
     request: Any = exchange.wire_request if view == "wire" else exchange.logical_request
+    if not exchange.is_create:
+        request = _route_request(exchange)
     if isinstance(request, dict):
         if not comparer.strict:
             request = {key: value for key, value in request.items() if key not in VOLATILE_KEYS}
@@ -144,12 +148,26 @@ def _aligned(
     return positions
 
 
+def _route_request(exchange: RecordedExchange) -> dict[str, Any]:
+    """A request on another route than the create as aligned: its path in segments and its query in pairs (each id
+    masked on its own)."""
+    return {
+        "method": exchange.method,
+        "route": exchange.route,
+        "path": exchange.path.strip("/").split("/"),
+        "query": [list(pair) for pair in parse_qsl(exchange.query or "", keep_blank_values=True)],
+        "body": exchange.wire_request if exchange.wire_request is not None else exchange.raw_body,
+    }
+
+
 def _describe(exchange: RecordedExchange) -> str:
     """One line for an exchange only one side has."""
     parts = [f"{exchange.transport} exchange {exchange.id}"]
     if exchange.connection is not None:
         parts[0] += f" on connection {exchange.connection}"
-    if exchange.wire_request is not None:
+    if not exchange.is_create:
+        parts.append(f"{exchange.request_line} ({exchange.route})")
+    elif exchange.wire_request is not None:
         parts.append("incremental" if exchange.incremental else "full")
     parts.append(f"{len(exchange.events)} events")
     if exchange.outcome is not None:
@@ -308,8 +326,13 @@ class _Differ:
             self._add(Kind.CONNECTION, ("transport",), ea.transport, eb.transport, "another transport")
         elif ea.connection is not None and eb.connection is not None:
             self._connection_pair(ea.connection, eb.connection)
+        routes = not (ea.is_create and eb.is_create)
+        if routes:  # what was asked: in every view
+            route_a, route_b = _route_request(ea), _route_request(eb)
+            for name in ("method", "route", "path"):
+                self._changes(Kind.ROUTE, compare(route_a[name], route_b[name], (name,)))
         self._requests(ea, eb)
-        if self.view != "logical":
+        if self.view != "logical" or routes:
             self._changes(Kind.WIRE, compare(ea.query, eb.query, ("query",)))
             self._changes(Kind.WIRE, compare(ea.raw_body, eb.raw_body, ("raw_body",)))
         strict = self.comparer.strict
@@ -330,6 +353,9 @@ class _Differ:
 
     def _requests(self, ea: RecordedExchange, eb: RecordedExchange) -> None:
         compare = self.comparer.changes
+        if not (ea.is_create and eb.is_create):  # no logical request: the body as sent, in every view
+            self._changes(Kind.WIRE, compare(ea.wire_request, eb.wire_request))
+            return
         content = 0
         if self.view != "wire":
             content = self._changes(Kind.CONTENT, compare(ea.logical_request, eb.logical_request))

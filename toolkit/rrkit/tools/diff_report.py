@@ -15,6 +15,7 @@ VIEWS: tuple[View, ...] = ("logical", "wire", "both")
 
 
 class Kind(StrEnum):
+    ROUTE = "route"  # the method, path or route (protocol.routes) of a request
     CONTENT = "content"  # the logical request: what the model sees
     WIRE = "wire"  # the wire request, where the logical requests agree (or with view="wire")
     INCREMENTALITY = "incrementality"  # a full request where the other side sent a delta, or the reverse

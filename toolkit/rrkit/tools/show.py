@@ -18,9 +18,10 @@ from ..cassette.format import Cassette, RecordedConnection, RecordedExchange
 from ..protocol import events as ev
 from ..protocol.errors import Classification, classify_failure, classify_http_error
 from ..protocol.headers import TURN_STATE_HEADER
-from ..protocol.order import check_order
 from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.routes import CREATE
 from ..protocol.steer import answer_problems, is_steer
+from .stream_rules import check_stream
 
 
 class Severity(StrEnum):
@@ -171,6 +172,9 @@ class ExchangeView:
     id: int
     transport: str
     connection: int | None
+    method: str
+    route: str  # protocol.routes: `responses.create`, `responses.retrieve`, ..., `other`
+    request_line: str  # `GET /responses/resp_1?stream=true`
     incremental: bool
     warmup: bool
     model: str | None
@@ -200,8 +204,14 @@ class ExchangeView:
         return self.outcome.severity
 
     @property
+    def create(self) -> bool:
+        return self.route == CREATE
+
+    @property
     def title(self) -> str:
         where = f"{self.transport} conn {self.connection}" if self.connection is not None else self.transport
+        if not self.create:
+            return " · ".join([f"#{self.id}", where, f"{self.method} {self.route}"])
         kind = "steer" if self.steer else "incremental" if self.incremental else "full"
         parts = [f"#{self.id}", where, kind]
         if self.warmup:
@@ -214,6 +224,8 @@ class ExchangeView:
         return (*self._request_rows(), *self._answer_rows(max_runs), *self._problem_rows(max_problems))
 
     def _request_rows(self) -> list[Row]:
+        if not self.create:
+            return [Row("request", f"{self.request_line} · {self._body_shown()}")]
         if self.steer:
             return [Row("request", f"response.steer frame ({format_bytes(self.raw_body_bytes or 0)})")]
         request = f"wire {self.wire.describe()} · logical {self.logical.describe()}"
@@ -229,6 +241,15 @@ class ExchangeView:
         if turn:
             rows.append(Row("turn state", ", ".join(turn)))
         return rows
+
+    def _body_shown(self) -> str:
+        """The body of a request on another route than the create: a JSON object, another body, or none."""
+        if self.wire.bytes is not None:
+            shown = f"JSON body {format_bytes(self.wire.bytes)}"
+            return shown + (f" · model {self.model}" if self.model else "")
+        if self.raw_body_bytes:
+            return f"body not a JSON object ({format_bytes(self.raw_body_bytes)})"
+        return "no body"
 
     def _answer_rows(self, max_runs: int | None) -> list[Row]:
         pieces = self.event_pieces(max_runs)
@@ -303,10 +324,14 @@ class Timeline:
     def _exchange_counts(self) -> str:
         websocket = sum(1 for exchange in self.exchanges if exchange.transport == "ws")
         connections = len(self.connections)
-        return (
+        routes = Counter(exchange.route for exchange in self.exchanges if not exchange.create)
+        counts = (
             f"{len(self.exchanges)} ({websocket} ws, {len(self.exchanges) - websocket} http) "
             f"on {connections} WebSocket connection{'' if connections == 1 else 's'}"
         )
+        if routes:
+            counts += "; on other routes: " + ", ".join(f"{count} {route}" for route, count in sorted(routes.items()))
+        return counts
 
 
 def build_timeline(cassette: Cassette, *, path: str | None = None) -> Timeline:
@@ -352,6 +377,9 @@ def _exchange(exchange: RecordedExchange) -> ExchangeView:
         id=exchange.id,
         transport=exchange.transport,
         connection=exchange.connection,
+        method=exchange.method,
+        route=exchange.route,
+        request_line=exchange.request_line,
         incremental=exchange.incremental,
         warmup=wire.get("generate") is False,
         model=_text((exchange.logical_request or wire).get("model")),
@@ -402,18 +430,32 @@ def _problems(exchange: RecordedExchange, stream: Sequence[dict[str, Any]]) -> l
         return []  # a refusal or a whole body: no stream to check
     outcome = exchange.outcome
     complete = outcome is None or outcome.kind not in CUT_KINDS
-    return [str(violation) for violation in check_order(stream, complete=complete)]
+    return [str(violation) for violation in check_stream(exchange, stream, complete=complete)]
 
 
 def _outcome(exchange: RecordedExchange) -> OutcomeView:
     outcome = exchange.outcome
     if outcome is None:
         return OutcomeView(None, Severity.UNKNOWN)
-    return OutcomeView(outcome, SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN), _retry(exchange, outcome))
+    severity = SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN)
+    if _answered_as_asked(exchange, outcome):
+        severity = Severity.OK
+    return OutcomeView(outcome, severity, _retry(exchange, outcome))
+
+
+def _answered_as_asked(exchange: RecordedExchange, outcome: Outcome) -> bool:
+    """A success that states no ending: a 2xx answer on another route than the create (a page of items, a deleted
+    object, a model), or a background response answered while still queued or in progress."""
+    success = outcome.kind is OutcomeKind.ANSWERED and outcome.status is not None and 200 <= outcome.status < 300
+    background = (exchange.wire_request or {}).get("background") is True
+    return success and (not exchange.is_create or background)
 
 
 def _retry(exchange: RecordedExchange, outcome: Outcome) -> Classification | None:
-    """What a client should do about a failure or a refusal, by the error catalogue."""
+    """What a client should do about a failure or a refusal, by the error catalogue (of the create: how a client
+    treats an error on another route is its own)."""
+    if not exchange.is_create:
+        return None
     if outcome.kind is OutcomeKind.FAILED:
         return classify_failure(outcome.code, outcome.message)
     if outcome.kind is OutcomeKind.REFUSED and outcome.status is not None:

@@ -15,10 +15,11 @@ from ..cassette.match import canonical, shown
 from ..protocol import events as ev
 from ..protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from ..protocol.incremental import rebuild_logical
-from ..protocol.order import Rule, Violation, check_order
+from ..protocol.order import Rule, Violation
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_events, response_of_body
 from ..protocol.request import INPUT_FIELD, Item, input_items
 from ..protocol.steer import answer_problems
+from .stream_rules import check_stream
 
 CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
 """Outcomes of a stream cut by the connection: its events are checked as a prefix (no terminal event needed)."""
@@ -125,7 +126,7 @@ def validate_cassette(cassette: Cassette) -> list[Finding]:
         findings += stream_findings(exchange, events)
         if exchange.transport == "ws" and exchange.incremental:
             findings += _rebuild_findings(exchange, completed, ended)
-        response_id = _response_id(exchange, events)
+        response_id = _response_id(exchange, events) if exchange.is_create else None  # a retrieve ends nothing
         if response_id:
             key = (exchange.connection, response_id)
             ended[key] = (exchange.id, exchange.outcome)
@@ -137,8 +138,9 @@ def validate_cassette(cassette: Cassette) -> list[Finding]:
 
 
 def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]) -> list[Finding]:
-    """The order rules a streamed answer breaks (whole-body answers and refusals have no stream to check), and
-    a recorded outcome that its terminal event contradicts."""
+    """The order rules a streamed answer breaks (whole-body answers and refusals have no stream to check; a
+    resumed stream is held to the rules its tail can be, `stream_rules`), and a recorded outcome that its terminal
+    event contradicts."""
     outcome = exchange.outcome
     if exchange.response_body is not None or (outcome is not None and outcome.kind is OutcomeKind.REFUSED):
         return []
@@ -158,7 +160,7 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
 
     findings = [
         Finding(exchange.connection, exchange.id, at(v.index), v.rule.name.lower(), v.detail)
-        for v in _one_per_shift(check_order(events, complete=not cut), [events[i] for i in positions])
+        for v in _one_per_shift(check_stream(exchange, events, complete=not cut), [events[i] for i in positions])
     ]
     return findings + _outcome_findings(exchange, events)
 

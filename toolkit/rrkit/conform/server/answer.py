@@ -53,6 +53,10 @@ class Answer:
     upgrade: Upgrade | None = None
     connection: int | None = None  # WebSocket: which of the probe's sockets carried it (1, 2, ... as reopened)
     retried_after: tuple[str, ...] = ()  # the answers before this one, each in words, when the step was sent again
+    request: str = ""  # another route's request in words: `GET /responses/resp_1?stream=true`
+    query: dict[str, str] = field(default_factory=dict)  # another route's query, as sent
+    origin: Answer | None = None  # the answer that made the response `{response}` named
+    polls: int = 0  # how many times a polling step (`until`) was sent
 
     @property
     def summary(self) -> str:
@@ -82,7 +86,22 @@ class Answer:
 
     @property
     def place(self) -> str:
-        return f"{self.probe} [{self.transport}] step {self.step + 1}"
+        return f"{self.probe} [{self.transport}] step {self.step + 1}" + (f" ({self.request})" if self.request else "")
+
+    @property
+    def ok(self) -> bool:
+        """Whether the request was answered whole with a 2xx."""
+        return self.ending is Ending.WHOLE and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def went_through(self) -> bool:
+        """Whether a later step may go on from this answer: a 2xx whose stream completed, or whose body is not a
+        response that failed."""
+        if not self.ok:
+            return False
+        if self.streamed:
+            return self.completed
+        return not (isinstance(self.body, dict) and self.body.get("status") in ("failed", "incomplete", "cancelled"))
 
     @property
     def response_id(self) -> str | None:

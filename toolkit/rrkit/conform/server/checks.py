@@ -16,7 +16,7 @@ from ...protocol.order import check_order
 from .answer import Answer, Ending, Upgrade
 from .probe import Expect
 from .retry import RETRIES, retry_delay
-from .sdk import body_problems, event_problems
+from .sdk import body_problems, event_problems, route_body_problems
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 section 4.2.2: what the accept key hashes with the client's key."""
@@ -311,6 +311,113 @@ def _no_output(found: _Found, expect: Expect) -> None:
         )
 
 
+def _ok(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if not answer.ok:
+        found.add(Severity.MUST, f"{answer.request or 'the request'} is answered 2xx", f"got status {answer.status}")
+        return
+    body = answer.body
+    if not isinstance(body, dict):
+        found.add(Severity.MUST, "the answer is one JSON object", f"got {(answer.body_text or '')[:80]!r}")
+        return
+    if expect.object is not None and body.get("object") != expect.object:
+        seen = f"got {body.get('object')!r}"
+        found.add(Severity.MUST, f"the answer is a {expect.object!r} object", seen, field="object")
+    for problem in route_body_problems(answer.request, body) or ():
+        found.add(Severity.SHOULD, "the body parses as the official SDK's type for its route", problem)
+
+
+def _status(found: _Found, expect: Expect) -> None:
+    body = found.answer.body
+    status = body.get("status") if isinstance(body, dict) else None
+    if status not in expect.statuses:
+        allowed = " or ".join(repr(one) for one in expect.statuses)
+        found.add(Severity.MUST, f"the response's status is {allowed}", f"got {status!r}", field="status")
+    sent = found.answer.origin.sent if found.answer.origin is not None else {}
+    if (
+        isinstance(body, dict)
+        and body.get("background") is not True
+        and isinstance(sent, dict)
+        and sent.get("background")
+    ):
+        seen = f"got {body.get('background')!r}"
+        found.add(Severity.SHOULD, "a background response states background: true", seen, field="background")
+
+
+def _resumed(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    if answer.transport == "http" and not _sse_head(found):
+        return
+    _events_readable(found)
+    if not _ended_whole(found):
+        return
+    after = int(answer.query.get("starting_after", "-1") or -1)
+    events = [event for event in answer.events if event.get("type") not in ev.SIDE_CHANNELS]
+    if not events:
+        found.add(Severity.MUST, "a resumed stream sends the events after starting_after", "no event")
+        return
+    positions = [index for index, event in enumerate(answer.events) if event.get("type") not in ev.SIDE_CHANNELS]
+    for violation in check_order(answer.events, complete=True, starting_after=after):
+        found.add(Severity.MUST, violation.rule.value, violation.detail, event=positions[violation.index])
+    origin = answer.origin
+    if origin is not None and origin.events:
+        own = {event.get("sequence_number"): event.get("type") for event in origin.events}
+        for index, event in enumerate(answer.events):
+            number = event.get("sequence_number")
+            if number in own and own[number] != event.get("type"):
+                seen = f"{event.get('type')!r} where the response's own stream had {own[number]!r}"
+                found.add(Severity.MUST, "a resumed stream sends the response's own events again", seen, event=index)
+
+
+def _item_text(item: Any) -> str | None:
+    content = item.get("content") if isinstance(item, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and isinstance(content[0], dict):
+        text = content[0].get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _page(found: _Found, expect: Expect) -> None:
+    answer = found.answer
+    body = answer.body if isinstance(answer.body, dict) else {}
+    data = body.get("data")
+    if not answer.ok or not isinstance(data, list):
+        found.add(Severity.MUST, "a list is answered 2xx with a page: `data` a list", f"got status {answer.status}")
+        return
+    if not isinstance(body.get("has_more"), bool):
+        found.add(Severity.MUST, "a page says whether it has more (`has_more`)", f"got {body.get('has_more')!r}")
+    limit = int(answer.query.get("limit", "20"))
+    if len(data) > limit:
+        found.add(Severity.MUST, f"a page holds at most `limit` ({limit}) items", f"got {len(data)}", field="data")
+    ids = [item.get("id") for item in data if isinstance(item, dict)]
+    if data and (body.get("first_id"), body.get("last_id")) != (ids[0], ids[-1]):
+        seen = f"got {body.get('first_id')!r}, {body.get('last_id')!r}"
+        found.add(Severity.SHOULD, "first_id and last_id name the page's first and last items", seen)
+    after = answer.query.get("after")
+    if after is not None and after in ids:
+        found.add(Severity.MUST, "a page starts after its `after` item", "it holds that item again", field="data")
+    origin = answer.origin
+    sent = origin.sent.get("input") if origin is not None and isinstance(origin.sent, dict) else None
+    if not isinstance(sent, list):
+        return
+    given = [_item_text(item) for item in sent]
+    expected = given if answer.query.get("order") == "asc" else list(reversed(given))
+    texts = [_item_text(item) for item in data]
+    start = next((i for i in range(len(expected)) if expected[i : i + len(texts)] == texts), None)
+    if texts and (start is None or (after is None and start != 0)):
+        seen = f"got {texts}, of {expected}"
+        found.add(Severity.MUST, "input items come back in the order asked, each once", seen, field="data")
+    elif (
+        (texts or after is None)
+        and start is not None
+        and body.get("has_more") is not (start + len(texts) < len(expected))
+    ):
+        seen = f"has_more {body.get('has_more')!r} with {len(expected) - start - len(texts)} items after the page"
+        found.add(Severity.MUST, "a page says whether more items follow it", seen, field="has_more")
+
+
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455)."""
     return base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
@@ -369,6 +476,13 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "refused": (_refused, "refused with the status and the OpenAI error shape (HTTP body or WebSocket error frame)"),
     "no_output": (_no_output, "a warmup (`generate: false`) answered without output"),
     "upgrade": (_upgrade, "the WebSocket upgrade as RFC 6455 says (101, Upgrade, Connection, the accept key)"),
+    "ok": (_ok, "another route of the resource answered 2xx with one JSON object of its type (`object`)"),
+    "status": (_status, "a response object in one of the statuses allowed (`statuses`): a background lifecycle"),
+    "resumed": (
+        _resumed,
+        "a resumed stream (`starting_after`) continues at starting_after + 1 with no gap and no repeat, to its end",
+    ),
+    "page": (_page, "a page of input items: at most `limit`, in the order asked, after `after`, `has_more` right"),
 }
 """Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
 
@@ -425,6 +539,9 @@ def _answered(found: _Found, refusal_expected: bool, upgrade_reported: bool) -> 
     refusal = _refusal(answer) if answer.ending is Ending.WHOLE else None
     if refusal is None or refusal_expected:
         return True
+    if answer.request:  # another route: a server may not offer it, which is no broken shape
+        found.add(Severity.SHOULD, "the server offers this route of the resource, so that it can be judged", refusal)
+        return False
     if retry_delay(answer) is not None:
         found.add(
             Severity.MUST,

@@ -53,6 +53,10 @@ class Target:
     def headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"}
 
+    def route_url(self, path: str) -> str:
+        """The URL of `path` (`/responses/resp_1/cancel`) under the base URL."""
+        return self.http_url.removesuffix("/responses") + path
+
 
 def body_of(step: Step, target: Target, previous: Answer | None) -> dict[str, Any] | str:
     """What a step sends: its raw text, or the default body with `send` over it and `omit` taken out."""
@@ -84,10 +88,18 @@ async def _over_http(probe: Probe, target: Target) -> list[Answer]:
     answers: list[Answer] = []
     async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout), trust_env=False) as client:
         for index, step in enumerate(probe.steps):
-            if (skipped := _skipped(probe, index, "http", answers)) is not None:
+            if step.path is not None:
+                answers.append(await _route_step(client, probe, index, target, answers))
+                continue
+            skipped = _skipped(probe, index, "http", answers)
+            if skipped is None and probe.goes_to_routes:
+                skipped = _after_unanswered(probe, index, answers)
+            if skipped is not None:
                 answers.append(skipped)
                 continue
             sent = body_of(step, target, answers[-1] if answers else None)
+            if isinstance(sent, dict) and answers:
+                sent = _filled_body(sent, _names(answers), target)
 
             async def once(sent: dict[str, Any] | str = sent, index: int = index) -> Answer:
                 answer = Answer(probe.name, index, "http", sent)
@@ -101,6 +113,113 @@ async def _over_http(probe: Probe, target: Target) -> list[Answer]:
 
             answers.append(await _with_retries(once, step))
     return answers
+
+
+POLL_INTERVAL = 0.2
+"""Seconds between two polls of a step that waits for a status (`until`)."""
+
+
+async def _route_step(
+    client: httpx.AsyncClient, probe: Probe, index: int, target: Target, answers: list[Answer]
+) -> Answer:
+    """A step to another route of the resource: sent once the step before it was answered, again while it
+    polls (`until`), each answer read whole."""
+    step = probe.steps[index]
+    if (skipped := _after_unanswered(probe, index, answers)) is not None:
+        return skipped
+    names = _names(answers)
+    path = _filled(step.path or "", names)
+    query = {key: _filled(value, names) for key, value in step.query.items()}
+    body = _filled_body(step.send, names, target) if step.method == "POST" else None
+    # the step as written (`GET /responses/{response}?stream=true`): the same words on every run
+    shown = f"{step.method} {step.path}" + ("?" + "&".join(f"{k}={v}" for k, v in step.query.items()) if query else "")
+    origin = next((answer for answer in answers if answer.response_id and not _is_conversation(answer)), None)
+    deadline = asyncio.get_running_loop().time() + target.timeout
+    polls = 0
+    while True:
+        answer = Answer(probe.name, index, "http", body or {}, request=shown, query=query, origin=origin)
+        polls += 1
+        try:
+            await asyncio.wait_for(_send(client, target, step.method, path, query, body, answer), target.timeout)
+        except TimeoutError:
+            answer.ending, answer.error = Ending.TIMEOUT, f"no end within {target.timeout:g} s"
+        except httpx.TransportError as error:
+            answer.ending, answer.error = Ending.CUT, f"{type(error).__name__}: {error}"
+        answer.polls = polls
+        status = answer.body.get("status") if isinstance(answer.body, dict) else None
+        if not step.until or not answer.ok or status in step.until:
+            return answer
+        if asyncio.get_running_loop().time() + POLL_INTERVAL > deadline:
+            answer.ending = Ending.TIMEOUT
+            answer.error = f"still {status!r} after {polls} polls in {target.timeout:g} s (waited for {step.until})"
+            return answer
+        await asyncio.sleep(POLL_INTERVAL)
+
+
+def _after_unanswered(probe: Probe, index: int, answers: list[Answer]) -> Answer | None:
+    """The answer of a step not sent, in a probe that goes to other routes: a step before it (one not meant to be
+    refused) did not go through, so there is nothing to go on with."""
+    unanswered = [
+        number
+        for number, (earlier, answer) in enumerate(zip(probe.steps, answers, strict=False), start=1)
+        if not any(expect.check == "refused" for expect in earlier.expect) and not answer.went_through
+    ]
+    if not unanswered:
+        return None
+    error = f"not sent: step {unanswered[0]} was not answered, so there is nothing to go on with"
+    return Answer(probe.name, index, "http", {}, ending=Ending.SKIPPED, error=error)
+
+
+def _names(answers: list[Answer]) -> dict[str, str]:
+    """What `{response}`, `{conversation}` and `{last_id}` stand for, from the answers so far."""
+    names: dict[str, str] = {}
+    for answer in answers:
+        if "response" not in names and answer.response_id is not None and not _is_conversation(answer):
+            names["response"] = answer.response_id
+        if "conversation" not in names and _is_conversation(answer):
+            names["conversation"] = str(answer.body["id"])
+    last = answers[-1].body if answers else None
+    if isinstance(last, dict) and isinstance(last.get("last_id"), str):
+        names["last_id"] = last["last_id"]
+    return names
+
+
+def _is_conversation(answer: Answer) -> bool:
+    return isinstance(answer.body, dict) and answer.body.get("object") == "conversation" and "id" in answer.body
+
+
+def _filled(text: str, names: dict[str, str]) -> str:
+    for name, value in names.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
+def _filled_body(send: dict[str, Any], names: dict[str, str], target: Target) -> dict[str, Any]:
+    """`send` with the names filled in (`"{response}"`), and `model: true` as the target's model."""
+    filled = json.loads(_filled(json.dumps(send), names))
+    if filled.get("model") is True:
+        filled["model"] = target.model
+    return dict(filled)
+
+
+async def _send(
+    client: httpx.AsyncClient,
+    target: Target,
+    method: str,
+    path: str,
+    query: dict[str, str],
+    body: dict[str, Any] | None,
+    answer: Answer,
+) -> None:
+    url = target.route_url(path)
+    content = json.dumps(body).encode() if body is not None else None
+    headers = {**target.headers(), **({"content-type": "application/json"} if content is not None else {})}
+    async with client.stream(method, url, params=query, content=content, headers=headers) as response:
+        answer.status, answer.headers = response.status_code, {k.lower(): v for k, v in response.headers.items()}
+        if answer.content_type == "text/event-stream":
+            await _read_stream(response, answer)
+        else:
+            await _read_body(response, answer)
 
 
 def _skipped(probe: Probe, index: int, transport: Transport, answers: list[Answer]) -> Answer | None:

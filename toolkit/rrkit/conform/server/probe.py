@@ -16,7 +16,9 @@ from ..scenario import select_named
 PROBES = Path(__file__).parent / "probes"
 """The probe files shipped with rrkit (`rrkit conform --server URL --list`)."""
 
-CheckName = Literal["stream", "completed", "response_object", "refused", "no_output", "upgrade"]
+CheckName = Literal[
+    "stream", "completed", "response_object", "refused", "no_output", "upgrade", "ok", "resumed", "page", "status"
+]
 """What an answer can be held to (rrkit.conform.server.checks says what each requires)."""
 CHECK_NAMES: tuple[str, ...] = get_args(CheckName)
 
@@ -29,14 +31,30 @@ class Expect(BaseModel):
     check: CheckName
     status: int = Field(400, ge=400, le=499, description="refused: the status required (default 400)")
     code: str | None = Field(None, description="refused: the error code required")
+    object: str | None = Field(None, description="ok: the `object` the body states (`list`, `conversation`, ...)")
+    statuses: list[str] = Field(
+        default_factory=list, description="status: the response statuses allowed (`queued`, `in_progress`, ...)"
+    )
 
 
 class Step(BaseModel):
     """One request of a probe: a body (the default `{model, input}` with `say` as the user's words, `send` merged
     over it, `omit` keys taken out), or a `raw` text that is not JSON; `follows` continues the previous step's
-    response (its id as `previous_response_id`, only the new input sent)."""
+    response (its id as `previous_response_id`, only the new input sent).
+
+    A step with a `path` goes to another route of the resource (HTTP only): `method` to the path under the base
+    URL, with `query`; a POST sends `send` as its body (`{model}` filled in where it says `model: true`). In the
+    path, the query and the body, `{response}` stands for the first response the probe made, `{conversation}`
+    for the first conversation, `{last_id}` for the previous answer's `last_id`. Such a step is sent only once the
+    step before it was answered (2xx); `until` sends it again, a poll, until the response's status is one of
+    those."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Literal["GET", "POST", "DELETE"] = "POST"
+    path: str | None = Field(None, pattern=r"^/[A-Za-z0-9_{}./-]*$")
+    query: dict[str, str] = Field(default_factory=dict)
+    until: list[str] = Field(default_factory=list)
 
     say: str = "Say hello in one word."
     send: dict[str, Any] = Field(default_factory=dict)
@@ -61,10 +79,17 @@ class Probe(BaseModel):
     steps: list[Step] = Field(min_length=1)
     path: Path | None = Field(None, exclude=True)
 
+    @property
+    def goes_to_routes(self) -> bool:
+        """Whether a step goes to another route than the create (then each step goes on from the ones before)."""
+        return any(step.path is not None for step in self.steps)
+
     @model_validator(mode="after")
     def _fits_its_transports(self) -> Probe:
         if self.steps[0].follows:
             raise ValueError("the first step has no response to follow")
+        if self.goes_to_routes and "ws" in self.transports:
+            raise ValueError("a step with a `path` goes over HTTP: set `transports: [http]`")
         return self
 
 

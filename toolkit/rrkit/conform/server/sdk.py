@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Any, Literal, get_args
 
 import pydantic
+
+from ...protocol.routes import route_of
 
 
 @functools.cache
@@ -59,6 +62,37 @@ def body_problems(body: Any, kind: Literal["response", "error"]) -> list[str] | 
     return _problems(Response if kind == "response" else ErrorObject, body)
 
 
+_ROUTE_TYPES = {
+    "responses.retrieve": "openai.types.responses:Response",
+    "responses.cancel": "openai.types.responses:Response",
+    "responses.input_tokens": "openai.types.responses:InputTokenCountResponse",
+    "conversations.create": "openai.types.conversations:Conversation",
+    "conversations.retrieve": "openai.types.conversations:Conversation",
+    "conversations.update": "openai.types.conversations:Conversation",
+    "conversations.delete": "openai.types.conversations:ConversationDeletedResource",
+    "conversations.items.list": "openai.types.conversations:ConversationItemList",
+    "conversations.items.create": "openai.types.conversations:ConversationItemList",
+    "models.retrieve": "openai.types:Model",
+}
+"""The SDK type each route's answer parses as (compaction is left out: the SDK's CompactedResponse admits only
+assistant messages, while the service returns the user messages too)."""
+
+
+def route_body_problems(request: str, body: Any) -> list[str] | None:
+    """Why the SDK refuses `body` as the answer to `request` (`GET /responses/resp_1`); None without the SDK or
+    without a type for the route."""
+    method, _, target = request.partition(" ")
+    route = route_of(method, target.partition("?")[0]).name
+    if route not in _ROUTE_TYPES:
+        return None
+    module, _, name = _ROUTE_TYPES[route].partition(":")
+    try:
+        model = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+    return _problems(model, body)
+
+
 def _problems(model: type[pydantic.BaseModel], value: Any) -> list[str]:
     try:
         model.model_validate(value)
@@ -69,4 +103,4 @@ def _problems(model: type[pydantic.BaseModel], value: Any) -> list[str]:
     return []
 
 
-__all__ = ["body_problems", "event_problems", "known_event_types", "sdk_version"]
+__all__ = ["body_problems", "event_problems", "known_event_types", "route_body_problems", "sdk_version"]
