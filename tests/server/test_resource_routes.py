@@ -5,22 +5,30 @@ conversations, models, background responses, `store: false`."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
+import yaml
 from websockets.sync.client import connect
 
 from rrkit.protocol import routes
+from rrkit.protocol.exceptions import ScriptError
 from rrkit.protocol.resources import DEFAULT_MODELS, MODELS_ETAG_HEADER
 from rrkit.script import Script, reply, text
+from rrkit.script.loader import parse_script
 from rrkit.server import FakeServer
 
 from ..errortrap import Serve
 
 ENDED = ("completed", "failed", "incomplete", "cancelled")
+
+
+def load_script_text(text: str) -> Script:
+    return parse_script(yaml.safe_load(textwrap.dedent(text)))
 
 
 def strict(server: FakeServer) -> openai.OpenAI:
@@ -293,3 +301,59 @@ def test_a_known_path_with_another_method_is_a_405_naming_the_allowed_ones(serve
     assert answer.headers["allow"] == "GET, DELETE"
     assert routes.allowed_methods("/v1/conversations/c") == ["GET", "POST", "DELETE"]
     assert routes.allowed_methods("/v1/files") == []
+
+
+def test_a_script_answers_any_route_with_a_refusal_its_headers_or_a_cut_of_the_resumed_stream(serve: Serve) -> None:
+    script = load_script_text(
+        """
+        responses:
+          - when: {route: responses.retrieve}
+            reject: {status: 429, code: rate_limit_exceeded, retry_after: 2}
+          - when: {route: responses.retrieve}
+            fault: {drop_after: 2}
+          - when: {route: models.list}
+            repeat: true
+            headers: {x-models-etag: scripted}
+          - output: [{text: "one two three four five", chunks: 5}]
+            repeat: true
+        """
+    )
+    with serve.running(script) as server:
+        client = strict(server)
+        created = client.responses.create(model="gpt-test", input="go", background=True)
+        limited = httpx.get(f"{server.http_url}/responses/{created.id}")
+        assert (limited.status_code, limited.headers["retry-after"]) == (429, "2")
+        received = b""
+        resume = httpx.stream(
+            "GET", f"{server.http_url}/responses/{created.id}", params={"stream": "true", "starting_after": "0"}
+        )
+        with pytest.raises(httpx.RemoteProtocolError), resume as cut:
+            for chunk in cut.iter_raw():
+                received += chunk
+        assert received.count(b"event: ") == 2  # the resumed stream cut after two events
+        assert poll(client, created.id)[-1] == "completed"  # the next read: the store's own answer
+        assert httpx.get(server.http_url + "/models").headers[MODELS_ETAG_HEADER] == "scripted"
+
+
+def test_a_script_sets_what_compaction_returns_and_the_token_count(serve: Serve) -> None:
+    script = load_script_text(
+        """
+        responses:
+          - when: {route: responses.compact}
+            output: [{type: compaction, encrypted_content: scripted-summary}]
+          - when: {route: responses.input_tokens}
+            usage: {input_tokens: 1234}
+        """
+    )
+    with serve.running(script) as server:
+        client = strict(server)
+        compacted = client.responses.compact(model="gpt-test", input="hi")
+        assert [(item.type, item.encrypted_content) for item in compacted.output] == [  # type: ignore[union-attr]
+            ("compaction", "scripted-summary")
+        ]
+        assert client.responses.input_tokens.count(model="gpt-test", input="hi").input_tokens == 1234
+
+
+def test_a_step_for_an_unknown_route_is_refused_naming_the_valid_ones() -> None:
+    with pytest.raises(ScriptError, match=r"unknown route 'responses\.retreive'.*responses\.retrieve"):
+        load_script_text("responses: [{when: {route: responses.retreive}, output: [{text: hi}]}]")

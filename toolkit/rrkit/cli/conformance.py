@@ -122,7 +122,7 @@ def conform(
         outputs = Outputs(as_json, junit_path, html_path)
         _conform_server(server_url, model, api_key_env, list_only, only, transport, timeout, outputs)
         return
-    every = catalogue()
+    every = catalogue(opt_in=bool(only) or list_only)  # an opt-in scenario runs when named; --list shows it
     scenarios = select(every, only)
     judged_by = load_profile(profile) if profile is not None else None
     if list_only:

@@ -166,6 +166,49 @@ def _headers(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     return True, f"all {len(judged)} attempt(s) carry them"
 
 
+def _resumed(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """A background response whose stream broke is resumed from the last event the client got (`starting_after`
+    = the last sequence number the server sent on the broken stream: each event once), never posted again."""
+    creates = [attempt for attempt in run.attempts if attempt.kind in ("full", "incremental")]
+    broken = next((attempt for attempt in creates if attempt.outcome in ("dropped", "stalled")), None)
+    if broken is None:
+        return False, f"no create's stream broke, so nothing was to resume: {run.flow}"
+    after = run.attempts[run.attempts.index(broken) + 1 :]
+    resumes = [attempt for attempt in after if attempt.kind == "resume"]
+    if any(attempt.kind in ("full", "incremental") for attempt in after):
+        return False, f"the request was posted again instead of resumed: {run.flow}"
+    if not resumes:
+        return False, f"the broken stream was never resumed: {run.flow}"
+    first = resumes[0]
+    if first.starting_after != broken.last_sent:
+        lost = "repeats" if (first.starting_after or -1) < (broken.last_sent or -1) else "skips"
+        seen = f"resumed after {first.starting_after}, where the last event sent was {broken.last_sent} ({lost} events)"
+        return False, f"{seen}: {run.flow}"
+    return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
+
+
+def _polled(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """A background response is polled (`GET /v1/responses/{id}`) with a wait between two polls, until the first
+    poll that sees it ended, and never posted again."""
+    creates = [attempt for attempt in run.attempts if attempt.kind in ("full", "incremental")]
+    polls = [attempt for attempt in run.attempts if attempt.kind == "poll"]
+    if len(creates) != 1:
+        return False, f"{len(creates)} creates, where one background response was to be polled: {run.flow}"
+    if not polls:
+        return False, f"the background response was never polled: {run.flow}"
+    ended = next(
+        (index for index, poll in enumerate(polls) if poll.outcome in ("completed", "failed", "incomplete")), None
+    )
+    if ended is None:
+        return False, f"no poll saw the response end: {run.flow}"
+    if ended != len(polls) - 1:
+        return False, f"polled {len(polls) - 1 - ended} more time(s) after a poll saw the response end: {run.flow}"
+    hot = [index for index, poll in enumerate(polls) if index and poll.wait == "none"]
+    if hot:
+        return False, f"polled again with no wait between two polls ({len(hot)} time(s)): {run.flow}"
+    return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
+
+
 def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     seen = [str(attempt) for attempt in run.attempts]
     return seen == expectation.flow, run.flow
@@ -179,6 +222,8 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "tool_output": _tool_output,
     "transport_after": _transport_after,
     "full_after_failure": _full_after_failure,
+    "resumed": _resumed,
+    "polled": _polled,
     "incremental_accepted": _incremental_accepted,
     "ends": _ends,
     "flow": _flow,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -62,9 +63,10 @@ class ReferenceClient:
 
     def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
         async def turn() -> tuple[str, str]:
-            return await asyncio.wait_for(
-                reference_turn(urls.http_url, websockets=transport == "ws", budgets=self.budgets), timeout
+            session = reference_turn(
+                urls.http_url, websockets=transport == "ws", budgets=self.budgets, asks=scenario.asks
             )
+            return await asyncio.wait_for(session, timeout)
 
         try:
             outcome, error = asyncio.run(turn())
@@ -103,8 +105,14 @@ class CommandClient:
 
 
 def client_environment(urls: ServerURLs, scenario: Scenario, transport: str) -> dict[str, str]:
-    """What a client is told of its run: the server's URLs, the scenario's name, the transport to use."""
-    return {**urls.environment(), "RRKIT_SCENARIO": scenario.name, "RRKIT_TRANSPORT": transport}
+    """What a client is told of its run: the server's URLs, the scenario's name, the transport to use, and the
+    fields it is asked to put on its request (RRKIT_REQUEST, a JSON object; `{}` when none)."""
+    return {
+        **urls.environment(),
+        "RRKIT_SCENARIO": scenario.name,
+        "RRKIT_TRANSPORT": transport,
+        "RRKIT_REQUEST": json.dumps(scenario.asks),
+    }
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ def render_list(scenarios: Sequence[Scenario], profiles: Sequence[Profile], cons
     for column in ("scenario", "over", "what the server does"):
         table.add_column(column, overflow="fold")
     for scenario in scenarios:
-        table.add_row(scenario.name, ", ".join(scenario.transports), " ".join(scenario.description.split()))
+        name = f"{scenario.name} (opt-in)" if scenario.opt_in else scenario.name
+        table.add_row(name, ", ".join(scenario.transports), " ".join(scenario.description.split()))
     console.print(table)
     listed = Table(show_lines=False, box=None, pad_edge=False)
     for column in ("profile (--profile)", "whose rules"):

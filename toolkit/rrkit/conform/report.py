@@ -89,7 +89,7 @@ def run(
     ones, over each transport of `transports` a scenario applies to, on the musts and the rules of `profile` (a
     shipped profile's name, a file, or a Profile); `on_result` is called as each one ends."""
     client = as_client(client)
-    every = list(scenarios) if scenarios is not None else catalogue()
+    every = list(scenarios) if scenarios is not None else catalogue(opt_in=bool(only))
     chosen = select(every, tuple(only))
     if isinstance(profile, str):
         profile = load_profile(profile)

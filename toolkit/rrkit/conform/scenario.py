@@ -26,6 +26,8 @@ CheckKind = Literal[
     "tool_output",
     "transport_after",
     "full_after_failure",
+    "resumed",
+    "polled",
     "incremental_accepted",
     "ends",
     "flow",
@@ -127,6 +129,15 @@ class Scenario(BaseModel):
     transports: list[Transport] = Field(default_factory=_both, min_length=1)
     script: Script
     musts: list[Expectation] = Field(min_length=1)
+    asks: dict[str, Any] = Field(
+        default_factory=dict,
+        description="fields the client is asked to put on its request (RRKIT_REQUEST, JSON): `{background: true}`",
+    )
+    opt_in: bool = Field(
+        False,
+        description="left out of the catalogue's run unless named (`--only`): for the clients that can do what "
+        "`asks` asks, not every one",
+    )
     path: Path | None = Field(None, exclude=True)
 
     @field_validator("script", mode="before")
@@ -160,9 +171,11 @@ def load_scenario(path: Path | str) -> Scenario:
     return parse_scenario(data, path, tree)
 
 
-def catalogue() -> list[Scenario]:
-    """Every shipped scenario, by name."""
-    return [load_scenario(path) for path in sorted(CATALOGUE.glob("*.yaml"))]
+def catalogue(*, opt_in: bool = False) -> list[Scenario]:
+    """Every shipped scenario, by name; the opt-in ones (`opt_in`: for the clients that can do what they ask) only
+    with `opt_in=True`."""
+    scenarios = [load_scenario(path) for path in sorted(CATALOGUE.glob("*.yaml"))]
+    return [scenario for scenario in scenarios if opt_in or not scenario.opt_in]
 
 
 class Named(Protocol):

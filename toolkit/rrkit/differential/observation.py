@@ -7,10 +7,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+from urllib.parse import parse_qsl
 
 from ..protocol.errors import ending_error, named_delays
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind
+from ..protocol.routes import CREATE, RETRIEVE
 from ..server.capture import Connection, Exchange
 
 TURN_METADATA_HEADER = "x-codex-turn-metadata"
@@ -84,11 +86,14 @@ class Attempt:
     previous_response_id: str | None = None  # the response an incremental request continues from
     connection: int | None = None  # the WebSocket connection's id (None: HTTP)
     gap: float | None = field(default=None, compare=False)  # seconds since the previous attempt ended
+    starting_after: int | None = None  # a resume (`kind` "resume"): the sequence number it resumed after
+    last_sent: int | None = field(default=None, compare=False)  # the last sequence number the server sent on it
 
     def __str__(self) -> str:
         wait = "" if self.wait == "first" else f"<{self.wait}> "
         status = f" {self.status}" if self.status is not None else ""
-        return f"{wait}{self.transport} {self.kind} -> {self.outcome}{status}"
+        kind = f"{self.kind}@{self.starting_after}" if self.starting_after is not None else self.kind
+        return f"{wait}{self.transport} {kind} -> {self.outcome}{status}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +134,31 @@ class _Seen:
         return connection.ended_at - self.end
 
 
+def _kind(exchange: Exchange) -> tuple[str, int | None]:
+    """What a request was (`full`, `incremental`, `warmup`; on another route: `resume` after a sequence number,
+    `poll`, or the route's name), and the sequence number a resume resumed after."""
+    if exchange.route == CREATE:
+        return ("warmup" if exchange.warmup else "incremental" if exchange.incremental else "full"), None
+    query = dict(parse_qsl(exchange.query))
+    if exchange.route != RETRIEVE:
+        return exchange.route, None
+    if query.get("stream") != "true":
+        return "poll", None
+    after = query.get("starting_after", "")
+    return "resume", int(after) if after.lstrip("-").isdigit() else None
+
+
+def _last_sent(exchange: Exchange) -> int | None:
+    for sent in reversed(list(exchange.events)):
+        number = sent.event.get("sequence_number")
+        if isinstance(number, int) and not isinstance(number, bool):
+            return number
+    return None
+
+
 def _exchange(exchange: Exchange, start: float, connection: Connection | None) -> _Seen:
     wire = exchange.wire_request or {}
-    kind = "warmup" if exchange.warmup else "incremental" if exchange.incremental else "full"
+    kind, starting_after = _kind(exchange)
     outcome = exchange.outcome.kind.value if exchange.outcome else "running"
     status = exchange.response_status if exchange.response_status not in (None, 200) else None
     headers = exchange.request_headers
@@ -153,6 +180,8 @@ def _exchange(exchange: Exchange, start: float, connection: Connection | None) -
         exchange.response_id,
         str(wire["previous_response_id"]) if wire.get("previous_response_id") else None,
         exchange.connection_id,
+        starting_after=starting_after,
+        last_sent=_last_sent(exchange),
     )
     end = exchange.started_at + (exchange.events[-1].at if exchange.events else 0.0)
     stalled = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.STALLED

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
 from ..protocol.ids import IdGenerator
@@ -37,9 +38,12 @@ async def _tool(call: Item) -> str:
     return "ok"
 
 
-async def reference_turn(base_url: str, *, websockets: bool, budgets: Budgets) -> tuple[str, str]:
-    """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", error)."""
-    outcomes, errors = await reference_turns(base_url, 1, websockets=websockets, budgets=budgets)
+async def reference_turn(
+    base_url: str, *, websockets: bool, budgets: Budgets, asks: Mapping[str, Any] | None = None
+) -> tuple[str, str]:
+    """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", error);
+    `asks`: fields its requests carry (`{"background": True}`)."""
+    outcomes, errors = await reference_turns(base_url, 1, websockets=websockets, budgets=budgets, asks=asks)
     return outcomes[0], errors[0] if errors else ""
 
 
@@ -128,14 +132,15 @@ read yet, and retries after backoff (6 runs in 20)."""
 
 
 async def reference_turns(
-    base_url: str, turns: int, *, websockets: bool, budgets: Budgets
+    base_url: str, turns: int, *, websockets: bool, budgets: Budgets, asks: Mapping[str, Any] | None = None
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`turns` turns of one reference-client session (one ModelClient, one Conversation), prewarmed once as
     Codex's session is: each turn's outcome, and the errors."""
     outcomes: list[str] = []
     errors: list[str] = []
     async with ModelClient(base_url, supports_websockets=websockets, options=reference_options(budgets)) as client:
-        conversation = Conversation(client, PROMPT)
+        prompt = replace(PROMPT, overrides={**PROMPT.overrides, **(asks or {})}) if asks else PROMPT
+        conversation = Conversation(client, prompt)
         await conversation.warmup()
         for turn in range(turns):
             if turn:

@@ -190,11 +190,16 @@ class ResponsePlan:
     release: Callable[[], Awaitable[None]] | None = None  # frees what the events hold (an upstream response)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)  # a background response's statuses
 
+    @property
+    def has_events(self) -> bool:
+        """Whether the plan has a stream of events of its own (not the default empty one)."""
+        return getattr(self.events, "ag_code", None) is not _NO_EVENTS
+
     def __post_init__(self) -> None:
         if self.rejection is None and self.body is None:
             return  # a stream: the common case, checked no further
         stream_only = {
-            "events": getattr(self.events, "ag_code", None) is not _NO_EVENTS,
+            "events": self.has_events,
             "fault": self.fault != NO_FAULT,
             "release": self.release is not None,
         }

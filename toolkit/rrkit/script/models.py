@@ -21,6 +21,7 @@ from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
 from ..protocol.pace import Pace
 from ..protocol.plan import Chaos, Lifecycle
+from ..protocol.routes import ROUTE_NAMES
 from ..protocol.steer import NOT_SUPPORTED, WAITING_FOR_REQUIRED_INPUT
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
 from .outputs import Output
@@ -324,6 +325,18 @@ class Match(_Strict):
     last_input_role: str | None = None
     input_text: str | None = Field(None, description="a substring of the last input item's text")
     headers: dict[str, str] = Field({}, description='header values; "*" means present with any value')
+    route: str | None = Field(
+        None,
+        description="the route (`responses.retrieve`, `responses.compact`, ...: docs/protocol.md, 'Every route'); a "
+        "step without one answers the create",
+    )
+
+    @field_validator("route")
+    @classmethod
+    def _known_route(cls, route: str | None) -> str | None:
+        if route is not None and route not in ROUTE_NAMES:
+            raise ValueError(unknown_name("route", route, ROUTE_NAMES, list_valid=True))
+        return route
 
 
 class _Once(_Strict):

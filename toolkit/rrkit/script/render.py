@@ -9,7 +9,20 @@ from ..protocol import errors
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import Chaos, Lifecycle, PlannedEvent, Rejection, ResponsePlan, StreamFault, events_of, planned
+from ..protocol.plan import (
+    Chaos,
+    Lifecycle,
+    PlannedEvent,
+    Rejection,
+    ResponsePlan,
+    StreamFault,
+    VerbatimBody,
+    events_of,
+    planned,
+)
+from ..protocol.resources import compaction_object, count_input_tokens, input_tokens_object
+from ..protocol.routes import COMPACT, INPUT_TOKENS
+from ..protocol.sse import encode_json
 from ..protocol.vocabulary import Transport
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
@@ -98,6 +111,26 @@ def render_reply(
     if frames:
         made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
     return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
+
+
+def render_route_reply(reply: Reply, route: str, request: Mapping[str, Any], *, ids: IdGenerator) -> ResponsePlan:
+    """A scripted answer on a route other than the create: a refusal (`reject`); the whole body of a compaction
+    (its `output`) or of an input token count (`usage.input_tokens`); else the fault and headers the server's own
+    answer goes out with (a resumed stream cut, a poll with a header)."""
+    if reply.reject is not None:
+        return ResponsePlan(rejection=rejection_of(reply.reject))
+    headers = dict(reply.headers)
+    if route == COMPACT and reply.output:
+        builder = ResponseEvents(request, ids=ids, keep_events=False)
+        for _ in _generated(builder, reply, False):
+            pass  # made for the items they leave in `builder.output`
+        count = count_input_tokens(request)
+        compacted = compaction_object(ids.new("response"), builder.output, input_tokens=count)
+        return ResponsePlan(body=VerbatimBody(200, encode_json(compacted)), headers=headers)
+    if route == INPUT_TOKENS and reply.usage is not None and reply.usage.input_tokens is not None:
+        counted = input_tokens_object(reply.usage.input_tokens)
+        return ResponsePlan(body=VerbatimBody(200, encode_json(counted)), headers=headers)
+    return ResponsePlan(fault=stream_fault(reply.fault), headers=headers)
 
 
 def _frames(reply: Reply, transport: Transport) -> list[tuple[int, Event]]:

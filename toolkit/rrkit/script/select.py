@@ -70,6 +70,7 @@ _EQUALS: dict[str, tuple[str, _Seen]] = {
     "incremental": ("incremental == {!r}", lambda request, last: bool(request.wire.get("previous_response_id"))),
     "last_input_type": ("last input type == {!r}", lambda request, last: last.get("type", "message") if last else None),
     "last_input_role": ("last input role == {!r}", lambda request, last: last.get("role")),
+    "route": ("route == {!r}", lambda request, last: request.route.name),
 }
 """The `Match` fields that hold when the request shows their value: how each reads, and what the request (and its
 last logical input item) shows for it."""
@@ -259,6 +260,26 @@ class ScriptState(ReplySource):
                 return self.script.default
             scored.sort(reverse=True)
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
+
+    async def select_route(self, request: RequestView) -> ResponsePlan | NoMatch | None:
+        """A step whose rule names this route (`when: {route: ...}`) answers it (`render.render_route_reply`); none:
+        the server's store does."""
+        if self._script is None:
+            return None
+        with self._lock:
+            chosen = None
+            for index, step in enumerate(self.script.responses):
+                used = self._uses.get(index, 0)
+                if step.when is None or step.when.route != request.route.name or not (step.repeat or used < step.times):
+                    continue
+                if not failed_conditions(step.when, request)[1]:
+                    self._uses[index], chosen = used + 1, step
+                    break
+        if chosen is None:
+            return None
+        from .render import render_route_reply
+
+        return render_route_reply(chosen, request.route.name, request.logical, ids=request.ids)
 
     async def steer(
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import secrets
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
@@ -173,12 +174,22 @@ class _Answer(Response):
             route=self.route,
         )
         chosen = await responder.select_route(exchange, view)
-        if chosen is not None:
+        if chosen is not None and (
+            chosen.body is not None or chosen.has_events or self.state.source.answers_every_route
+        ):
             return chosen
         plan = resources.answer(self.state, view)
         if plan.rejection is not None:
             raise RequestRefused.of(plan.rejection)
-        return plan
+        if chosen is None:
+            return plan
+        # a scripted fault or headers, over the store's own answer (a resumed stream cut, a poll with a header)
+        headers = {**plan.headers, **chosen.headers}
+        return (
+            replace(plan, headers=headers)
+            if plan.body is not None
+            else replace(plan, fault=chosen.fault, headers=headers)
+        )
 
     def _keep(self, exchange: Exchange, wire: Mapping[str, Any]) -> None:
         """A create's response kept, once ended (a background one keeps itself)."""
