@@ -1,17 +1,21 @@
 """The memory budget in bytes: with Codex-sized (1 MB) requests, the exchange window, the stored HTTP responses
 and the near misses each stay within their share of `--limit memory=...`, the oldest evicted first; an evicted
 response is answered `previous_response_not_found`, as the real service answers one it no longer has; health says
-what is kept."""
+what is kept; a background run is counted as it grows."""
 
 from __future__ import annotations
 
+import asyncio
+from itertools import pairwise
 from typing import Any
 
 import httpx
 
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.protocol.limits import Limits, MiB
+from rrkit.protocol.plan import ResponsePlan, events_of, planned
 from rrkit.script import Match, Script, reply
+from rrkit.server.background import GROWTH_STEP, BackgroundRun
 from rrkit.server.capture import exchange_size
 
 from ..errortrap import Serve
@@ -76,3 +80,21 @@ def test_a_server_that_keeps_every_exchange_has_no_window_budget(serve: Serve) -
             assert client.post(server.http_url + "/responses", json=codex_sized(n)).status_code == 200
     server.settle()
     assert len(server.exchanges) == 12 and server.state.capture.evicted == 0
+
+
+async def test_a_background_run_is_counted_in_the_budget_as_it_grows_not_only_at_its_end() -> None:
+    """A run that has made 200 KB of events and waits before its last one has been counted again (its store entry
+    re-sized, `on_grow`) at every GROWTH_STEP of the way, before it ends."""
+    delta = {"type": "response.output_text.delta", "delta": "x" * 1000}
+    deltas = [planned({**delta, "sequence_number": n}, "http") for n in range(200)]
+    final = {"type": "response.completed", "sequence_number": 200, "response": {"id": "resp_1", "status": "completed"}}
+    grown: list[int] = []
+    run = BackgroundRun({"id": "resp_1"}, on_grow=lambda made: grown.append(made.wire_bytes))
+    stopping = asyncio.Event()
+    run.start(ResponsePlan(events_of([*deltas, planned(final, "http", delay=60.0)])), stopping)
+    while len(run.wires) < len(deltas):
+        await asyncio.sleep(0.01)
+    assert not run.ended and run.wire_bytes > 200_000
+    assert len(grown) == run.wire_bytes // GROWTH_STEP and all(b - a >= GROWTH_STEP for a, b in pairwise([0, *grown]))
+    stopping.set()
+    await run.aclose()

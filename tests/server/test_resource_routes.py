@@ -357,3 +357,16 @@ def test_a_script_sets_what_compaction_returns_and_the_token_count(serve: Serve)
 def test_a_step_for_an_unknown_route_is_refused_naming_the_valid_ones() -> None:
     with pytest.raises(ScriptError, match=r"unknown route 'responses\.retreive'.*responses\.retrieve"):
         load_script_text("responses: [{when: {route: responses.retreive}, output: [{text: hi}]}]")
+
+
+def test_a_conversation_named_over_websocket_is_the_one_http_made_and_gathers_that_response_too(
+    server: FakeServer,
+) -> None:
+    client = strict(server)
+    conversation = client.conversations.create(items=[{"role": "user", "content": "first"}])
+    with connect(server.responses_ws_url) as ws:
+        frame = {"type": "response.create", "model": "gpt-test", "input": "second", "conversation": conversation.id}
+        ws.send(json.dumps(frame))
+        assert _until_terminal(ws)["type"] == "response.completed"
+    items = list(client.conversations.items.list(conversation.id, order="asc"))
+    assert [getattr(item, "role", None) for item in items] == ["user", "user", "assistant"]

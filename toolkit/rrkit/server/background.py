@@ -19,6 +19,8 @@ from .stream import first_of
 log = logging.getLogger("rrkit.server")
 
 STATUS_OF_EVENT = {QUEUED: "queued", CREATED: "queued", IN_PROGRESS: "in_progress"}
+GROWTH_STEP = 64 * 1024
+"""Bytes of events a run makes between two counts of it in the store's memory budget (`on_grow`)."""
 
 
 class BackgroundRun:
@@ -37,6 +39,7 @@ class BackgroundRun:
         queued_seconds: float = 0.0,
         in_progress_polls: int = 0,
         on_end: Callable[[BackgroundRun], None] | None = None,
+        on_grow: Callable[[BackgroundRun], None] | None = None,
     ) -> None:
         self.response = {**response, "status": "queued", "background": True}
         # each event as its SSE wire, its type and its sequence number (no event object is kept: a resume sends
@@ -44,6 +47,8 @@ class BackgroundRun:
         self.wires: list[str | bytes] = []
         self.types: list[str | None] = []
         self.sequence: list[int] = []
+        self.wire_bytes = 0  # the bytes of `wires`, counted as they come
+        self._counted = 0  # `wire_bytes` when `on_grow` was last called
         self.queued_polls, self.queued_seconds, self.in_progress_polls = queued_polls, queued_seconds, in_progress_polls
         self.polls = 0
         self._in_progress_seen = 0
@@ -51,7 +56,7 @@ class BackgroundRun:
         self._grew = asyncio.Event()  # set (and replaced) each time an event is added or the status ends
         self._polled = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._on_end = on_end
+        self._on_end, self._on_grow = on_end, on_grow
 
     @property
     def status(self) -> str:
@@ -101,6 +106,10 @@ class BackgroundRun:
             event = {**event, "response": stated}
             one = planned(event, "http")
         number = event.get("sequence_number")
+        self.wire_bytes += len(one.wire)
+        if self._on_grow is not None and self.wire_bytes - self._counted >= GROWTH_STEP:
+            self._counted = self.wire_bytes
+            self._on_grow(self)
         self.wires.append(one.wire)
         self.types.append(one.type)
         self.sequence.append(number if isinstance(number, int) and not isinstance(number, bool) else -1)

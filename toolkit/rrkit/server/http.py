@@ -201,7 +201,7 @@ class _Answer(Response):
         # `store: false` is not kept: a later `previous_response_id` to it is not found, as the service answers
         kept = not (own and wire.get("store") is False)
         store_ended(self.state.http_store, exchange, keep_object=own and kept, kept=kept)
-        if own and kept:
+        if own:  # a conversation keeps what its responses said, stored or not
             resources.add_to_conversation(self.state, exchange, wire)
 
 

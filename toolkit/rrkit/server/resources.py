@@ -22,7 +22,7 @@ from ..script.select import RequestView
 from .background import BackgroundRun
 from .capture import Exchange
 from .respond import RequestRefused, Responder, ServerState
-from .store import Conversation, Stored
+from .store import Conversation, Stored, stated_of
 
 
 def answer(state: ServerState, view: RequestView) -> ResponsePlan:
@@ -46,10 +46,8 @@ def answer(state: ServerState, view: RequestView) -> ResponsePlan:
         return ResponsePlan(rejection=Rejection(400, errors.error_body(bad.message, param=bad.param)))
 
 
-def _json(
-    value: Mapping[str, Any] | list[Any], status: int = 200, headers: Mapping[str, str] | None = None
-) -> ResponsePlan:
-    return ResponsePlan(body=VerbatimBody(status, encode_json(value)), headers=dict(headers or {}))
+def _json(value: Mapping[str, Any] | list[Any], headers: Mapping[str, str] | None = None) -> ResponsePlan:
+    return ResponsePlan(body=VerbatimBody(200, encode_json(value)), headers=dict(headers or {}))
 
 
 def _query(view: RequestView) -> dict[str, str]:
@@ -269,10 +267,13 @@ def begin_background(
     lifecycle = plan.lifecycle
     stored = Stored(input_items(dict(logical)), [], input_given=input_items(dict(wire)))
 
+    def grew(run: BackgroundRun) -> None:
+        if state.http_store.get(response_id) is stored:
+            state.http_store[response_id] = stored  # counted again as it grows: a long run may evict older ones
+
     def ended(run: BackgroundRun) -> None:
         stored.output = done_items(run.done_events())
-        if state.http_store.get(response_id) is stored:
-            state.http_store[response_id] = stored  # counted again, at its final size
+        grew(run)
         if run.status == "completed":
             _add_items(state, wire, stored.input_given or [], stored.output)
 
@@ -283,10 +284,11 @@ def begin_background(
         queued_seconds=lifecycle.queued_seconds,
         in_progress_polls=lifecycle.in_progress_polls,
         on_end=ended,
+        on_grow=grew,
     )
     stored.run = run
     state.http_store[response_id] = stored
-    run.start(replace(plan, fault=NO_FAULT, release=plan.release), state.stopping)
+    run.start(replace(plan, fault=NO_FAULT), state.stopping)  # the run is whole: a fault cuts a client's stream
     exchange.response_id = response_id
     if wire.get("stream") is True:
         return replace(plan, events=run.follow(None), response_id=response_id, release=None)
@@ -307,12 +309,11 @@ def _echoed(wire: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def add_to_conversation(state: ServerState, exchange: Exchange, wire: Mapping[str, Any]) -> None:
-    """A completed create that names a conversation adds its input and its output to it."""
+    """A completed create that names a conversation (over either transport) adds its input and its output to it."""
     if exchange.outcome is None or exchange.outcome.kind is not OutcomeKind.COMPLETED:
         return
-    stored = state.http_store.get(exchange.response_id or "")
-    if stored is not None:
-        _add_items(state, wire, stored.input_given or [], stored.output)
+    _, output, _ = stated_of(exchange)
+    _add_items(state, wire, input_items(dict(wire)), output)
 
 
 def _add_items(state: ServerState, wire: Mapping[str, Any], given: list[Item], output: list[Item]) -> None:

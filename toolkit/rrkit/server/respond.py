@@ -184,7 +184,7 @@ class Responder:
         know it): its logical request keeps the id."""
         previous = wire.get("previous_response_id")
         if wire.get("conversation") is not None and not self.state.source.answers_every_route:
-            return self._in_conversation(wire, store)
+            return self._in_conversation(wire, self.state.http_store)  # the server's one store, whatever the transport
         if not previous:
             return logical_from_wire(wire)
         stored = store.continuable(previous)

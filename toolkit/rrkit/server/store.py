@@ -54,7 +54,7 @@ class Stored:
         if self.response is not None:
             size += json_size(self.response)
         if self.run is not None:
-            size += sum(len(wire) for wire in self.run.wires)
+            size += self.run.wire_bytes
         return size
 
 
@@ -171,7 +171,7 @@ def store_ended(
     """Note an ended response's id on its exchange and keep it (unless not `kept`): a completed one to be continued
     with `previous_response_id`, and with `keep_object` (HTTP, `store` not false) every one that states its
     response object, for the resource's routes."""
-    response_id, output, stated = _stated(exchange)
+    response_id, output, stated = stated_of(exchange)
     exchange.response_id = response_id
     completed = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED
     if not kept or not response_id or not (completed or (keep_object and stated is not None)):
@@ -185,7 +185,7 @@ def store_ended(
     )
 
 
-def _stated(exchange: Exchange) -> tuple[str | None, list[Item], dict[str, Any] | None]:
+def stated_of(exchange: Exchange) -> tuple[str | None, list[Item], dict[str, Any] | None]:
     """The response id, the output items and the response object an answer states: those of the response object
     of a whole body, or of the stream's lifecycle events and done items."""
     sent = exchange.events

@@ -22,6 +22,7 @@ from ..protocol.plan import planned
 from ..protocol.steer import STEER, unaimed
 from ..protocol.vocabulary import CloseKind
 from ..script.steering import answer_steer
+from . import resources
 from .capture import Connection, Exchange, SentEvent
 from .respond import (
     ABNORMAL_CLOSURE,
@@ -189,6 +190,8 @@ class _AcceptedSocket:
         exchange.response_id = plan.response_id
         exchange.outcome = await play(plan, exchange, self)
         store_ended(self.store, exchange)
+        if not self.state.source.answers_every_route:
+            resources.add_to_conversation(self.state, exchange, exchange.wire_request or {})
 
     async def _steer(self, exchange: Exchange, frame: dict[str, Any]) -> None:
         """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response."""
