@@ -90,3 +90,11 @@ def test_observe_lists_attempts_with_the_wait_before_each(serve: Serve) -> None:
     assert seen.flow == ("http full -> refused 503", "<backoff> http full -> completed")
     assert seen.attempts[1].headers == frozenset({"session-id", "x-codex-turn-state"})
     assert seen.attempts[1].turn_state == "t" and seen.fallback is None
+
+
+def test_a_gap_after_a_completed_response_is_the_clients_work_not_a_wait_until_half_a_second() -> None:
+    """A tool output or the request after a warmup follows a completed response: a loaded machine stretches the
+    client's work (seen: over 170 ms for Codex 0.171.0 beside another busy worker), which is still no wait."""
+    assert RANGES.classify(0.3) == "backoff"  # after a failure: a retry that waited
+    assert RANGES.classify(0.3, answered=True) == "none"
+    assert RANGES.classify(0.6, answered=True) == "backoff"

@@ -43,14 +43,22 @@ class WaitRanges:
     # An immediate retry still costs the client a reconnect, and more on a loaded machine: anything shorter than
     # the first backoff step can be (180 ms, 200 ms less its jitter) is no wait at all.
     none_below: float = 0.17
+    # After a completed response the next request is no retry (a tool output, the request after a warmup): its gap
+    # is the client's own work, which a loaded machine stretches to several times the 50 ms it takes idle (seen:
+    # over 170 ms for Codex 0.171.0 with both workers busy). Under half a second of it is no wait.
+    answered_none_below: float = 0.5
     max_retries: int = 5  # the larger of the budgets' retry counts: its step is the longest backoff
 
     connect_timeout: float | None = None  # after an unanswered upgrade: "connect timeout" (+ the wait after it)
 
-    def classify(self, gap: float, *, quiet: float | None = None, named: tuple[float, ...] = ()) -> str:
+    def classify(
+        self, gap: float, *, quiet: float | None = None, named: tuple[float, ...] = (), answered: bool = False
+    ) -> str:
         """`gap`: seconds from the end of the previous attempt; `quiet`: how long the client then waited on
         a connection the server kept open, before it gave up (a stall, an ignored error frame); `named`: the
-        delays the previous attempt's answer named."""
+        delays the previous attempt's answer named; `answered`: the previous attempt completed."""
+        if answered and gap < self.answered_none_below:
+            return "none"
         timeout = self.connect_timeout
         if timeout is not None and gap >= timeout - self.none_below:
             rest = self.classify(max(0.0, gap - timeout))
@@ -284,6 +292,7 @@ def observe(
         wait, gap = "first", None
         if before is not None:
             gap = max(0.0, now.start - before.end)
-            wait = ranges.classify(gap, quiet=before.quiet_before(now), named=before.named)
+            answered = before.attempt.outcome == "completed"
+            wait = ranges.classify(gap, quiet=before.quiet_before(now), named=before.named, answered=answered)
         attempts.append(replace(now.attempt, wait=wait, gap=gap))
     return Observation(tuple(attempts), outcome)
