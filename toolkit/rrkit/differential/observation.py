@@ -7,12 +7,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qsl
 
 from ..protocol.errors import ending_error, named_delays
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind
-from ..protocol.routes import CREATE, RETRIEVE
+from ..protocol.routes import CREATE, RETRIEVE, resumed_after
 from ..server.capture import Connection, Exchange
 
 TURN_METADATA_HEADER = "x-codex-turn-metadata"
@@ -147,13 +146,10 @@ def _kind(exchange: Exchange) -> tuple[str, int | None]:
     `poll`, or the route's name), and the sequence number a resume resumed after."""
     if exchange.route == CREATE:
         return ("warmup" if exchange.warmup else "incremental" if exchange.incremental else "full"), None
-    query = dict(parse_qsl(exchange.query))
     if exchange.route != RETRIEVE:
         return exchange.route, None
-    if query.get("stream") != "true":
-        return "poll", None
-    after = query.get("starting_after", "")
-    return "resume", int(after) if after.lstrip("-").isdigit() else None
+    after = resumed_after(exchange.query)
+    return ("poll", None) if after is None else ("resume", after)
 
 
 def _last_sent(exchange: Exchange) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 CREATE = "responses.create"
 RETRIEVE = "responses.retrieve"
@@ -106,3 +106,13 @@ def _params(template: str, parts: list[str]) -> dict[str, str] | None:
 def route_paths() -> list[str]:
     """Every distinct path template of the table (for a server's routing)."""
     return list(dict.fromkeys(template for _, template, _ in ROUTES))
+
+
+def resumed_after(query: str | Mapping[str, str]) -> int | None:
+    """The sequence number a retrieve's query resumes a stream after (`stream=true&starting_after=N`), or None when
+    it asks for no stream or names no integer cursor."""
+    fields = dict(parse_qsl(query)) if isinstance(query, str) else query
+    after = fields.get("starting_after", "")
+    if fields.get("stream") != "true" or not after.lstrip("-").isdigit():
+        return None
+    return int(after)

@@ -6,23 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import parse_qsl
 
 from ..cassette.format import RecordedExchange
 from ..protocol.order import Violation, check_order
+from ..protocol.routes import resumed_after
 
 
 def resumed_at(exchange: RecordedExchange) -> int | None:
     """The sequence number a resumed stream starts at (its query's `starting_after` + 1), or None for a stream
     seen from its start: a create's, or a retrieve's without `starting_after`."""
-    if exchange.is_create:
-        return None
-    after = dict(parse_qsl(exchange.query or "")).get("starting_after", "")
-    try:
-        start = int(after) + 1
-    except ValueError:
-        return None
-    return start if start > 0 else None
+    after = None if exchange.is_create else resumed_after(exchange.query or "")
+    return after + 1 if after is not None and after >= 0 else None
 
 
 def check_stream(exchange: RecordedExchange, events: Sequence[dict[str, Any]], *, complete: bool) -> list[Violation]:

@@ -13,6 +13,7 @@ from typing import Any
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.order import check_order
+from ...protocol.routes import resumed_after
 from .answer import Answer, Ending, Upgrade
 from .probe import Expect
 from .retry import RETRIES, retry_delay
@@ -351,7 +352,10 @@ def _resumed(found: _Found, expect: Expect) -> None:
     _events_readable(found)
     if not _ended_whole(found):
         return
-    after = int(answer.query.get("starting_after", "-1") or -1)
+    after = resumed_after(answer.query)
+    if after is None:
+        found.add(Severity.MUST, "a resume step asks for a stream after a sequence number", "no `starting_after`")
+        return
     events = [event for event in answer.events if event.get("type") not in ev.SIDE_CHANNELS]
     if not events:
         found.add(Severity.MUST, "a resumed stream sends the events after starting_after", "no event")
