@@ -1,12 +1,14 @@
 """The reference client on the resource beyond the create (docs/protocol.md, "Every route"): it resumes a
 background response's broken stream from the last sequence number it received, never posting the request again,
-each event taken once; it compacts the history as the Codex CLI does (a `compaction_trigger` create)."""
+each event taken once; it compacts the history as the Codex CLI does (a `compaction_trigger` create); it cancels
+only a background response that still runs (tests/conform/test_conform_actions.py cancels one); in a server
+conversation each request names it and sends only what it does not hold yet."""
 
 from __future__ import annotations
 
 import pytest
 
-from rrkit.client import CompactionFailed, Prompt, StreamDropped
+from rrkit.client import CompactionFailed, Conversation, InvalidRequest, Prompt, StreamDropped
 from rrkit.protocol import routes
 from rrkit.script import Match, Script, compaction, function_call, reply, text
 
@@ -81,3 +83,41 @@ async def test_a_compaction_answered_with_anything_but_one_compaction_item_fails
         with pytest.raises(CompactionFailed, match="exactly one compaction item"):
             await conversation.compact()
         assert conversation.history == before
+
+
+async def test_cancel_is_refused_for_a_background_response_that_ended_and_for_a_foreground_one(serve: Serve) -> None:
+    async with served(serve, Script().add(reply(text(WORDS)), repeat=True), transport="http") as harness:
+        await harness.conversation(BACKGROUND).run_turn("count")
+        await harness.conversation(Prompt(model="gpt-test", store=True)).run_turn("count")
+        ended, foreground = (entry.response_id for entry in harness.trace.sent)
+        assert ended is not None and foreground is not None
+        with pytest.raises(InvalidRequest, match="Cannot cancel a response with status 'completed'"):
+            await harness.client.cancel(ended)
+        with pytest.raises(InvalidRequest, match="background=true"):
+            await harness.client.cancel(foreground)
+
+
+async def test_in_a_server_conversation_each_request_sends_only_what_it_does_not_hold(serve: Serve) -> None:
+    script = Script().add(reply(function_call("lookup", {"q": "x"}, call_id="c1")), times=1)
+    script = script.add(reply(text("Done.")), repeat=True)
+    async with served(serve, script, transport="http") as harness:
+        kept = await harness.client.create_conversation()
+        conversation = Conversation(harness.client, Prompt(model="gpt-test"), conversation_id=kept)
+        await conversation.run_turn("look it up", tool_handler=lambda call: "found")
+        await conversation.run_turn("thanks")
+        sent = [exchange.wire_request for exchange in harness.exchanges if exchange.route == routes.CREATE]
+        assert [request and request.get("conversation") for request in sent] == [kept] * 3
+        assert [[item.get("type") for item in request["input"]] for request in sent if request] == [
+            ["message"],
+            ["function_call_output"],
+            ["message"],
+        ]
+        assert not any(request and request.get("previous_response_id") for request in sent)
+        assert [item.get("type") for item in conversation.history] == [
+            "message",
+            "function_call",
+            "function_call_output",
+            "message",
+            "message",
+            "message",
+        ]

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from rrkit.protocol import ResponseCreateFrame, ResponsesRequest, input_items, is_warmup
 from rrkit.protocol import request_check as request_module
 from rrkit.protocol.exceptions import BadRequest
-from rrkit.protocol.request import RESPONSE_CREATE, TYPED_FIELDS
+from rrkit.protocol.request import (
+    RESPONSE_CREATE,
+    TYPED_FIELDS,
+    compacted_history,
+    item_key,
+    retained_by_compaction,
+)
 from rrkit.protocol.request_check import check_request
 from rrkit.protocol.request_model import SamplingFields, validated
 
@@ -176,3 +182,31 @@ def test_a_body_the_fast_check_cannot_vouch_for_is_judged_and_worded_by_the_mode
 def test_the_fast_check_covers_every_field_the_models_check() -> None:
     assert set(request_module._PLAIN) == {*ResponsesRequest.model_fields, *SamplingFields.model_fields}
     assert set(SamplingFields.model_fields) <= set(TYPED_FIELDS)
+
+
+def test_an_item_is_the_same_item_with_or_without_its_id_and_whatever_form_its_content_takes() -> None:
+    said = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}], "id": "msg_1"}
+    assert item_key(said) == item_key({"role": "user", "content": "hi"})
+    assert item_key(said) != item_key({"role": "assistant", "content": "hi"})
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}", "id": "fc_1", "status": "done"}
+    assert item_key(call) == item_key({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"})
+    assert item_key(call) != item_key({"type": "function_call_output", "call_id": "c1", "output": "x"})
+    compacted = {"type": "compaction", "encrypted_content": "abc", "id": "cmp_1"}
+    assert item_key(compacted) == item_key({"type": "compaction", "encrypted_content": "abc"})
+    assert item_key(compacted) != item_key({"type": "compaction", "encrypted_content": "abd"})
+
+
+@pytest.mark.parametrize(
+    ("item", "kept"),
+    [
+        ({"role": "user", "content": "hi"}, True),
+        ({"type": "message", "role": "developer", "content": "rules"}, True),
+        ({"type": "message", "role": "assistant", "content": "hello"}, False),
+        ({"type": "function_call", "call_id": "c1"}, False),
+        ({"type": "reasoning", "summary": []}, False),
+        ({"type": "compaction", "encrypted_content": "old"}, False),
+    ],
+)
+def test_a_compaction_keeps_the_context_and_the_users_words_only(item: dict[str, Any], kept: bool) -> None:
+    assert retained_by_compaction(item) is kept
+    assert (item in compacted_history([item], {"type": "compaction"})) is kept

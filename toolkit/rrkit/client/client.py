@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 from ..protocol.headers import identity_headers
 from ..protocol.outcome import Outcome, OutcomeKind
 from .connections import Connections
-from .errors import UpgradeRequired
+from .errors import InvalidRequest, UpgradeRequired
 from .prompt import Encoding, Prompt, RequestDefaults
 from .retry import ClientOptions
 from .session_state import SessionState
@@ -96,6 +97,21 @@ class ModelClient(contextlib.AbstractAsyncContextManager["ModelClient"]):
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
         return headers
+
+    # -- the resource beside the stream -------------------------------------------------------------
+    async def cancel(self, response_id: str) -> dict[str, Any]:
+        """Cancel a background response (`POST /responses/{id}/cancel`): the response object as the server then
+        states it (`cancelled`); a response that has ended, or a foreground one, is refused (InvalidRequest)."""
+        path = f"/responses/{quote(response_id, safe='')}/cancel"
+        return await self._connections.call("POST", path, {}, self.headers())
+
+    async def create_conversation(self, items: Sequence[Mapping[str, Any]] = ()) -> str:
+        """A conversation kept on the server (`POST /conversations`), holding `items` to begin with: its id."""
+        answer = await self._connections.call("POST", "/conversations", {"items": list(items)}, self.headers())
+        conversation_id = answer.get("id")
+        if not isinstance(conversation_id, str):
+            raise InvalidRequest("POST /conversations: the answer names no conversation id", outcome=OutcomeKind.FAILED)
+        return conversation_id
 
     # -- turns ------------------------------------------------------------------------------------
     def new_turn_id(self, turn: int) -> str:

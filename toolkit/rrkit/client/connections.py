@@ -11,6 +11,8 @@ from urllib.parse import quote, urlencode
 import httpx
 from websockets.protocol import State
 
+from ..protocol.outcome import OutcomeKind
+from .errors import InvalidRequest, connect_failed, http_error
 from .sse_transport import SSEStream, open_sse
 from .ws_transport import ResponsesSocket, websocket_url
 
@@ -22,6 +24,7 @@ class Connections:
     with its incremental baseline, is cached for the next turn."""
 
     def __init__(self, base_url: str, *, connect_timeout: float, websocket_connect_timeout: float) -> None:
+        self.base_url = base_url
         self.responses_url = base_url + "/responses"
         self.ws_url = websocket_url(base_url)
         self.websocket_connect_timeout = websocket_connect_timeout
@@ -40,6 +43,25 @@ class Connections:
         """A background response's stream again, from the event after `starting_after`."""
         query = urlencode({"stream": "true", "starting_after": starting_after})
         return await open_sse(self.http, f"{self.responses_url}/{quote(response_id, safe='')}?{query}", None, headers)
+
+    async def call(
+        self, method: str, path: str, body: Mapping[str, Any] | None, headers: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """A route of the API answered with a JSON object (not a stream), `path` under the base: the object; an
+        error status raises its typed error, as a stream's does."""
+        try:
+            response = await self.http.request(method, self.base_url + path, json=body, headers=dict(headers))
+        except httpx.TransportError as error:
+            raise connect_failed(f"HTTP request failed: {error or type(error).__name__}") from error
+        if response.status_code != 200:
+            raise http_error(response.status_code, response.content, dict(response.headers))
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise InvalidRequest(f"{method} {path}: the answer is not a JSON object", outcome=OutcomeKind.FAILED)
+        return answer
 
     @property
     def serial(self) -> int:

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..protocol.exceptions import TooManySamples
 from ..protocol.outcome import OutcomeKind
-from ..protocol.request import TOOL_OUTPUT_TYPES, Item, compacted_history, compaction_trigger
+from ..protocol.request import TOOL_OUTPUT_TYPES, Item, compacted_history, compaction_trigger, message_text
 from .client import ModelClient
 from .errors import CompactionFailed
 from .prompt import Prompt, user_message
-from .turn import DeltaCallback, SampleResult
+from .turn import DeltaCallback, SampleResult, Turn
 
 ToolHandler = Callable[[Item], Awaitable[str] | str]
 """Runs one tool call item and returns its output text."""
@@ -27,15 +27,6 @@ def tool_output(call: Item, output: str) -> Item:
         "call_id": call.get("call_id"),
         "output": output,
     }
-
-
-def message_text(item: Item) -> str:
-    content = item.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "".join(str(part.get("text") or part.get("refusal") or "") for part in content if isinstance(part, dict))
 
 
 @dataclass
@@ -54,12 +45,19 @@ class TurnResult:
 
 
 class Conversation:
-    """The session's history and prompt settings; each `run_turn` appends to the history."""
+    """The session's history and prompt settings; each `run_turn` appends to the history.
 
-    def __init__(self, client: ModelClient, prompt: Prompt) -> None:
+    With `conversation_id`, the history is kept in that conversation on the server (`POST /conversations`): each
+    request names it and sends only the items the conversation does not hold yet (never `previous_response_id`,
+    which the API refuses beside a conversation)."""
+
+    def __init__(self, client: ModelClient, prompt: Prompt, *, conversation_id: str | None = None) -> None:
         self.client = client
-        self.base = prompt.with_history(())
+        overrides = {**prompt.overrides, "conversation": conversation_id} if conversation_id else prompt.overrides
+        self.base = replace(prompt.with_history(()), overrides=overrides)
         self.history: list[Item] = list(prompt.history)
+        self.conversation_id = conversation_id
+        self._held = 0  # how much of `history` the server's conversation holds
 
     def prompt(self) -> Prompt:
         """The prompt rebuilt from the latest history."""
@@ -106,7 +104,7 @@ class Conversation:
             while True:
                 if len(result.samples) >= max_samples:
                     raise TooManySamples(f"the turn did not end within {max_samples} samplings")
-                sample = await turn.sample(self.prompt(), history=self.history, on_delta=on_delta)
+                sample = await self._sample(turn, on_delta)
                 result.samples.append(sample)
                 calls = sample.tool_calls
                 if calls and tool_handler is not None:
@@ -115,6 +113,17 @@ class Conversation:
                     continue
                 if calls or sample.end_turn is not False:
                     return result
+
+    async def _sample(self, turn: Turn, on_delta: DeltaCallback | None) -> SampleResult:
+        """One sampling of the history; in a server conversation, of what it does not hold yet, which it holds
+        once the response completes (with the response's output)."""
+        if self.conversation_id is None:
+            return await turn.sample(self.prompt(), history=self.history, on_delta=on_delta)
+        unsent = self.history[self._held :]
+        sample = await turn.sample(self.base.with_history(unsent), history=unsent, on_delta=on_delta)
+        self.history[self._held :] = unsent
+        self._held = len(self.history)
+        return sample
 
 
 async def _run_tool(handler: ToolHandler, call: Item) -> str:

@@ -9,11 +9,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..differential.observation import Attempt
+from ..protocol.routes import CANCEL, COMPACT
 from .profile import Profile
 from .scenario import CHECKS, Expectation, Scenario
 
 NAMED_DELAY_SLACK = 0.05
 """A wait counts as the named delay from 95 % of it on (timers and clocks round; no client waits early on purpose)."""
+
+
+CREATES = ("full", "incremental")
+"""The kinds of attempt that ask for a new response at the user's turn (not a warmup, not a compaction)."""
+
+
+@dataclass(frozen=True)
+class AfterCompaction:
+    """The first compaction the server answered (the `encrypted_content` of each compaction item it returned) and
+    the first create after it: which of those items it carried unchanged, and the items from before the
+    compaction that it still carried (`followed`: there was such a create)."""
+
+    returned: tuple[str, ...]
+    carried: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
+    followed: bool = False
 
 
 @dataclass(frozen=True)
@@ -29,6 +46,9 @@ class ConformRun:
     calls_sent: tuple[str, ...] = ()
     outputs_sent: tuple[str, ...] = ()
     detail: str = ""
+    compaction: AfterCompaction | None = None
+    repeated: tuple[str, ...] = ()
+    """Items a create sent that the conversation it named already held."""
 
     @property
     def requests(self) -> tuple[Attempt, ...]:
@@ -169,13 +189,13 @@ def _headers(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
 def _resumed(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     """A background response whose stream broke is resumed from the last event the client got (`starting_after`
     = the last sequence number the server sent on the broken stream: each event once), never posted again."""
-    creates = [attempt for attempt in run.attempts if attempt.kind in ("full", "incremental")]
+    creates = [attempt for attempt in run.attempts if attempt.kind in CREATES]
     broken = next((attempt for attempt in creates if attempt.outcome in ("dropped", "stalled")), None)
     if broken is None:
         return False, f"no create's stream broke, so nothing was to resume: {run.flow}"
     after = run.attempts[run.attempts.index(broken) + 1 :]
     resumes = [attempt for attempt in after if attempt.kind == "resume"]
-    if any(attempt.kind in ("full", "incremental") for attempt in after):
+    if any(attempt.kind in CREATES for attempt in after):
         return False, f"the request was posted again instead of resumed: {run.flow}"
     if not resumes:
         return False, f"the broken stream was never resumed: {run.flow}"
@@ -190,7 +210,7 @@ def _resumed(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
 def _polled(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     """A background response is polled (`GET /v1/responses/{id}`) with a wait between two polls, until the first
     poll that sees it ended, and never posted again."""
-    creates = [attempt for attempt in run.attempts if attempt.kind in ("full", "incremental")]
+    creates = [attempt for attempt in run.attempts if attempt.kind in CREATES]
     polls = [attempt for attempt in run.attempts if attempt.kind == "poll"]
     if len(creates) != 1:
         return False, f"{len(creates)} creates, where one background response was to be polled: {run.flow}"
@@ -209,6 +229,66 @@ def _polled(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
 
 
+def _cancelled(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """A background response the client stops is cancelled while it runs (`POST /v1/responses/{id}/cancel`, the
+    id of the response it created), and neither resumed nor posted again after."""
+    creates = [attempt for attempt in run.attempts if attempt.kind in CREATES]
+    if len(creates) != 1:
+        return False, f"{len(creates)} creates, where one background response was to be cancelled: {run.flow}"
+    cancels = [index for index, attempt in enumerate(run.attempts) if attempt.kind == CANCEL]
+    if not cancels:
+        return False, f"the response was never cancelled, and runs on (billed) on the server: {run.flow}"
+    cancel = run.attempts[cancels[0]]
+    if cancel.target != creates[0].response_id:
+        return False, f"cancelled {cancel.target}, where the response created was {creates[0].response_id}"
+    if cancel.status is not None:
+        return False, f"the cancel was refused ({cancel.status}: the response had ended, or is unknown): {run.flow}"
+    after = [attempt for attempt in run.attempts[cancels[0] + 1 :] if attempt.kind in (*CREATES, "resume")]
+    if after:
+        return False, f"{after[0].kind} after the cancel: {run.flow}"
+    return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
+
+
+def _compacted(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """After a compaction the client's next request starts from it: every compaction item it returned, unchanged,
+    and nothing of what it replaced."""
+    if not any(attempt.kind in ("compaction", COMPACT) for attempt in run.attempts):
+        return False, f"the client never asked for a compaction: {run.flow}"
+    after = run.compaction
+    if after is None:
+        return False, f"no compaction was answered: {run.flow}"
+    if not after.followed:
+        return False, f"no request after the compaction: the compacted history was never used: {run.flow}"
+    missing = [content for content in after.returned if content not in after.carried]
+    if missing:
+        return False, (
+            f"the request after the compaction did not carry {len(missing)} of the {len(after.returned)} compaction "
+            "item(s) as they were returned (encrypted_content goes back byte for byte)"
+        )
+    if after.stale:
+        return False, f"the request after the compaction still carried what it replaced: {', '.join(after.stale)}"
+    return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
+
+
+def _in_conversation(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """Turns kept in a server conversation each name it, never with `previous_response_id`, and send only their
+    new input: the conversation holds the rest."""
+    creates = [attempt for attempt in run.requests if attempt.kind in CREATES]
+    if len(creates) < 2:
+        return False, f"{len(creates)} turn(s), where two were to be kept in one conversation: {run.flow}"
+    unnamed = [attempt for attempt in creates if attempt.conversation is None]
+    if unnamed:
+        return False, f"{len(unnamed)} of {len(creates)} turn(s) named no conversation: {run.flow}"
+    named = sorted({str(attempt.conversation) for attempt in creates})
+    if len(named) > 1:
+        return False, f"the turns named {len(named)} conversations ({', '.join(named)}), where one was to hold both"
+    if any(attempt.previous_response_id for attempt in creates):
+        return False, f"a turn named its conversation and a previous_response_id, which the API refuses: {run.flow}"
+    if run.repeated:
+        return False, f"sent again what the conversation already held: {', '.join(run.repeated)}"
+    return run.outcome == "completed", f"the client's run {run.outcome}: {run.flow}"
+
+
 def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     seen = [str(attempt) for attempt in run.attempts]
     return seen == expectation.flow, run.flow
@@ -224,6 +304,9 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "full_after_failure": _full_after_failure,
     "resumed": _resumed,
     "polled": _polled,
+    "cancelled": _cancelled,
+    "compacted": _compacted,
+    "in_conversation": _in_conversation,
     "incremental_accepted": _incremental_accepted,
     "ends": _ends,
     "flow": _flow,

@@ -18,14 +18,11 @@ from typing import Protocol, cast
 from ..differential.observation import WaitRanges, observe
 from ..differential.run import reference_turn
 from ..differential.settings import DEFAULT_BUDGETS, Budgets
-from ..protocol.events import done_items
 from ..protocol.ids import IdGenerator
-from ..protocol.outcome import OutcomeKind
-from ..protocol.request import TOOL_OUTPUT_TYPES, input_items
-from ..server.capture import Exchange
 from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from ..tools.replay import ServerURLs
+from . import seen as seen_in
 from .checks import ConformRun
 from .scenario import Scenario
 
@@ -64,7 +61,11 @@ class ReferenceClient:
     def run(self, urls: ServerURLs, scenario: Scenario, transport: str, timeout: float) -> ClientEnd:
         async def turn() -> tuple[str, str]:
             session = reference_turn(
-                urls.http_url, websockets=transport == "ws", budgets=self.budgets, asks=scenario.asks
+                urls.http_url,
+                websockets=transport == "ws",
+                budgets=self.budgets,
+                asks=scenario.asks,
+                action=scenario.action,
             )
             return await asyncio.wait_for(session, timeout)
 
@@ -105,13 +106,15 @@ class CommandClient:
 
 
 def client_environment(urls: ServerURLs, scenario: Scenario, transport: str) -> dict[str, str]:
-    """What a client is told of its run: the server's URLs, the scenario's name, the transport to use, and the
-    fields it is asked to put on its request (RRKIT_REQUEST, a JSON object; `{}` when none)."""
+    """What a client is told of its run: the server's URLs, the scenario's name, the transport to use, the
+    fields it is asked to put on its request (RRKIT_REQUEST, a JSON object; `{}` when none), and what it is asked
+    to do beyond one turn (RRKIT_ACTION: `cancel`, `compact`, `conversation`; empty when nothing)."""
     return {
         **urls.environment(),
         "RRKIT_SCENARIO": scenario.name,
         "RRKIT_TRANSPORT": transport,
         "RRKIT_REQUEST": json.dumps(scenario.asks),
+        "RRKIT_ACTION": scenario.action or "",
     }
 
 
@@ -170,25 +173,9 @@ def play(scenario: Scenario, transport: str, client: ConformClient, timeout: flo
         transport,
         seen.attempts,
         end.outcome,
-        calls_sent=tuple(call for exchange in exchanges for call in _calls(exchange)),
-        outputs_sent=tuple(dict.fromkeys(call for exchange in exchanges for call in _outputs(exchange))),
+        calls_sent=seen_in.calls_sent(exchanges),
+        outputs_sent=seen_in.outputs_sent(exchanges),
         detail=end.detail,
+        compaction=seen_in.after_compaction(exchanges),
+        repeated=seen_in.repeated_in_conversation(exchanges),
     )
-
-
-def _calls(exchange: Exchange) -> list[str]:
-    """The call_ids of the tool calls in a completed response (what the client must answer)."""
-    if exchange.outcome is None or exchange.outcome.kind is not OutcomeKind.COMPLETED:
-        return []
-    items = done_items([sent.event for sent in exchange.events.done_items()])
-    return [
-        str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in TOOL_OUTPUT_TYPES
-    ]
-
-
-def _outputs(exchange: Exchange) -> list[str]:
-    """The call_ids of the tool outputs in the request's input (the logical one: an incremental request's too)."""
-    request = exchange.logical_request or exchange.wire_request or {}
-    answers = set(TOOL_OUTPUT_TYPES.values())
-    items = input_items(request) if isinstance(request.get("input"), (list, str)) else []
-    return [str(item.get("call_id")) for item in items if isinstance(item, dict) and item.get("type") in answers]

@@ -28,6 +28,9 @@ CheckKind = Literal[
     "full_after_failure",
     "resumed",
     "polled",
+    "cancelled",
+    "compacted",
+    "in_conversation",
     "incremental_accepted",
     "ends",
     "flow",
@@ -36,6 +39,12 @@ CheckKind = Literal[
 ]
 """The kinds of expectation a scenario can state (rrkit.conform.checks holds what each one means)."""
 CHECKS: tuple[str, ...] = get_args(CheckKind)
+
+
+Action = Literal["cancel", "compact", "conversation"]
+"""What a scenario may ask a client to do beyond one turn (RRKIT_ACTION): `cancel` the background response it
+streams once its first output arrives; `compact` its history after a first turn, then make a second; keep two
+turns in a `conversation` it creates on the server."""
 
 
 def _both() -> list[Transport]:
@@ -133,6 +142,10 @@ class Scenario(BaseModel):
         default_factory=dict,
         description="fields the client is asked to put on its request (RRKIT_REQUEST, JSON): `{background: true}`",
     )
+    action: Action | None = Field(
+        None,
+        description="what the client is asked to do beyond one turn (RRKIT_ACTION): cancel, compact, conversation",
+    )
     opt_in: bool = Field(
         False,
         description="left out of the catalogue's run unless named (`--only`): for the clients that can do what "
@@ -204,6 +217,7 @@ def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenar
 
 __all__ = [
     "CATALOGUE",
+    "Action",
     "ConformError",
     "Expectation",
     "Scenario",

@@ -11,7 +11,9 @@ from typing import Any
 from ..protocol.errors import ending_error, named_delays
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind
-from ..protocol.routes import CREATE, RETRIEVE, resumed_after
+from ..protocol.request import is_compaction_request
+from ..protocol.resources import conversation_id
+from ..protocol.routes import CREATE, RETRIEVE, resumed_after, route_of
 from ..server.capture import Connection, Exchange
 
 TURN_METADATA_HEADER = "x-codex-turn-metadata"
@@ -95,6 +97,8 @@ class Attempt:
     gap: float | None = field(default=None, compare=False)  # seconds since the previous attempt ended
     starting_after: int | None = None  # a resume (`kind` "resume"): the sequence number it resumed after
     last_sent: int | None = field(default=None, compare=False)  # the last sequence number the server sent on it
+    target: str | None = None  # the response its path names (retrieve, cancel, delete, input items)
+    conversation: str | None = None  # the conversation a create names
 
     def __str__(self) -> str:
         wait = "" if self.wait == "first" else f"<{self.wait}> "
@@ -142,9 +146,12 @@ class _Seen:
 
 
 def _kind(exchange: Exchange) -> tuple[str, int | None]:
-    """What a request was (`full`, `incremental`, `warmup`; on another route: `resume` after a sequence number,
-    `poll`, or the route's name), and the sequence number a resume resumed after."""
+    """What a request was (`full`, `incremental`, `warmup`, `compaction`: a create whose input ends with a
+    compaction trigger; on another route: `resume` after a sequence number, `poll`, or the route's name), and the
+    sequence number a resume resumed after."""
     if exchange.route == CREATE:
+        if exchange.wire_request is not None and is_compaction_request(exchange.wire_request):
+            return "compaction", None
         return ("warmup" if exchange.warmup else "incremental" if exchange.incremental else "full"), None
     if exchange.route != RETRIEVE:
         return exchange.route, None
@@ -186,6 +193,8 @@ def _exchange(exchange: Exchange, start: float, connection: Connection | None) -
         exchange.connection_id,
         starting_after=starting_after,
         last_sent=_last_sent(exchange),
+        target=route_of(exchange.method, exchange.path).params.get("response_id"),
+        conversation=conversation_id(wire.get("conversation")) if exchange.route == CREATE else None,
     )
     end = exchange.started_at + (exchange.events[-1].at if exchange.events else 0.0)
     stalled = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.STALLED

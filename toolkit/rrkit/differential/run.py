@@ -10,6 +10,7 @@ from typing import Any
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
 from ..protocol.ids import IdGenerator
+from ..protocol.outcome import OutcomeKind
 from ..protocol.request import Item
 from ..script.models import Script
 from ..server.logs import quiet_server_logs
@@ -39,12 +40,23 @@ async def _tool(call: Item) -> str:
 
 
 async def reference_turn(
-    base_url: str, *, websockets: bool, budgets: Budgets, asks: Mapping[str, Any] | None = None
+    base_url: str,
+    *,
+    websockets: bool,
+    budgets: Budgets,
+    asks: Mapping[str, Any] | None = None,
+    action: str | None = None,
 ) -> tuple[str, str]:
-    """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", error);
-    `asks`: fields its requests carry (`{"background": True}`)."""
-    outcomes, errors = await reference_turns(base_url, 1, websockets=websockets, budgets=budgets, asks=asks)
-    return outcomes[0], errors[0] if errors else ""
+    """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", the
+    errors); `asks`: fields its requests carry (`{"background": True}`); `action` (a conformance scenario's): its
+    one turn cancelled on its first output (`cancel`), or two turns with a compaction between them (`compact`) or
+    kept in a conversation on the server (`conversation`)."""
+    turns = 2 if action in ("compact", "conversation") else 1
+    outcomes, errors = await reference_turns(
+        base_url, turns, websockets=websockets, budgets=budgets, asks=asks, action=action
+    )
+    failed = "failed" in outcomes
+    return ("failed" if failed else "completed"), "; ".join(errors)
 
 
 def observe_codex(
@@ -132,27 +144,63 @@ read yet, and retries after backoff (6 runs in 20)."""
 
 
 async def reference_turns(
-    base_url: str, turns: int, *, websockets: bool, budgets: Budgets, asks: Mapping[str, Any] | None = None
+    base_url: str,
+    turns: int,
+    *,
+    websockets: bool,
+    budgets: Budgets,
+    asks: Mapping[str, Any] | None = None,
+    action: str | None = None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`turns` turns of one reference-client session (one ModelClient, one Conversation), prewarmed once as
-    Codex's session is: each turn's outcome, and the errors."""
+    Codex's session is: each turn's outcome, and the errors (`action`: see `reference_turn`)."""
     outcomes: list[str] = []
     errors: list[str] = []
     async with ModelClient(base_url, supports_websockets=websockets, options=reference_options(budgets)) as client:
         prompt = replace(PROMPT, overrides={**PROMPT.overrides, **(asks or {})}) if asks else PROMPT
-        conversation = Conversation(client, prompt)
+        try:
+            kept = await client.create_conversation() if action == "conversation" else None
+        except ModelClientError as error:
+            return ("failed",), (str(error),)
+        conversation = Conversation(client, prompt, conversation_id=kept)
         await conversation.warmup()
         for turn in range(turns):
             if turn:
                 await asyncio.sleep(BETWEEN_TURNS)
+            said = USER_INPUT if not turn else f"{USER_INPUT} again"  # a new message, never the same item twice
             try:
-                await conversation.run_turn(USER_INPUT, _tool)
+                if turn and action == "compact":
+                    await conversation.compact()
+                if action == "cancel":
+                    await _cancelled_on_first_output(client, conversation, said)
+                else:
+                    await conversation.run_turn(said, _tool)
             except ModelClientError as error:
                 outcomes.append("failed")
                 errors.append(str(error))
             else:
                 outcomes.append("completed")
     return tuple(outcomes), tuple(errors)
+
+
+async def _cancelled_on_first_output(client: ModelClient, conversation: Conversation, said: str) -> None:
+    """A turn its user stops once its first output arrives: the turn's stream is dropped, and its (background)
+    response cancelled on the server, where it would otherwise run on."""
+    first = asyncio.Event()
+    turn = asyncio.create_task(conversation.run_turn(said, _tool, on_delta=lambda _: first.set()))
+    output = asyncio.create_task(first.wait())
+    await asyncio.wait({turn, output}, return_when=asyncio.FIRST_COMPLETED)
+    output.cancel()
+    if turn.done():
+        turn.result()  # its error, if it failed
+        raise ModelClientError("the turn ended before its first output", outcome=OutcomeKind.COMPLETED)
+    turn.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await turn
+    response_id = client.trace.entries[-1].response_id
+    if response_id is None:
+        raise ModelClientError("no response id to cancel", outcome=OutcomeKind.DISCONNECTED)
+    await client.cancel(response_id)
 
 
 def next_turns_marked(attempts: tuple[Attempt, ...]) -> tuple[Attempt, ...]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -75,6 +76,29 @@ def input_items(body: dict[str, Any]) -> list[Item]:
     return list(value)
 
 
+def message_text(item: Mapping[str, Any]) -> str:
+    """The text of a message item: its content when a string, else its parts' text (or refusal) joined."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "".join(str(part.get("text") or part.get("refusal") or "") for part in content if isinstance(part, dict))
+
+
+def item_key(item: Mapping[str, Any]) -> str:
+    """What makes two input items the same item, whatever form each was sent in (with or without its `id` and
+    `status`, its content a string or parts): a message is its role and text, a call or its output its type and
+    `call_id`, anything else itself without `id` and `status`."""
+    kind = item.get("type", "message")
+    if kind == "message":
+        return json.dumps([kind, item.get("role"), message_text(item)])
+    if item.get("call_id") is not None:
+        return json.dumps([kind, item.get("call_id")])
+    rest = {key: value for key, value in item.items() if key not in ("id", "status")}
+    return json.dumps(rest, sort_keys=True, default=str)
+
+
 COMPACTION_TRIGGER = "compaction_trigger"
 """The input item that asks the response for a compaction of what comes before it (observed, Codex 0.169.0 and
 0.171.0 with a provider whose `capabilities.remote_compaction = "v2"`: a create whose input ends with it, and whose
@@ -101,11 +125,16 @@ def compaction_trigger() -> Item:
     return {"type": COMPACTION_TRIGGER}
 
 
+def retained_by_compaction(item: Mapping[str, Any]) -> bool:
+    """Whether a compaction keeps `item` as it is (a developer, system or user message); every other item of the
+    history before it gives way to the compaction item."""
+    return item.get("type", "message") == "message" and item.get("role") in RETAINED_ROLES
+
+
 def compacted_history(history: Sequence[Item], compaction: Item) -> list[Item]:
     """The history after a remote compaction, as Codex rebuilds it: its developer, system and user messages in
     order, then the one `compaction` item the compaction answered with."""
-    kept = [item for item in history if item.get("type", "message") == "message" and item.get("role") in RETAINED_ROLES]
-    return [*kept, dict(compaction)]
+    return [*(item for item in history if retained_by_compaction(item)), dict(compaction)]
 
 
 def is_warmup(body: Mapping[str, Any]) -> bool:

@@ -241,7 +241,6 @@ class Responder:
             return replace(chosen, fault=replace(chosen.fault, chaos=chaos))
         return chosen
 
-
     async def select_route(self, exchange: Exchange, view: RequestView) -> ResponsePlan | None:
         """The source's plan on a route other than the create (None: the server's store answers it)."""
         try:
