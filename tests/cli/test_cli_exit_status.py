@@ -147,6 +147,8 @@ CASES = [
     Case("demo", ExitStatus.USAGE, "a folder without scripts", lambda p: ["demo", "--fixtures", str(p)]),
     Case("fixtures", ExitStatus.OK, "the shipped list", lambda _: ["fixtures"]),
     Case("fixtures", ExitStatus.USAGE, "an unknown option", lambda _: ["fixtures", "--all"]),
+    Case("schema", ExitStatus.OK, "a schema printed", lambda _: ["schema", "profile"]),
+    Case("schema", ExitStatus.USAGE, "an unknown name", lambda _: ["schema", "scripts"]),
     Case(
         "serve",
         ExitStatus.USAGE,

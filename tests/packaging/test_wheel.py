@@ -87,3 +87,31 @@ def test_the_installed_wheel_serves_a_shipped_script_by_name(installed: Path, tm
         server.send_signal(signal.SIGINT)
         server.communicate(timeout=30)
     assert server.returncode == 0
+
+
+def test_the_installed_wheel_states_its_licence_authors_and_classifiers_and_ships_the_licence(installed: Path) -> None:
+    shown = _run(installed / "python", "-c", SHOW_METADATA, cwd=installed)
+    assert shown.returncode == 0, shown.stderr
+    metadata = json.loads(shown.stdout)
+    assert metadata["license"] == "MIT" and "License :: OSI Approved :: MIT License" in metadata["classifiers"]
+    assert metadata["author"] and "Framework :: Pytest" in metadata["classifiers"]
+    assert any(name.endswith("LICENSE") for name in metadata["files"])
+    assert "Permission is hereby granted" in (ROOT / "LICENSE").read_text()
+
+
+SHOW_METADATA = """
+import importlib.metadata, json
+meta = importlib.metadata.metadata("rrkit")
+files = [str(path) for path in importlib.metadata.files("rrkit") or ()]
+print(json.dumps({"license": meta.get("License"), "author": meta.get("Author") or meta.get("Author-email"),
+                  "classifiers": meta.get_all("Classifier"), "files": files}))
+"""
+
+
+def test_the_installed_wheel_ships_the_schemas_an_editor_reads(installed: Path, tmp_path: Path) -> None:
+    where = _run(installed / "rrkit", "schema", "scenario", "--path", cwd=tmp_path)
+    printed = _run(installed / "rrkit", "schema", "scenario", cwd=tmp_path)
+    assert where.returncode == 0 and printed.returncode == 0, where.stderr + printed.stderr
+    shipped = Path(where.stdout.strip())
+    assert str(ROOT) not in str(shipped) and shipped.read_text() == printed.stdout
+    assert json.loads(printed.stdout)["title"] == "rrkit scenario"

@@ -140,7 +140,7 @@ def test_fixtures_cover_every_fault_family() -> None:
 def test_fixture_has_a_name_a_description_and_a_flat_expect(fixture_path: Path) -> None:
     script = load_script(fixture_path)
     assert script.name and script.description
-    expect = script.expect
+    expect = script.expect.model_dump(mode="json", exclude_none=True)
     assert set(expect) <= EXPECT_KEYS, f"unknown expect keys: {set(expect) - EXPECT_KEYS}"
     assert expect["outcome"] in OUTCOMES
     if "first_attempt" in expect:
@@ -154,7 +154,7 @@ def test_fixture_has_a_name_a_description_and_a_flat_expect(fixture_path: Path) 
 def test_fixture_gives_the_expected_first_attempt_and_a_retry_reaches_the_final_outcome(
     serve: Serve, fixture_path: Path, transport: str
 ) -> None:
-    expect = load_script(fixture_path).expect
+    expect = load_script(fixture_path).expect.model_dump(mode="json", exclude_none=True)
     server = serve(load_script(fixture_path))
     first = expected_first(expect, transport)
     seen = attempt(server, transport, STALL_TIMEOUT if first == "stalled" else WAIT)

@@ -144,7 +144,7 @@ async def run_one(
     """
     server.reset(source or script)
     row = DemoRow(script.name, transport)
-    expect = expectation(script.expect, transport)
+    expect = expectation(script.expect.model_dump(mode="json", exclude_none=True), transport)
     row.expected = _describe_expectation(expect)
     options = ClientOptions.quick()
     async with ModelClient(

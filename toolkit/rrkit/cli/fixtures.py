@@ -1,4 +1,4 @@
-"""`rrkit demo` (the reference client against every shipped script) and `rrkit fixtures`."""
+"""`rrkit demo` (the reference client against every shipped script), `rrkit fixtures` and `rrkit schema`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ..protocol.vocabulary import TRANSPORTS
+from ..schema import SCHEMAS, schema_text, shipped_path
 from .common import FileError, fixtures_directory, fixtures_option
 from .group import failed, main
 
@@ -95,3 +96,22 @@ def fixtures() -> None:
         script = load_script(path)
         table.add_row(name, " ".join(script.description.split()).split(". ")[0].rstrip(".") + ".")
     Console(highlight=False, markup=False).print(table)
+
+
+@main.command()
+@click.argument("name", type=click.Choice(list(SCHEMAS)))
+@click.option("--path", "as_path", is_flag=True, help="Print where the schema's file is installed instead.")
+def schema(name: str, as_path: bool) -> None:
+    """Print the JSON Schema of a kind of file: script, cassette, scenario, profile or probe.
+
+    Editors check and complete YAML with it: put `# yaml-language-server: $schema=PATH` (PATH from `--path`) on
+    a script's first line, or map the schema to your files in the editor's settings.
+
+    Exit status: 0 printed, 2 a usage error (an unknown NAME).
+
+    \b
+    Examples:
+      rrkit schema script > script.schema.json
+      rrkit schema scenario --path
+    """
+    click.echo(str(shipped_path(name)) if as_path else schema_text(name), nl=as_path)

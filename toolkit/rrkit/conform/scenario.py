@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+from pydantic_core import CoreSchema
 
 from ..differential.observation import WATCHED_HEADERS
 from ..protocol.exceptions import ConformError, ScriptError
@@ -127,6 +129,15 @@ class Expectation(BaseModel):
         return self.transports is None or transport in self.transports
 
 
+class _ShippedOrInline:
+    """A scenario's `script` in its JSON Schema: a script, or `fixture:NAME`, one shipped with rrkit."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        shipped = {"type": "string", "pattern": "^fixture:.+$", "description": "a script shipped with rrkit"}
+        return {"anyOf": [handler(core), shipped]}
+
+
 class Scenario(BaseModel):
     """A situation a Responses client must survive: what the server does (`script`) and what a correct client
     does about it (`musts`)."""
@@ -136,7 +147,7 @@ class Scenario(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
     transports: list[Transport] = Field(default_factory=_both, min_length=1)
-    script: Script
+    script: Annotated[Script, _ShippedOrInline]
     musts: list[Expectation] = Field(min_length=1)
     asks: dict[str, Any] = Field(
         default_factory=dict,
@@ -151,7 +162,7 @@ class Scenario(BaseModel):
         description="left out of the catalogue's run unless named (`--only`): for the clients that can do what "
         "`asks` asks, not every one",
     )
-    path: Path | None = Field(None, exclude=True)
+    path: SkipJsonSchema[Path | None] = Field(None, exclude=True)  # where it was read from
 
     @field_validator("script", mode="before")
     @classmethod

@@ -19,6 +19,7 @@ from pydantic import (
 from ..protocol.events import SIDE_FRAMES
 from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
+from ..protocol.outcome import OutcomeKind
 from ..protocol.pace import Pace
 from ..protocol.plan import Chaos, Lifecycle
 from ..protocol.routes import ROUTE_NAMES
@@ -384,6 +385,19 @@ class SteerStep(_Strict):
     repeat: bool = Field(False, description="never used up")
 
 
+class Expect(_Strict):
+    """How a client's run of the script should end (`rrkit demo` checks it): the turn's outcome, the first
+    attempt's when it differs (a fault the client retries past), and the code, status or reason of the attempt
+    that does not complete."""
+
+    outcome: OutcomeKind = OutcomeKind.COMPLETED
+    first_attempt: OutcomeKind | None = Field(None, description="the first attempt's outcome (default: `outcome`)")
+    code: str | None = None
+    status: int | None = None
+    reason: str | None = None
+    transport: Transport | None = Field(None, description="a fault of this transport only: the other just completes")
+
+
 class Script(_Strict):
     """The whole script: replies picked in order by their rules, handshake answers, and a fallback."""
 
@@ -397,7 +411,7 @@ class Script(_Strict):
         [],
         description=f"answers to WebSocket response.steer frames, in order (none left: failed, {NOT_SUPPORTED})",
     )
-    expect: dict[str, Any] = Field({}, description="what a client should see; read by `rrkit demo`")
+    expect: Expect = Field(default_factory=Expect, description="how a client's run should end; read by `rrkit demo`")
 
     def add(self, reply: Reply, *, when: Match | None = None, times: int = 1, repeat: bool = False) -> "Script":
         """Append a reply (a queue entry when `when` is None); returns the script for chaining."""

@@ -4,7 +4,7 @@
 import json
 from typing import Annotated, Any, ClassVar, Literal, Self, get_args
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, WithJsonSchema, model_validator
 
 from .strict import Strict as _Strict
 
@@ -46,7 +46,11 @@ def _json_text(value: Any) -> Any:
         ) from None
 
 
-Arguments = Annotated[str, BeforeValidator(_json_text)]
+Arguments = Annotated[
+    str,
+    BeforeValidator(_json_text),
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "object"}, {"type": "array"}], "default": "{}"}),
+]
 """A tool call's arguments: a mapping (or list) is sent as its JSON, a string verbatim (JSON or not)."""
 
 

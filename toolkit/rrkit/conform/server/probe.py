@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ...protocol.exceptions import ConformError
 from ...protocol.vocabulary import TRANSPORTS, Transport
@@ -77,7 +78,7 @@ class Probe(BaseModel):
     description: str = Field(min_length=1)
     transports: list[Transport] = Field(default_factory=_both, min_length=1)
     steps: list[Step] = Field(min_length=1)
-    path: Path | None = Field(None, exclude=True)
+    path: SkipJsonSchema[Path | None] = Field(None, exclude=True)  # where it was read from
 
     @property
     def goes_to_routes(self) -> bool:
