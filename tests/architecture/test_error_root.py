@@ -17,7 +17,7 @@ from .test_public_api import _documented
 
 
 def _public_exceptions() -> list[tuple[str, type[BaseException]]]:
-    """Every exception class a documented package exports (README: the public API), and every one in
+    """Every exception class a documented package exports (docs/reference/api.md), and every one in
     rrkit.protocol.exceptions."""
     found = {}
     for package in [*_documented(), "rrkit.protocol.exceptions", "rrkit.client.errors"]:

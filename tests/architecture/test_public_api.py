@@ -1,5 +1,5 @@
-"""The public API is what the README lists: each package exports exactly the names its README line names, and
-each of them imports."""
+"""The public API is what the documentation lists (docs/reference/api.md): each package exports exactly the names
+its line there names, and each of them imports."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-SECTION = README.split("<!-- public-api: start -->", 1)[1].split("<!-- public-api: end -->", 1)[0]
+from ..docs_text import page
+
+SECTION = page("reference/api.md").split("<!-- public-api: start -->", 1)[1].split("<!-- public-api: end -->", 1)[0]
 
 
 def _documented() -> dict[str, set[str]]:
-    """Package -> the names its entry of the README's API section lists (its sub-bullets included)."""
+    """Package -> the names its entry of the API page's list lists (its sub-bullets included)."""
     found: dict[str, set[str]] = {}
     package = ""
     for line in SECTION.splitlines():
@@ -34,12 +35,12 @@ DOCUMENTED = _documented()
 
 
 @pytest.mark.parametrize("package", sorted(DOCUMENTED))
-def test_each_package_exports_exactly_what_the_readme_lists(package: str) -> None:
+def test_each_package_exports_exactly_what_the_api_page_lists(package: str) -> None:
     module = importlib.import_module(package)
     exported = set(module.__all__)
     assert exported == DOCUMENTED[package], {
-        "exported, not in the README": sorted(exported - DOCUMENTED[package]),
-        "in the README, not exported": sorted(DOCUMENTED[package] - exported),
+        "exported, not in the API page": sorted(exported - DOCUMENTED[package]),
+        "in the API page, not exported": sorted(DOCUMENTED[package] - exported),
     }
     for name in exported:
         assert getattr(module, name) is not None

@@ -21,6 +21,7 @@ from rrkit.cli.group import EXIT_STATUSES, ExitStatus, exit_status
 from rrkit.protocol.exceptions import CassetteError, CodexNotFound, LockHeld, RRKitError, ScriptError
 
 from ..cassette.test_cassette_write_failures import serve_until_stopped
+from ..docs_text import page
 from ..rrkit_process import start
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -238,7 +239,7 @@ def test_record_exits_0_when_stopped_and_1_when_its_cassette_cannot_be_written(t
     assert _stopped(upstream) == ExitStatus.OK
 
 
-def test_the_readme_table_lists_every_status() -> None:
-    section = (ROOT / "README.md").read_text().split("## Exit statuses", 1)[1].split("\n## ", 1)[0]
+def test_the_exit_status_page_lists_every_status() -> None:
+    section = page("reference/exit-statuses.md")
     listed = [int(number) for number in re.findall(r"^\| (\d) \|", section, re.M)]
     assert listed == [status.value for status in ExitStatus]

@@ -39,7 +39,7 @@ from rrkit.protocol.vocabulary import Transport
 from rrkit.tools.show_html import CSP
 
 from ..chromium import HOSTILE, dump_dom, needs_chromium
-from ..test_readme import code_after
+from ..docs_text import code_after
 from . import minimal_client as minimal
 
 MINIMAL_CLIENT = Path(__file__).with_name("minimal_client.py")
@@ -162,7 +162,7 @@ def test_a_client_that_never_sends_incremental_requests_breaks_only_the_codex_fl
 
 
 def test_a_minimal_correct_http_client_holds_every_must_no_false_alarm(scenarios: list[Scenario]) -> None:
-    """In process here; the README's pytest example runs the same client as a command over the catalogue."""
+    """In process here; the conform guide's pytest example runs the same client as a command over the catalogue."""
     report = run(minimal_in_process(""), scenarios=scenarios, transports=("http",))
     assert report.ok, [(v.scenario, v.expectation, v.seen) for v in report.failures]
     assert len(report.results) == sum("http" in scenario.transports for scenario in scenarios)
@@ -438,7 +438,8 @@ def test_a_scenario_file_that_is_not_utf8_is_named_with_the_byte_offset(tmp_path
         load_scenario(path)
 
 
-def test_the_readme_pytest_example_runs_one_test_per_scenario_over_xdist_workers(
+@pytest.mark.matrix  # an SDK client as a command through the whole catalogue, over both transports
+def test_the_conform_guide_pytest_example_runs_one_test_per_scenario_over_xdist_workers(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, scenarios: list[Scenario]
 ) -> None:
     pytester.makepyfile(test_conformance=code_after("The same from pytest, one test per scenario and transport"))
@@ -551,7 +552,7 @@ def test_the_conformance_page_has_a_row_for_every_scenario_and_transport_of_the_
         assert failure in page.split("## What the failures mean", 1)[1]
 
 
-def test_the_readme_callable_example_judges_an_sdk_client_in_process(tmp_path: Path) -> None:
+def test_the_conform_guide_callable_example_judges_an_sdk_client_in_process(tmp_path: Path) -> None:
     script = tmp_path / "conform_callable.py"
     script.write_text(code_after("returning `False`) that it failed:"), encoding="utf-8")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)

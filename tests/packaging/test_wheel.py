@@ -15,9 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..test_readme import code_after
+from ..docs_text import code_after
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.packaging  # a build and a fresh virtualenv: run by .ci/run beside the matrix
 
 
 def _run(*command: str | Path, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -60,7 +61,7 @@ def test_the_installed_wheel_judges_the_reference_client_on_its_shipped_scenario
     assert len(json.loads(judged.stdout)["results"]) == 4  # two scenarios, each over both transports
 
 
-def test_the_installed_wheel_passes_the_readme_pytest_example(installed: Path, tmp_path: Path) -> None:
+def test_the_installed_wheel_passes_the_pytest_guide_example(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "test_weather.py").write_text(code_after("A complete example to paste into `test_weather.py`:"))
     first = _run(
         installed / "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--snapshot-update", cwd=tmp_path

@@ -39,7 +39,7 @@ observe_options = bundle(
         "--journal",
         "journal_path",
         type=click.Path(path_type=Path, dir_okay=False),
-        help="Append each exchange, as it ends, to FILE.jsonl as one JSON object (README: the journal's fields).",
+        help="Append each exchange, as it ends, to FILE.jsonl as one JSON object (its fields: docs/guide/serve.md).",
     ),
     click.option(
         "--ready-file",
@@ -67,7 +67,7 @@ admin_options = bundle(
         help="A host name the admin API answers for, besides IP addresses and localhost (repeatable).",
     ),
 )
-"""Who may call the admin API of a server the command runs (README: Admin API)."""
+"""Who may call the admin API of a server the command runs (docs/guide/serve.md: Admin API)."""
 
 
 def limit_option(command: Callable[..., None]) -> Callable[..., None]:
@@ -110,7 +110,7 @@ upstream_options = bundle(
         "upstream's own scheme, host and port is followed (the key never goes to another host).",
     ),
 )
-"""How a relay treats its upstream (README: Recording proxy)."""
+"""How a relay treats its upstream (docs/guide/record.md)."""
 
 
 def server_settings(
@@ -144,8 +144,8 @@ match_options = bundle(
         "--match-preset",
         "match_presets",
         multiple=True,
-        help="Built-in matching preset: codex, openai-sdk (repeatable; README: Matching); none for no preset, not "
-        "even the one a cassette stores (a recording stores the one of the client it saw).",
+        help="Built-in matching preset: codex, openai-sdk (repeatable; docs/guide/matching.md); none for no preset, "
+        "not even the one a cassette stores (a recording stores the one of the client it saw).",
     ),
     click.option(
         "--match-ignore",
@@ -161,7 +161,7 @@ match_options = bundle(
     ),
     click.option("--allow-repeats", is_flag=True, help="A recorded exchange may answer more than once."),
 )
-"""The matching options, the same on every command that replays (README: Matching)."""
+"""The matching options, the same on every command that replays (docs/guide/matching.md)."""
 
 
 def match_config(
@@ -198,7 +198,7 @@ diff_options = bundle(
         "recorded is an incrementality difference).",
     ),
 )
-"""How cassettes are compared, the same for `rrkit diff` and `rrkit replay` (README: `rrkit diff`)."""
+"""How cassettes are compared, the same for `rrkit diff` and `rrkit replay` (docs/guide/cassette-checks.md)."""
 
 
 def timeout_option(default: float, per: str, then: str = "") -> Callable[[Callable[..., None]], Callable[..., None]]:

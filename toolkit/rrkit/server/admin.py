@@ -179,7 +179,7 @@ def source_summary(state: ServerState) -> dict[str, Any]:
 
 
 def memory_summary(state: ServerState) -> dict[str, Any]:
-    """The memory budget and the bytes each store keeps of it (README: Limits), with what each evicted."""
+    """The memory budget and the bytes each store keeps of it (docs/guide/serve.md: limits), with what each evicted."""
     capture, responses, unmatched = state.capture, state.http_store, state.unmatched
     return {
         "budget": state.limits.memory,
@@ -403,7 +403,7 @@ async def admin_health(request: Request) -> Response:
 
 
 def _refusal(request: Request, state: ServerState) -> Response | None:
-    """The answer to an admin request its server's policy refuses (README: Admin API, who may call it)."""
+    """The answer to an admin request its server's policy refuses (docs/guide/serve.md: Admin API, who may call it)."""
     peer = request.client.host if request.client is not None else None
     refused = admin_refusal(state.admin, request.method, request.headers, peer)
     if refused is None:

@@ -71,7 +71,7 @@ def exchange_line(exchange: Exchange, now: float | None = None) -> str:
 
 
 def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, Any]:
-    """One JSON object for a machine (a `--journal` line); its fields are listed in the README (`rrkit serve`)."""
+    """One JSON object for a machine (a `--journal` line); its fields are listed in docs/guide/serve.md."""
     wire = exchange.wire_request or {}
     previous = wire.get("previous_response_id")
     return {

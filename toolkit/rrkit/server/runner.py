@@ -135,7 +135,7 @@ class LoopbackServer:
 
     @property
     def admin_url(self) -> str:
-        """The admin API's base URL, `http://host:port/__rrkit` (README: Admin API)."""
+        """The admin API's base URL, `http://host:port/__rrkit` (docs/guide/serve.md: Admin API)."""
         return f"http://{self._authority()}{ADMIN_PREFIX}"
 
     def _authority(self) -> str:

@@ -60,7 +60,7 @@ class _AcceptedSocket:
         self, state: ServerState, websocket: WebSocket, connection: Connection, handshake: Handshake | None
     ) -> None:
         self.state, self.ws, self.connection, self.handshake = state, websocket, connection, handshake
-        self.store = ResponseStore(state.ws_store_size)  # this connection's own, bounded (README: rrkit serve)
+        self.store = ResponseStore(state.ws_store_size)  # this connection's own, bounded (docs/guide/serve.md)
         self.responder = Responder(state)
         self.stopping = state.stopping or asyncio.Event()
         # A reader takes the client's frames as they come, so that a client leaving is seen at once, even while

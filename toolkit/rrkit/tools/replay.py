@@ -133,7 +133,7 @@ class ServerURLs:
     ws_url: str
 
     def environment(self) -> dict[str, str]:
-        """What a client command is told (README: `rrkit replay`)."""
+        """What a client command is told (docs/guide/cassette-checks.md)."""
         return {
             "RRKIT_HTTP_URL": self.http_url,
             "RRKIT_WS_URL": self.ws_url,
