@@ -1,5 +1,6 @@
 """The documentation's examples run as written (the README's and the site's: the first test, the pytest example,
-the async example, the client example, the script example), and every file or page a document links to exists."""
+the async example, the client example, the script example, the tutorials' tests and client), and every file or
+page a document links to exists."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rrkit.conform import CommandClient, run
 from rrkit.script import parse_script
 
 from .docs_text import DOCS, DOCUMENTS, ROOT, code_after, page
@@ -71,3 +73,17 @@ def test_the_getting_started_async_example_passes(pytester: pytest.Pytester) -> 
     pytester.makeini("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makepyfile(test_async=code_after("## Use rrkit in your project"))
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_sdk_faults_tutorial_passes_as_written(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(weather=code_after("Put it in `weather.py`:"))
+    pytester.makepyfile(test_weather_faults=code_after("Put this in\n`test_weather_faults.py` beside `weather.py`:"))
+    pytester.runpytest().assert_outcomes(passed=5)
+
+
+def test_the_judge_a_client_tutorial_s_client_breaks_the_must_it_says_on_a_stall(tmp_path: Path) -> None:
+    client = tmp_path / "my_client.py"
+    client.write_text(code_after("Save this as `my_client.py`:"), encoding="utf-8")
+    report = run(CommandClient([sys.executable, str(client)]), only=("stall",), transports=("http",), timeout=3.0)
+    broken = [verdict for result in report.results for verdict in result.verdicts if not verdict.held]
+    assert [verdict.expectation for verdict in broken] == ["ends on its own"]

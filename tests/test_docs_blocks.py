@@ -1,17 +1,20 @@
 """Every code block of the README and the documentation site is checked against what it shows: a Python program
-runs, a pytest module's imports resolve (tests/test_docs.py and the conform tests run each one), a script in YAML
-loads, a command names only commands and options that exist (`rrkit`, the benchmarks), an admin API call gets an
-answer from a live server, a usage line names only real options; shown output is `text`. A block in no language is
-refused: nothing shown to a reader goes unchecked."""
+runs (against a live fake server), a pytest module's imports resolve (tests/test_docs.py and the conform tests run
+each one), a script in YAML loads, a CI workflow's steps and a shell block name only commands and options that
+exist (`rrkit`, the benchmarks), an admin API call gets an answer from a live server, a Codex config names a
+Responses provider, a usage line names only real options; shown output is `text`. A block in no language is
+refused: nothing shown to a reader goes unchecked. The faults table's YAML and Python build what they say."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
 import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import click
@@ -19,16 +22,21 @@ import httpx
 import pytest
 import yaml
 
+import rrkit.script as builders
 from rrkit.cli import main
 from rrkit.schema import json_schema
-from rrkit.script import parse_script
+from rrkit.script import Reply, Script, parse_script
 from rrkit.server import FakeServer
+from rrkit.tools.replay import ServerURLs
 
 from .docs_text import ROOT, Block, blocks
 
 BLOCKS = blocks()
-LANGUAGES = {"python", "sh", "yaml", "text", "javascript"}
+LANGUAGES = {"python", "sh", "yaml", "toml", "text", "javascript"}
 SETUP_COMMANDS = ("python3 -m venv", "pip ", ".venv/bin/pip", ".venv/bin/pytest", ".venv/bin/mkdocs", "pytest")
+OTHER_PROGRAMS = ("codex exec ", "kill %")
+"""Commands of programs rrkit does not own that a tutorial runs as a user would: the Codex CLI, the shell's job
+control."""
 
 
 def _of(language: str) -> list[Block]:
@@ -63,9 +71,14 @@ PROGRAMS = [block for block in _of("python") if "def test_" not in block.text]
 
 @pytest.mark.parametrize("block", PROGRAMS, ids=str)
 def test_a_python_program_runs_as_written(block: Block, tmp_path: Path) -> None:
+    """Run with a live fake server's URLs in its environment, as `rrkit conform` runs a client."""
     program = tmp_path / "example.py"
     program.write_text(block.text, encoding="utf-8")
-    ran = subprocess.run([sys.executable, str(program)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    with FakeServer(None) as server:
+        env = {**os.environ, **ServerURLs(server.http_url, server.ws_url).environment(), "RRKIT_TRANSPORT": "http"}
+        ran = subprocess.run(
+            [sys.executable, str(program)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
     assert ran.returncode == 0, ran.stderr[-2000:]
 
 
@@ -75,10 +88,21 @@ def test_a_yaml_block_is_a_script_that_loads(block: Block) -> None:
     if data is None:  # only a comment: the editor's schema line
         assert block.text.startswith("# yaml-language-server: $schema=")
         return
+    if "jobs" in data:  # a CI workflow: each step it runs is a command the shell blocks' rules check
+        runs = [step["run"] for job in data["jobs"].values() for step in job["steps"] if "run" in step]
+        assert runs and _shell_problems(Block(block.document, block.line, "sh", "\n".join(runs) + "\n")) == []
+        return
     if set(data) <= {"responses", "handshakes", "steer", "default", "name", "description", "expect"}:
         parse_script(data)
         return
-    pytest.fail(f"{block}: a YAML block that is not a script: {sorted(data)}")
+    pytest.fail(f"{block}: a YAML block that is neither a script nor a CI workflow: {sorted(map(str, data))}")
+
+
+@pytest.mark.parametrize("block", _of("toml"), ids=str)
+def test_a_toml_block_is_a_codex_config_naming_a_responses_provider(block: Block) -> None:
+    config = tomllib.loads(block.text)
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["wire_api"] == "responses" and provider["base_url"].startswith("http://127.0.0.1:")
 
 
 def _commands(block: Block) -> list[list[str]]:
@@ -116,6 +140,10 @@ def _benchmark_options() -> set[str]:
 
 @pytest.mark.parametrize("block", _of("sh"), ids=str)
 def test_a_shell_block_names_only_commands_and_options_that_exist(block: Block) -> None:
+    assert _shell_problems(block) == []
+
+
+def _shell_problems(block: Block) -> list[str]:
     problems: list[str] = []
     for words in _commands(block):
         program = words[0].removeprefix(".venv/bin/")
@@ -126,9 +154,9 @@ def test_a_shell_block_names_only_commands_and_options_that_exist(block: Block) 
             problems = [problem for problem in problems if problem.rsplit(" ", 1)[1] not in _benchmark_options()]
         elif program == "curl":
             continue  # an admin API call: test_every_admin_api_call_shown_is_answered
-        elif not " ".join(words).startswith(SETUP_COMMANDS):
+        elif not " ".join(words).startswith((*SETUP_COMMANDS, *OTHER_PROGRAMS)):
             problems.append(f"a command this test does not know: {' '.join(words)}")
-    assert problems == []
+    return problems
 
 
 AdminCall = tuple[str, str, dict[str, str], bytes | None]
@@ -187,3 +215,24 @@ def test_the_schema_line_an_editor_reads_names_a_schema_rrkit_ships() -> None:
     lines = [block.text for block in _of("yaml") if block.text.startswith("# yaml-language-server:")]
     assert lines and all(line.rstrip().endswith("/script.schema.json") for line in lines)
     assert json_schema("script")["title"] == "rrkit script"
+
+
+FAULTS = ROOT / "docs" / "how-to" / "faults.md"
+
+
+def _fault_rows() -> list[tuple[str, str]]:
+    """The faults table's YAML and Python cells, each row's first code span of each."""
+    rows = [line.split(" | ") for line in FAULTS.read_text().splitlines() if line.startswith("| ") and "`" in line]
+    return [(re.findall(r"`([^`]+)`", cells[1])[0], re.findall(r"`([^`]+)`", cells[2])[0]) for cells in rows]
+
+
+@pytest.mark.parametrize(("in_yaml", "in_python"), _fault_rows(), ids=lambda cell: cell[:40])
+def test_each_fault_of_the_table_is_a_reply_in_yaml_and_in_python(in_yaml: str, in_python: str) -> None:
+    """The YAML cell loads in a script (a reply's keys, or `handshakes`); the Python cell, run as written (its
+    `reply(...)` placeholder filled), builds a reply or adds the handshake to `script`."""
+    data = yaml.safe_load("{" + in_yaml + "}")
+    loaded = parse_script(data if "handshakes" in data else {"responses": [{"output": [{"text": "x"}], **data}]})
+    assert loaded.handshakes if "handshakes" in data else loaded.responses
+    namespace = {name: getattr(builders, name) for name in builders.__all__} | {"script": Script()}
+    built = eval(in_python.replace("reply(...)", 'reply(text("x"))'), namespace)
+    assert namespace["script"].handshakes if "handshakes" in data else isinstance(built, Reply)

@@ -46,7 +46,7 @@ def test_every_page_of_the_navigation_is_built(site: Path) -> None:
 def test_the_getting_started_page_shows_its_title_the_navigation_and_the_first_test(site: Path) -> None:
     dom = dump_dom(site / "getting-started" / "index.html")
     assert "<title>Getting started - rrkit</title>" in dom
-    for section in ("Guides", "Reference", "Explanation", "The pytest plugin", "File formats"):
+    for section in ("Tutorials", "How-to guides", "Reference", "Explanation", "The pytest plugin", "File formats"):
         assert section in dom, section
     assert "test_a_stream_cut_mid_way_is_an_error_not_an_answer" in dom
 
