@@ -80,3 +80,14 @@ def test_a_client_broken_on_purpose_breaks_exactly_that_must(
     ((expectation, said),) = failures(report)
     assert expectation == {"background-cancel": "cancelled", "compaction": "compacted"}.get(scenario, "in_conversation")
     assert seen in said
+
+
+def test_the_codex_profile_s_identity_headers_are_judged_on_model_requests_not_on_resource_calls() -> None:
+    """The reference client names its session on every create (the codex profile's rule holds), and its cancel and
+    its conversation's creation, which carry no turn, are not held to the turn's headers."""
+    report = run(None, only=("background-cancel", "conversation"), timeout=TIMEOUT, profile="codex")
+    assert report.ok, failures(report)
+    kinds = [attempt.kind for result in report.results for attempt in result.run.attempts]
+    assert {"responses.cancel", "conversations.create"} <= set(kinds)
+    held = [v.seen for result in report.results for v in result.verdicts if v.expectation.startswith("sends ")]
+    assert held == ["all 1 attempt(s) carry them", "all 2 attempt(s) carry them"]

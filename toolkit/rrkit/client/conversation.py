@@ -10,7 +10,14 @@ from typing import Any
 
 from ..protocol.exceptions import TooManySamples
 from ..protocol.outcome import OutcomeKind
-from ..protocol.request import TOOL_OUTPUT_TYPES, Item, compacted_history, compaction_trigger, message_text
+from ..protocol.request import (
+    COMPACTION_ITEM,
+    TOOL_OUTPUT_TYPES,
+    Item,
+    compacted_history,
+    compaction_trigger,
+    message_text,
+)
 from .client import ModelClient
 from .errors import CompactionFailed
 from .prompt import Prompt, user_message
@@ -77,7 +84,7 @@ class Conversation:
         async with self.client.turn() as turn:
             sample = await turn.sample(prompt, history=[], on_delta=on_delta)
         kinds = [str(item.get("type")) for item in sample.items]
-        if kinds != ["compaction"]:
+        if kinds != [COMPACTION_ITEM]:
             raise CompactionFailed(
                 f"a compaction answers with exactly one compaction item, got {kinds or 'no item'}",
                 outcome=OutcomeKind.COMPLETED,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..differential.observation import Attempt
-from ..protocol.routes import CANCEL, COMPACT
+from ..protocol.routes import CANCEL, COMPACT, ROUTE_NAMES
 from .profile import Profile
 from .scenario import CHECKS, Expectation, Scenario
 
@@ -174,8 +174,14 @@ def _turn_states(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
 
 
 def _headers(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """The headers every request for the model carries (creates, upgrades, a background stream resumed or polled);
+    a call that manages the resource (a cancel, a conversation made) is no model request and carries no turn."""
     wanted = set(expectation.headers or ())
-    judged = [attempt for attempt in run.attempts if expectation.applies(attempt.transport)]
+    judged = [
+        attempt
+        for attempt in run.attempts
+        if expectation.applies(attempt.transport) and attempt.kind not in ROUTE_NAMES
+    ]
     short = [(attempt, sorted(wanted - attempt.headers)) for attempt in judged if not wanted <= attempt.headers]
     if short:
         attempt, missing = short[0]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ..protocol.events import done_items
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import (
+    COMPACTION_ITEM,
     TOOL_OUTPUT_TYPES,
     Item,
     input_items,
@@ -21,8 +22,6 @@ from ..protocol.resources import conversation_id
 from ..protocol.routes import COMPACT, CONVERSATIONS_CREATE, CREATE, ITEMS_CREATE, route_of
 from ..server.capture import Exchange
 from .checks import AfterCompaction
-
-COMPACTION = "compaction"
 
 
 def _completed(exchange: Exchange) -> bool:
@@ -86,7 +85,7 @@ def _compaction_items(exchange: Exchange) -> list[Item]:
         items = _output(exchange)
     else:
         return []
-    return [item for item in items if item.get("type") == COMPACTION]
+    return [item for item in items if item.get("type") == COMPACTION_ITEM]
 
 
 def _label(item: Item) -> str:
@@ -113,12 +112,12 @@ def after_compaction(exchanges: Sequence[Exchange]) -> AfterCompaction | None:
     if following is None:
         return AfterCompaction(returned)
     sent = _sent(following)
-    carried = {str(item.get("encrypted_content")) for item in sent if item.get("type") == COMPACTION}
+    carried = {str(item.get("encrypted_content")) for item in sent if item.get("type") == COMPACTION_ITEM}
     stale = [
         _label(item)
         for item in sent
         if not retained_by_compaction(item)
-        and not (item.get("type") == COMPACTION and item.get("encrypted_content") in returned)
+        and not (item.get("type") == COMPACTION_ITEM and item.get("encrypted_content") in returned)
     ]
     return AfterCompaction(
         returned, tuple(content for content in returned if content in carried), tuple(dict.fromkeys(stale)), True

@@ -99,6 +99,9 @@ def item_key(item: Mapping[str, Any]) -> str:
     return json.dumps(rest, sort_keys=True, default=str)
 
 
+COMPACTION_ITEM = "compaction"
+"""The item a compaction answers with: its `encrypted_content` stands for the history it replaced, sent back as it
+came."""
 COMPACTION_TRIGGER = "compaction_trigger"
 """The input item that asks the response for a compaction of what comes before it (observed, Codex 0.169.0 and
 0.171.0 with a provider whose `capabilities.remote_compaction = "v2"`: a create whose input ends with it, and whose

@@ -12,7 +12,7 @@ from typing import Any
 from . import errors
 from .events import estimate_tokens, usage
 from .ids import PREFIXES, IdGenerator
-from .request import Item
+from .request import COMPACTION_ITEM, Item
 
 RESPONSE_STATUSES = ("queued", "in_progress", "completed", "failed", "incomplete", "cancelled")
 ACTIVE_STATUSES = frozenset({"queued", "in_progress"})
@@ -125,7 +125,7 @@ def count_input_tokens(body: Mapping[str, Any]) -> int:
 
 def compaction_item(ids: IdGenerator, summary: str = "") -> Item:
     """The one item a compaction ends with: an opaque summary of what came before."""
-    return {"type": "compaction", "id": ids.new("compaction"), "encrypted_content": summary or "rrkit-compacted"}
+    return {"type": COMPACTION_ITEM, "id": ids.new("compaction"), "encrypted_content": summary or "rrkit-compacted"}
 
 
 def compacted_output(items: Sequence[Item], ids: IdGenerator, summary: str = "") -> list[Item]:
