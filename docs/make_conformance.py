@@ -1,10 +1,12 @@
 """Writes docs/conformance.md: `rrkit conform` run on real clients (rrkit's reference client, the Codex CLI at the
 pinned version and at the newest release, the official `openai` SDKs for Python and Node), one column each, one
-row per scenario and transport, every failed verdict explained below the table; then `rrkit conform --server`
-run on servers (rrkit's own, and `@copilotkit/aimock` from npm), one row per probe and transport, every finding
-listed.
+row per scenario and transport, every failed verdict explained below the table; then on the agent frameworks built
+on the Responses API (LangChain, Pydantic AI, the Agents SDK, LiteLLM, LlamaIndex: tests/conform/frameworks/);
+then `rrkit conform --server` run on servers (rrkit's own, and `@copilotkit/aimock` from npm), one row per probe
+and transport, every finding listed.
 
-Run from the repository's root, with the clients installed as .ci/run installs them:
+Run from the repository's root, with the clients installed as .ci/run installs them, and the frameworks in
+virtualenvs of their own as tests/conform/frameworks/requirements*.txt say:
 
     .venv/bin/python docs/make_conformance.py
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -53,7 +56,7 @@ RUN_TIMEOUT = 20.0
 class Column:
     key: str
     title: str
-    profile: str
+    profile: str | None
     transports: tuple[Transport, ...]
     client: Callable[[], ConformClient | None]  # None: not installed here
     opt_in: tuple[str, ...] = ()  # the opt-in scenarios this client can take part in (what they ask, it can do)
@@ -109,6 +112,68 @@ COLUMNS = [
     ),
 ]
 
+FRAMEWORKS_DIR = TESTS / "frameworks"
+
+
+def _framework(venv: str, client: str) -> ConformClient | None:
+    python = ROOT / ".ci" / venv / "bin" / "python"
+    if not python.exists():
+        return None
+    return CommandClient([str(python), str(FRAMEWORKS_DIR / client)])
+
+
+def _framework_version(venv: str, package: str) -> str:
+    python = ROOT / ".ci" / venv / "bin" / "python"
+    if not python.exists():
+        return "?"
+    shown = subprocess.run(
+        [str(python), "-c", f"import importlib.metadata as m; print(m.version({package!r}))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return shown.stdout.strip() or "?"
+
+
+FRAMEWORKS = [
+    Column(
+        "langchain",
+        f"LangChain `ChatOpenAI` (langchain-openai {_framework_version('frameworks', 'langchain-openai')})",
+        None,
+        ("http",),
+        lambda: _framework("frameworks", "langchain_client.py"),
+    ),
+    Column(
+        "pydantic-ai",
+        f"Pydantic AI `OpenAIResponsesModel` ({_framework_version('frameworks', 'pydantic-ai-slim')})",
+        None,
+        ("http",),
+        lambda: _framework("frameworks", "pydantic_ai_client.py"),
+    ),
+    Column(
+        "agents",
+        f"OpenAI Agents SDK ({_framework_version('frameworks', 'openai-agents')})",
+        None,
+        ("http",),
+        lambda: _framework("frameworks", "agents_client.py"),
+    ),
+    Column(
+        "litellm",
+        f"LiteLLM `responses()` ({_framework_version('frameworks', 'litellm')})",
+        None,
+        ("http",),
+        lambda: _framework("frameworks", "litellm_client.py"),
+    ),
+    Column(
+        "llamaindex",
+        f"LlamaIndex `OpenAIResponses` ({_framework_version('frameworks-llamaindex', 'llama-index-llms-openai')})",
+        None,
+        ("http",),
+        lambda: _framework("frameworks-llamaindex", "llamaindex_client.py"),
+    ),
+]
+"""Agent frameworks on the Responses API, each driven the ordinary documented way, over HTTP, on the musts only."""
+
 PERMANENT = ("context-length", "cyber-policy", "insufficient-quota", "invalid-prompt", "usage-not-included")
 TRANSIENT = ("rate-limit", "server-overloaded", "slow-down", "unknown-code")
 
@@ -155,6 +220,88 @@ FINDINGS: list[tuple[str, list[tuple[str, str, str]]]] = [
         "`rrkit conform` stops it. A Python client needs its own idle timer (closing the connection from another "
         "thread, or the async client under `asyncio.timeout`).",
         [("openai-python", "stall", "ends on its own")],
+    ),
+]
+
+
+def _failures_as_answers(key: str) -> list[tuple[str, str, str]]:
+    """A client that takes every `response.failed` for an answer: a failure a retry cannot mend should end the
+    turn as failed, one it can should not be reported as answered."""
+    return [(key, f"failed-{name}", "outcome is failed") for name in PERMANENT] + [
+        (key, f"failed-{name}", "answered") for name in TRANSIENT
+    ]
+
+
+FINDINGS += [
+    (
+        "`ChatOpenAI._stream_responses` (`langchain_openai/chat_models/base.py`) reads the SDK's raw event stream "
+        "(`responses.create(stream=True)`, which ends quietly when the body does) and never checks that "
+        "`response.completed` came: the text streamed before a cut is returned as the answer.",
+        [("langchain", "ends-before-terminal", "answered")],
+    ),
+    (
+        "`_convert_responses_chunk_to_generation_chunk` handles `response.incomplete` in the branch of "
+        "`response.completed`: the cut-short text is the answer, its status only in `response_metadata`.",
+        [("langchain", "incomplete", "answered")],
+    ),
+    (
+        "`request_timeout` defaults to `None`, which `ChatOpenAI` hands to the SDK as no timeout at all (not the "
+        "SDK's own 600 s); its `stream_chunk_timeout` (120 s) applies to async streaming only, so a silent stream "
+        "hangs the synchronous `.stream()` until `rrkit conform` stops it.",
+        [("langchain", "stall", "ends on its own")],
+    ),
+    (
+        "It sees a stream end before its final event (`_map_created` records `in_progress`, and "
+        "`response_status_to_state` turns it into the state `incomplete`), but the agent run still returns the "
+        "partial text as its output.",
+        [("pydantic-ai", "ends-before-terminal", "answered")],
+    ),
+    (
+        "`_map_incomplete` (`pydantic_ai/models/openai/_responses_streaming.py`) only records `finish_reason` "
+        "`length`: the partial text is the output (it raises only when nothing came, or a tool call was cut).",
+        [("pydantic-ai", "incomplete", "answered")],
+    ),
+    (
+        "Its default HTTP client (`pydantic_ai/_http.py`) has a 600 s timeout, the only limit on a silent stream.",
+        [("pydantic-ai", "stall", "ends on its own")],
+    ),
+    (
+        "The Agents SDK turns `response.failed`, `response.incomplete`, the `error` event and a stream without a "
+        "terminal event into errors (`agents/models/openai_responses.py`), but keeps the SDK's default read "
+        "timeout of 600 s, and has no idle limit of its own: a silent stream holds the run for ten minutes.",
+        [("agents", "stall", "ends on its own")],
+    ),
+    (
+        "For a model its model list does not know (here `gpt-test`), `supports_native_streaming` is false and "
+        "LiteLLM fakes the stream (`OpenAIResponsesAPIConfig.should_fake_stream`): it sends the request without "
+        "`stream`, then replays the JSON answer as events (`build_synthetic_response_events`), always ending with "
+        "`response.completed` whatever the response's `status`, so a failed or incomplete response reaches the "
+        "caller as a completed one. With a model in its list it streams for real and raises on `response.failed`, "
+        "but still takes `response.incomplete` as an answer.",
+        [*_failures_as_answers("litellm"), ("litellm", "incomplete", "answered")],
+    ),
+    (
+        "`responses()` waits 6000 s for a request by default (`litellm/constants.py`): a silent stream outlasts "
+        "any run.",
+        [("litellm", "stall", "ends on its own")],
+    ),
+    (
+        "`OpenAIResponses.process_response_event` (`llama_index/llms/openai/responses.py`) has no branch for "
+        "`response.failed`, `response.incomplete` or the `error` event, and nothing checks that a terminal event "
+        "came; `FunctionAgent` returns the last event's content as the answer (nothing for a failed response, the "
+        "text so far for a cut one). The SDK under it (openai 2.54.0) is not the cause: the plain SDK client on "
+        "that version keeps these musts.",
+        [
+            *_failures_as_answers("llamaindex"),
+            ("llamaindex", "ends-before-terminal", "answered"),
+            ("llamaindex", "incomplete", "answered"),
+            ("llamaindex", "sse-error-event", "answered"),
+        ],
+    ),
+    (
+        f"Its default timeout is 60 s, longer than the {RUN_TIMEOUT:g} s this page gives a run; given 100 s it ended "
+        "on its own with a read timeout, not retried.",
+        [("llamaindex", "stall", "ends on its own")],
     ),
 ]
 EXPLAINED = {key: text for text, keys in FINDINGS for key in keys}
@@ -226,7 +373,7 @@ def _counts(findings: Sequence[Finding]) -> str:
 def main() -> int:
     everything = catalogue(opt_in=True)
     reports: dict[str, ConformReport | None] = {}
-    for column in COLUMNS:
+    for column in [*COLUMNS, *FRAMEWORKS]:
         client = column.client()
         if client is None:
             print(f"{column.title}: not installed here, left out", file=sys.stderr)
@@ -272,8 +419,23 @@ def main() -> int:
             ]
             name = f"{scenario.name} (opt-in)" if scenario.opt_in else scenario.name
             lines.append(f"| {name} | {transport} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Agent frameworks",
+        "",
+        "The frameworks people build agents with on the Responses API, each driven the ordinary documented way",
+        "(`tests/conform/frameworks/`: one turn, one tool, streamed, nothing set beyond the model class), over HTTP,",
+        "on the musts alone. The official Python SDK's column above is the baseline under most of them.",
+        "",
+        "| scenario | " + " | ".join(column.title for column in FRAMEWORKS) + " |",
+        "|---|" + "---|" * len(FRAMEWORKS),
+    ]
+    for scenario in everything:
+        if not scenario.opt_in and "http" in scenario.transports:
+            cells = [cell(reports[column.key], scenario.name, "http") for column in FRAMEWORKS]
+            lines.append(f"| {scenario.name} | " + " | ".join(cells) + " |")
     lines += ["", "## What the failures mean", ""]
-    titles = {column.key: column.title for column in COLUMNS}
+    titles = {column.key: column.title for column in [*COLUMNS, *FRAMEWORKS]}
     for text, keys in FINDINGS:
         seen = [(key, verdict) for key in keys for verdict in failed.get(key, [])]
         if seen:
@@ -283,7 +445,7 @@ def main() -> int:
             ]
     if not failed:
         lines.append("None: every client kept every must and its profile's rules.")
-    missing = [column.title for column in COLUMNS if reports[column.key] is None]
+    missing = [column.title for column in [*COLUMNS, *FRAMEWORKS] if reports[column.key] is None]
     if missing:
         lines += ["", "Left out, not installed where this page was made: " + ", ".join(missing) + "."]
     lines += server_lines(_servers())
