@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from .common import FileError, conclude, read_cassette, write_file
-from .group import failed, main
-from .options import diff_options, match_config, match_options, timeout_option
+from .common import FileError, conclude_report, read_cassette, write_file
+from .group import main
+from .options import ReportOutputs, diff_options, match_config, match_options, report_options, timeout_option
 
 
 @main.command()
@@ -45,8 +45,8 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
 @click.argument("a_path", metavar="A", type=click.Path(path_type=Path))
 @click.argument("b_path", metavar="B", type=click.Path(path_type=Path))
 @diff_options
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_diff version 1).")
-def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view: str, as_json: bool) -> None:
+@report_options
+def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view: str, outputs: ReportOutputs) -> None:
     """Compare two cassettes exchange by exchange: requests (logical and wire), full vs incremental, events,
     outcomes, statuses, bodies, headers, connections, and the protocol rules each breaks.
 
@@ -69,13 +69,13 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
         )
     except SettingError as error:
         raise click.UsageError(str(error)) from None
-    conclude(report.equal, as_json, report.to_json, lambda console: render_report(report, console))
+    conclude_report(report.to_report(), outputs, lambda console: render_report(report, console))
 
 
 @main.command()
 @click.argument("cassettes", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (its shape: rrkit_validate version 1).")
-def validate(cassettes: tuple[Path, ...], as_json: bool) -> None:
+@report_options
+def validate(cassettes: tuple[Path, ...], outputs: ReportOutputs) -> None:
     """Check cassettes against the protocol: the event order rules of every event family in each recorded
     stream (side-channel frames left out), each recorded outcome against its terminal event, and each WebSocket
     delta against the earlier response it continues. A folder stands for every cassette under it.
@@ -87,15 +87,14 @@ def validate(cassettes: tuple[Path, ...], as_json: bool) -> None:
       rrkit validate cassettes/
       rrkit validate session.json --json
     """
-    from ..tools.validate import Validated, ValidationReport, validate_cassette
-    from ..tools.validate_render import render_validation
+    from ..tools.validate import Validated, validate_cassette, validation_report
 
     validated = []
     for path in _cassette_files(cassettes):
         cassette = read_cassette(path)
         validated.append(Validated(str(path), len(cassette.exchanges), validate_cassette(cassette)))
-    report = ValidationReport(validated)
-    conclude(report.clean, as_json, report.to_json, lambda console: render_validation(report, console))
+    report = validation_report(validated)
+    conclude_report(report, outputs)
 
 
 class ThenCommand(click.Command):
@@ -127,7 +126,7 @@ def client_command(ctx: click.Context) -> list[str] | None:
 )
 @diff_options
 @timeout_option(120.0, "cassette")
-@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON (one object per cassette).")
+@report_options
 @match_options
 @click.pass_context
 def replay(
@@ -138,7 +137,7 @@ def replay(
     strict: bool,
     ignore: tuple[str, ...],
     timeout: float,
-    as_json: bool,
+    outputs: ReportOutputs,
     match_presets: tuple[str, ...],
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
@@ -160,7 +159,7 @@ def replay(
     import asyncio
 
     from ..tools.diff import VIEWS
-    from ..tools.replay import run_replays
+    from ..tools.replay import replay_report, run_replays, show_replays
 
     command = client_command(ctx)
     if command and against_url:
@@ -177,11 +176,13 @@ def replay(
             strict=strict,
             ignore=ignore,
             timeout=timeout,
-            as_json=as_json,
         )
     )
-    if not all(result.ok for result in results):
-        failed()
+    who = (
+        f"the server at {against_url}" if against_url is not None else " ".join(command or ()) or "the reference client"
+    )
+    report = replay_report(results, who)
+    conclude_report(report, outputs, lambda console: show_replays(results, who, console))
 
 
 def _cassette_files(given: tuple[Path, ...]) -> list[Path]:

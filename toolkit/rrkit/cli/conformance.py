@@ -9,21 +9,39 @@ from typing import Any
 
 import click
 
-from ..protocol.vocabulary import TRANSPORTS
+from ..protocol.vocabulary import TRANSPORTS, Transport
 from .cassettes import ThenCommand, client_command
-from .common import SECONDS, FileError, conclude, fixtures_directory, fixtures_option, write_file
+from .common import SECONDS, FileError, conclude_report, fixtures_directory, fixtures_option
 from .group import failed, main
-from .options import timeout_option
+from .options import ReportOutputs, report_options, timeout_option
 
 
-@main.command(cls=ThenCommand)
-@click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios and exit.")
-@click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario (repeatable).")
-@click.option(
-    "--profile",
-    metavar="NAME|FILE",
-    help="Also judge a kind of client's finer rules: a shipped profile (codex, openai-sdk) or a profile file.",
-)
+class ConformCommand(ThenCommand):
+    """`rrkit conform`'s help in sections: options for judging a client, for judging a server, and the report's."""
+
+    SECTIONS = (
+        ("Judging a client (the reference client, or the command after --)", ("--profile",)),
+        ("Judging a server (--server URL)", ("--server", "--model", "--api-key-env")),
+        ("The report", ("--json", "--junit", "--html", "--github")),
+    )
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        placed = {name for _, names in self.SECTIONS for name in names}
+        rows = {param.opts[0]: param.get_help_record(ctx) for param in self.get_params(ctx)}
+        sections = [("Options", [row for name, row in rows.items() if name not in placed])]
+        sections += [(title, [rows[name] for name in names if name in rows]) for title, names in self.SECTIONS]
+        for title, records in sections:
+            with formatter.section(title):
+                formatter.write_dl([record for record in records if record is not None])
+
+
+CLIENT_ONLY = ("profile",)
+SERVER_ONLY = ("model", "api_key_env")
+
+
+@main.command(cls=ConformCommand)
+@click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios (or, with --server, probes).")
+@click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario or probe (repeatable).")
 @click.option(
     "--transport",
     type=click.Choice(["http", "ws", "both"]),
@@ -32,18 +50,10 @@ from .options import timeout_option
     help="Play each scenario over HTTP SSE, over WebSocket, or both (a scenario runs only where it applies).",
 )
 @timeout_option(60.0, "scenario and transport", "; one still running then is stopped (and breaks `ends`)")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Also write the report as JUnit XML (one test case per scenario and transport), for any CI.",
-)
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Also write the report as one self-contained HTML page.",
+    "--profile",
+    metavar="NAME|FILE",
+    help="Also judge a kind of client's finer rules: a shipped profile (codex, openai-sdk) or a profile file.",
 )
 @click.option(
     "--server",
@@ -51,28 +61,25 @@ from .options import timeout_option
     metavar="URL",
     help="Judge a Responses server instead: its base URL (http://HOST:PORT/v1), sent the probe battery.",
 )
-@click.option("--model", default="gpt-4.1-mini", show_default=True, help="With --server: the model every probe names.")
+@click.option("--model", help="The model every probe names.  [default: gpt-4.1-mini]")
 @click.option(
     "--api-key-env",
     metavar="VAR",
-    default="OPENAI_API_KEY",
-    show_default=True,
-    help="With --server: the environment variable holding the API key sent (a placeholder when unset).",
+    help="The environment variable holding the API key sent (a placeholder when unset).  [default: OPENAI_API_KEY]",
 )
+@report_options
 @click.pass_context
 def conform(
     ctx: click.Context,
     server_url: str | None,
-    model: str,
-    api_key_env: str,
+    model: str | None,
+    api_key_env: str | None,
     list_only: bool,
     only: tuple[str, ...],
     profile: str | None,
     transport: str,
     timeout: float,
-    as_json: bool,
-    junit_path: Path | None,
-    html_path: Path | None,
+    outputs: ReportOutputs,
 ) -> None:
     """Judge a Responses client: play each scenario of the catalogue on a fresh fake server, run the client
     against it, and judge what the server saw it do (requests, retries and the waits before them, full or
@@ -97,6 +104,8 @@ def conform(
     upgrade, error frames and refusals. Each finding names the probe, the step, the event and field, what the
     protocol requires and its severity (`must` breaks real clients; `should` departs from the real service).
 
+    Both write the same report (--json, --junit, --html, --github), as `validate`, `diff` and `replay` do.
+
     Exit status: 0 every must (and profile rule) held, 1 one broken, 2 a usage or file error, or a --server
     where nothing answers.
 
@@ -107,28 +116,41 @@ def conform(
       rrkit conform --transport http --junit conform.xml -- python my_client.py
       rrkit conform --server http://127.0.0.1:8000/v1 --transport both --junit server.xml
     """
+    command = client_command(ctx)
+    given = {name for name in (*CLIENT_ONLY, *SERVER_ONLY) if ctx.params.get(name) is not None}
+    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
+    if server_url is not None:
+        if command or given & set(CLIENT_ONLY):
+            raise click.UsageError("--server judges a server: give no client command and no --profile with it")
+        target = ServerTarget(server_url, model or "gpt-4.1-mini", api_key_env or "OPENAI_API_KEY", timeout)
+        _conform_server(target, list_only, only, transports, outputs)
+        return
+    if given & set(SERVER_ONLY):
+        raise click.UsageError("--model and --api-key-env go with --server: a client picks its own model and key")
+    _conform_client(command, list_only, only, profile, transports, timeout, outputs)
+
+
+def _conform_client(
+    command: list[str] | None,
+    list_only: bool,
+    only: tuple[str, ...],
+    profile: str | None,
+    transports: tuple[Transport, ...],
+    timeout: float,
+    outputs: ReportOutputs,
+) -> None:
     from rich.console import Console
 
     from ..conform import catalogue, run, select
     from ..conform.profile import load_profile, shipped_profiles
-    from ..conform.render import render_list, render_report
-    from ..conform.report_html import write_html
-    from ..tools.show_html import write_page
+    from ..conform.render import render_list
 
-    command = client_command(ctx)
-    if server_url is not None:
-        if command or profile is not None:
-            raise click.UsageError("--server judges a server: give no client command and no --profile with it")
-        outputs = Outputs(as_json, junit_path, html_path)
-        _conform_server(server_url, model, api_key_env, list_only, only, transport, timeout, outputs)
-        return
     every = catalogue(opt_in=bool(only) or list_only)  # an opt-in scenario runs when named; --list shows it
     scenarios = select(every, only)
     judged_by = load_profile(profile) if profile is not None else None
     if list_only:
         render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
         return
-    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
     progress = Console(stderr=True, highlight=False)
 
     def said(result: Any) -> None:
@@ -144,57 +166,44 @@ def conform(
         profile=judged_by,
         on_result=said,
     )
-    if junit_path is not None:
-        write_file(junit_path, "the JUnit report", lambda: write_page(report.to_junit(), junit_path))
-    if html_path is not None:
-        write_file(html_path, "the HTML report", lambda: write_html(report, html_path))
-    conclude(report.ok, as_json, report.to_json, lambda console: render_report(report, console))
+    conclude_report(report.to_report(), outputs)
 
 
 @dataclass(frozen=True)
-class Outputs:
-    """Where a report goes besides the terminal."""
+class ServerTarget:
+    """What `--server` was given: the base URL, the model the probes name, where the API key is, the timeout."""
 
-    as_json: bool
-    junit_path: Path | None
-    html_path: Path | None
+    url: str
+    model: str
+    key_env: str
+    timeout: float
 
 
 def _conform_server(
-    url: str,
-    model: str,
-    key_env: str,
+    given: ServerTarget,
     list_only: bool,
     only: tuple[str, ...],
-    transport: str,
-    timeout: float,
-    outputs: Outputs,
+    transports: tuple[Transport, ...],
+    outputs: ReportOutputs,
 ) -> None:
     from rich.console import Console
 
     from ..conform.server import Target, probe_catalogue, run_server, select_probes
-    from ..conform.server.render import render_probes, render_server_report, write_server_html
-    from ..tools.show_html import write_page
+    from ..conform.server.render import render_probes
 
     probes = select_probes(probe_catalogue(), only)
     if list_only:
         render_probes(probes, Console(highlight=False))
         return
-    target = Target(url, model=model, api_key=os.environ.get(key_env) or "rrkit-conform", timeout=timeout)
+    key = os.environ.get(given.key_env) or "rrkit-conform"
+    target = Target(given.url, model=given.model, api_key=key, timeout=given.timeout)
     progress = Console(stderr=True, highlight=False)
 
     def said(result: Any) -> None:
         progress.print(f"{result.probe} [{result.transport}] {'ok' if result.ok else 'FAILED'}", markup=False)
 
-    transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
     report = run_server(target, only=only, transports=transports, probes=probes, on_result=said)
-    if outputs.junit_path is not None:
-        path = outputs.junit_path
-        write_file(path, "the JUnit report", lambda: write_page(report.to_junit(), path))
-    if outputs.html_path is not None:
-        html = outputs.html_path
-        write_file(html, "the HTML report", lambda: write_server_html(report, html))
-    conclude(report.ok, outputs.as_json, report.to_json, lambda console: render_server_report(report, console))
+    conclude_report(report.to_report(), outputs)
 
 
 @main.command("compare-codex")

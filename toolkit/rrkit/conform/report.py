@@ -1,15 +1,14 @@
-"""A conformance run's result, computed once and written as JSON, JUnit XML or (by `render`) a terminal table."""
+"""A client conformance run's result, computed once and given to the report layer as findings (`to_report`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..protocol.vocabulary import TRANSPORTS, Transport
+from ..report import Case, Finding, Held, Place, Report, Severity
 from .checks import ScenarioResult, Verdict, judge
 from .drive import ConformClient, as_client, play
-from .junit import Case, Suite
 from .profile import Profile, load_profile
 from .scenario import Scenario, catalogue, select
 
@@ -34,11 +33,16 @@ class ConformReport:
     def failures(self) -> list[Verdict]:
         return [verdict for result in self.results for verdict in result.verdicts if not verdict.held]
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "client": self.client,
+    def to_report(self) -> Report:
+        """The findings model every judge shares: a case per scenario and transport, a finding per broken
+        expectation, the held ones listed; `detail` keeps each run's flow as the server saw it."""
+        cases = tuple(_case(result) for result in self.results)
+        kinds = "musts" if self.profile is None else f"musts and {self.profile} rules"
+        total = sum(len(result.verdicts) for result in self.results)
+        held = total - len(self.failures)
+        summary = f"{self.client}: {held} of {total} {kinds} held in {len(self.results)} scenario run(s)"
+        detail = {
             "profile": self.profile,
-            "ok": self.ok,
             "results": [
                 {
                     "scenario": result.run.scenario,
@@ -47,31 +51,40 @@ class ConformReport:
                     "outcome": result.run.outcome,
                     "detail": result.run.detail,
                     "flow": [str(attempt) for attempt in result.run.attempts],
-                    "verdicts": [verdict.to_dict() for verdict in result.verdicts],
                 }
                 for result in self.results
             ],
         }
+        properties = {"client": self.client} | ({"profile": self.profile} if self.profile else {})
+        return Report(
+            tool="conform", subject=self.client, summary=summary, properties=properties, cases=cases, detail=detail
+        )
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
-    def to_junit(self) -> str:
-        """JUnit XML: one test suite, one test case per scenario and transport, a failure per broken must."""
-        cases = [
-            Case(
-                f"rrkit.conform.{result.run.transport}",
-                result.run.scenario,
-                [
-                    (f"{verdict.expectation} ({verdict.strength}): {verdict.seen}", verdict.why)
-                    for verdict in result.verdicts
-                    if not verdict.held
-                ],
-                "\n".join(str(attempt) for attempt in result.run.attempts),
-            )
-            for result in self.results
-        ]
-        return Suite("rrkit conform", {"client": self.client}, cases).to_xml()
+def _case(result: ScenarioResult) -> Case:
+    run = result.run
+    place = Place(label=f"{run.scenario} [{run.transport}]")
+    findings = tuple(
+        Finding(
+            rule=verdict.expectation,
+            severity=Severity.SHOULD if verdict.strength == "should" else Severity.MUST,
+            place=place,
+            reason=verdict.why,
+            evidence=verdict.seen,
+            profile=verdict.strength.removeprefix("profile ") if verdict.strength.startswith("profile ") else None,
+        )
+        for verdict in result.verdicts
+        if not verdict.held
+    )
+    held = tuple(Held(rule=verdict.expectation, evidence=verdict.seen) for verdict in result.verdicts if verdict.held)
+    ended = f"the client: {run.outcome}" + (f" ({run.detail})" if run.detail else "")
+    return Case(
+        group=f"rrkit.conform.{run.transport}",
+        name=run.scenario,
+        findings=findings,
+        held=held,
+        output=f"{ended}; the server saw: {run.flow}",
+    )
 
 
 def run(

@@ -28,9 +28,10 @@ from ..protocol.jsondiff import MISSING, Change, align, pairs_of
 from ..protocol.jsondiff_text import shown
 from ..protocol.jsonpath import JsonPath, Place, covered, place_text
 from ..protocol.request import INPUT_FIELD, input_items
+from ..report import Finding
 from .diff_report import DIFF_FORMAT, VIEWS, CassetteSummary, Difference, DiffReport, Kind, Side, View
 from .diff_values import VOLATILE_KEYS, Comparer
-from .validate import Finding, validate_cassette
+from .validate import validate_cassette
 
 __all__ = [
     "DIFF_FORMAT",
@@ -313,11 +314,12 @@ class _Differ:
         return count
 
     def _finding(self, side: int, finding: Finding) -> None:
-        path = f"events[{finding.event}]" if finding.event is not None else ""
-        mine = Side(finding.connection, finding.exchange, finding.event, path, finding.statement)
+        place = finding.place
+        path = f"events[{place.event}]" if place.event is not None else ""
+        mine = Side(place.connection, place.exchange, place.event, path, finding.reason)
         other = replace(self.where[1 - side], path=path)
         a, b = (mine, other) if side == 0 else (other, mine)
-        self.found.append(Difference(Kind.PROTOCOL, path, a, b, finding.detail, finding.rule))
+        self.found.append(Difference(Kind.PROTOCOL, path, a, b, finding.evidence, finding.rule))
 
     # -- one exchange pair -------------------------------------------------------------------------------------
     def _exchange(self, ea: RecordedExchange, eb: RecordedExchange) -> None:
@@ -533,5 +535,5 @@ def _without(request: Mapping[str, Any] | None, names: Sequence[str]) -> dict[st
 def _by_exchange(findings: Sequence[Finding]) -> dict[int, list[Finding]]:
     grouped: dict[int, list[Finding]] = {}
     for finding in findings:
-        grouped.setdefault(finding.exchange, []).append(finding)
+        grouped.setdefault(finding.place.exchange or 0, []).append(finding)
     return grouped

@@ -1,5 +1,5 @@
-"""What `rrkit diff` reports: each difference's kind, its place on each side and both values, and the report's
-stable JSON shape."""
+"""What `rrkit diff` reports: each difference's kind, its place on each side and both values, the diff's stable
+shape (`to_dict`), and the findings every judge shares (`to_report`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-import orjson
+from ..report import Case, Finding, Place, Report
 
 DIFF_FORMAT = 1  # the `rrkit_diff` field of `DiffReport.to_dict`; bump it on incompatible changes
 View = Literal["logical", "wire", "both"]
@@ -113,5 +113,30 @@ class DiffReport:
             "differences": [difference.to_dict() for difference in self.differences],
         }
 
-    def to_json(self) -> str:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2).decode()
+    def to_case(self, name: str = "", file: str | None = None) -> Case:
+        """The pair as one case of the findings model: a finding per difference, at A's place (B's where only B
+        has it)."""
+        return Case(
+            group="rrkit.diff",
+            name=name or f"{self.a.name} vs {self.b.name}",
+            findings=tuple(_finding(difference) for difference in self.differences),
+            output=f"{len(self.pairs)} exchange pair(s); {self.a.exchanges} and {self.b.exchanges} exchange(s)",
+            file=file,
+        )
+
+    def to_report(self) -> Report:
+        """`rrkit diff`'s report: one case; `detail` is the diff's own shape (`to_dict`)."""
+        verdict = "no difference" if self.equal else f"{len(self.differences)} difference(s)"
+        subject = f"{self.a.name} vs {self.b.name}"
+        case = self.to_case(subject, file=self.b.name)
+        return Report(
+            tool="diff", subject=subject, summary=f"rrkit diff: {verdict}", cases=(case,), detail=self.to_dict()
+        )
+
+
+def _finding(difference: Difference) -> Finding:
+    side = difference.a if difference.a.exchange is not None or difference.b.exchange is None else difference.b
+    place = Place(connection=side.connection, exchange=side.exchange, event=side.event, field=difference.path or None)
+    evidence = difference.detail or f"{difference.a.value} where the other side has {difference.b.value}"
+    reason = f"the same {difference.kind.value.replace('_', ' ')} on both sides"
+    return Finding(rule=difference.rule or difference.kind.value, place=place, reason=reason, evidence=evidence)

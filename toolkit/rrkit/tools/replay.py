@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -27,6 +26,7 @@ from ..protocol.exceptions import CassetteError
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
 from ..protocol.vocabulary import Transport
+from ..report import Report
 from ..server.runner import FakeServer
 from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
 from .diff import DiffReport, View, diff_cassettes
@@ -311,12 +311,8 @@ async def run_replays(
     strict: bool = False,
     ignore: Sequence[str] = (),
     timeout: float = COMMAND_TIMEOUT,
-    as_json: bool = False,
-    console: Console | None = None,
 ) -> list[ReplayResult]:
-    """`rrkit replay`: each cassette in turn, with a progress display; then each difference report and a summary
-    table (or, `as_json`, one JSON document)."""
-    out = console or Console(highlight=False)
+    """`rrkit replay`: each cassette in turn, with a progress display on stderr."""
     progress_console = Console(stderr=True, highlight=False)
     client: ReplayClient = CommandClient(command, timeout) if command else ReferenceClient()
     results: list[ReplayResult] = []
@@ -334,15 +330,33 @@ async def run_replays(
                 )
             results.append(result)
             progress.advance(task)
-    if as_json:
-        out.print_json(orjson.dumps([result.to_dict() for result in results]).decode())
-        return results
+    return results
+
+
+def replay_report(results: Sequence[ReplayResult], who: str) -> Report:
+    """`rrkit replay`'s report: a case per cassette, a finding per difference from the recording; `detail` has each
+    replay as `ReplayResult.to_dict` gives it."""
+    cases = []
+    for result in results:
+        name = str(result.path) if result.path is not None else result.name
+        case = result.report.to_case(name, file=str(result.path) if result.path is not None else None)
+        client = f"the client: {'ok' if result.client.ok else 'failed'}" + (
+            f" ({result.client.detail})" if result.client.detail else ""
+        )
+        cases.append(case.model_copy(update={"group": "rrkit.replay", "output": f"{case.output}; {client}"}))
+    same = sum(1 for result in results if result.ok)
+    summary = f"{same} of {len(results)} behaved as recorded"
+    detail = {"replays": [result.to_dict() for result in results]}
+    return Report(tool="replay", subject=who, summary=summary, cases=tuple(cases), detail=detail)
+
+
+def show_replays(results: Sequence[ReplayResult], who: str, console: Console) -> None:
+    """Each replay that left the recording as its difference report, then a summary table."""
     for result in results:
         if not result.ok:
-            out.rule(f"{result.path or result.name}")
-            render_report(result.report, out)
-    out.print(summary_table(results, client.describe() if against is None else f"the server at {against}"))
-    return results
+            console.rule(f"{result.path or result.name}")
+            render_report(result.report, console)
+    console.print(summary_table(results, who))
 
 
 def summary_table(results: Sequence[ReplayResult], who: str) -> Table:

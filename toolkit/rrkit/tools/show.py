@@ -5,7 +5,6 @@ The renderers (`show_terminal` for rich, `show_html` for one self-contained page
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -62,7 +61,6 @@ CLOSE_CODE_NAMES = {
     1013: "try again later",
 }
 EVENT_PREFIX = "response."
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -484,12 +482,6 @@ def _worst(severities: Iterable[Severity]) -> Severity | None:
     order = (Severity.BAD, Severity.WARN, Severity.UNKNOWN, Severity.OK)
     seen = set(severities)
     return next((severity for severity in order if severity in seen), None)
-
-
-def printable(text: str) -> str:
-    """`text` with control and direction-changing characters written as escapes: cassette content is untrusted,
-    and an ESC sequence would drive the terminal (or a bidi override reorder the line) instead of being shown."""
-    return _INVISIBLE.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def format_seconds(seconds: float) -> str:

@@ -6,48 +6,15 @@ and any load, so even a missed escape could run nothing and reach nothing.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
-from html import escape as _escape
 from pathlib import Path
 
-from .show import ConnectionView, ExchangeView, Row, Timeline, format_seconds, printable
+from ..report.html import CSP, CSS, escape, write_page
+from .show import ConnectionView, ExchangeView, Row, Timeline, format_seconds
 
 MAX_LOG = 5000
 """Events listed one by one per exchange (in a collapsed table); the rest are counted."""
 MAX_PROBLEMS = 1000
-
-CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-
-CSS = """
-:root { --ok: #1a7f37; --warn: #9a6700; --bad: #cf222e; --unknown: #8250df; --line: #d0d7de; --dim: #57606a; }
-* { box-sizing: border-box; }
-body { font: 14px/1.45 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; margin: 1.5rem auto;
-       max-width: 70rem; padding: 0 1rem; color: #1f2328; background: #fff; }
-h1 { font-size: 1.3rem; margin: 0 0 .5rem; } h2 { font-size: 1.05rem; margin: 1.5rem 0 .5rem; }
-h3 { font-size: 1rem; margin: 0 0 .4rem; display: flex; flex-wrap: wrap; gap: .5rem; align-items: baseline; }
-h1, h3 .title { overflow-wrap: anywhere; }
-dl.rows { display: grid; grid-template-columns: max-content 1fr; gap: .1rem 1rem; margin: 0; }
-dl.rows dt { color: var(--dim); } dl.rows dd { margin: 0; overflow-wrap: anywhere; }
-.piece { white-space: nowrap; } .piece.long { white-space: normal; overflow-wrap: anywhere; }
-header, section.exchange { border: 1px solid var(--line); border-left-width: 6px; border-radius: 6px;
-       padding: .6rem .9rem; margin: .6rem 0; }
-table { border-collapse: collapse; } th, td { text-align: left; padding: .15rem .8rem .15rem 0;
-       vertical-align: top; } th, td.fixed { white-space: nowrap; } td.free { overflow-wrap: anywhere; }
-thead th { border-bottom: 1px solid var(--line); }
-.badge { font-size: .85rem; padding: 0 .5rem; border-radius: 1rem; color: #fff; }
-.sev-ok { border-left-color: var(--ok); } .sev-ok > h3 .badge, .badge.sev-ok { background: var(--ok); }
-.sev-warn { border-left-color: var(--warn); } .sev-warn > h3 .badge, .badge.sev-warn { background: var(--warn); }
-.sev-bad { border-left-color: var(--bad); } .sev-bad > h3 .badge, .badge.sev-bad { background: var(--bad); }
-.sev-unknown { border-left-color: var(--unknown); } .sev-unknown > h3 .badge { background: var(--unknown); }
-.text-ok { color: var(--ok); } .text-warn { color: var(--warn); } .text-bad { color: var(--bad); }
-.text-unknown { color: var(--unknown); } .dim { color: var(--dim); }
-details { margin-top: .4rem; } summary { cursor: pointer; color: var(--dim); }
-table.log td:first-child { text-align: right; color: var(--dim); }
-label.filter { display: block; margin: .8rem 0; color: var(--dim); }
-body:has(#hide-completed:checked) section.exchange.sev-ok { display: none; }
-"""
 
 
 def render_html(timeline: Timeline) -> str:
@@ -58,21 +25,6 @@ def render_html(timeline: Timeline) -> str:
 def write_html(timeline: Timeline, path: Path | str) -> Path:
     """Write the page atomically: a crash mid-write leaves the previous file (if any) untouched."""
     return write_page(render_html(timeline), path)
-
-
-def write_page(page: str, path: Path | str) -> Path:
-    """Write a page atomically: a crash mid-write leaves the previous file (if any) untouched."""
-    path = Path(path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for reading
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _page(timeline: Timeline) -> Iterator[str]:
@@ -128,11 +80,6 @@ def _exchange(exchange: ExchangeView) -> Iterator[str]:
             yield f'<p class="dim">... and {len(exchange.log) - MAX_LOG} more</p>\n'
         yield "</details>\n"
     yield "</section>\n"
-
-
-def escape(text: str) -> str:
-    """Cassette text for the page: HTML-escaped (quotes too), control characters shown as escapes."""
-    return _escape(printable(text), quote=True)
 
 
 def _rows(rows: Sequence[Row]) -> str:

@@ -12,7 +12,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .show import ConnectionView, ExchangeView, Row, Severity, Timeline, printable
+from ..report.text import printable
+from .show import ConnectionView, ExchangeView, Row, Severity, Timeline
 
 STYLE_OF: dict[Severity, str] = {
     Severity.OK: "green",

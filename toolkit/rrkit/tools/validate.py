@@ -4,11 +4,9 @@ recorded logical request (docs/protocol.md: One exchange, three views; Events; W
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
-
-import orjson
 
 from ..cassette.format import Cassette, RecordedExchange
 from ..cassette.match import canonical, shown
@@ -19,6 +17,7 @@ from ..protocol.order import Rule, Violation
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_events, response_of_body
 from ..protocol.request import INPUT_FIELD, Item, input_items
 from ..protocol.steer import answer_problems
+from ..report import Case, Finding, Place, Report
 from .stream_rules import check_stream
 
 CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
@@ -41,31 +40,11 @@ RULES: dict[str, str] = {
 """Every rule a finding can name (`sequence`, `one_terminal`, `rebuilds`, ...) -> what the rule says."""
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A rule one exchange breaks; `event` is an index into the exchange's recorded events (None: the request)."""
-
-    connection: int | None
-    exchange: int
-    event: int | None
-    rule: str
-    detail: str
-
-    @property
-    def statement(self) -> str:
-        return RULES.get(self.rule, self.rule)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        where = f"exchange {self.exchange}"
-        where += f" (connection {self.connection})" if self.connection is not None else ""
-        where += f", event {self.event}" if self.event is not None else ""
-        return f"{where}: breaks '{self.statement}': {self.detail}"
-
-
-VALIDATE_FORMAT = 1  # the `rrkit_validate` field of `ValidationReport.to_dict`; bump it on incompatible changes
+def finding_at(exchange: RecordedExchange, event: int | None, rule: str, detail: str) -> Finding:
+    """A rule (a name of RULES) one exchange breaks; `event` is an index into its recorded events (None: the
+    request)."""
+    place = Place(connection=exchange.connection, exchange=exchange.id, event=event)
+    return Finding(rule=rule, place=place, reason=RULES.get(rule, rule), evidence=detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,36 +56,24 @@ class Validated:
     findings: list[Finding]
 
 
-@dataclass(frozen=True, slots=True)
-class ValidationReport:
-    """The findings of every cassette validated (`rrkit validate`)."""
-
-    cassettes: list[Validated]
-
-    @property
-    def clean(self) -> bool:
-        return not any(validated.findings for validated in self.cassettes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """`{"rrkit_validate": 1, "clean": bool, "cassettes": [{path, exchanges, findings: [{connection, exchange,
-        event, rule, statement, detail}]}]}`."""
-        return {
-            "rrkit_validate": VALIDATE_FORMAT,
-            "clean": self.clean,
-            "cassettes": [
-                {
-                    "path": validated.path,
-                    "exchanges": validated.exchanges,
-                    "findings": [
-                        finding.to_dict() | {"statement": finding.statement} for finding in validated.findings
-                    ],
-                }
-                for validated in self.cassettes
-            ],
-        }
-
-    def to_json(self) -> str:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2).decode()
+def validation_report(validated: Sequence[Validated]) -> Report:
+    """`rrkit validate`'s report: a case per cassette, a finding per broken rule."""
+    cases = tuple(
+        Case(
+            group="rrkit.validate",
+            name=one.path,
+            file=one.path,
+            findings=tuple(one.findings),
+            output=f"{one.exchanges} exchange(s)",
+        )
+        for one in validated
+    )
+    broken = sum(1 for one in validated if one.findings)
+    verdict = "every cassette is clean" if not broken else f"{broken} of {len(validated)} cassette(s) break a rule"
+    subject = validated[0].path if len(validated) == 1 else f"{len(validated)} cassettes"
+    detail = {"cassettes": [{"path": one.path, "exchanges": one.exchanges} for one in validated]}
+    summary = f"rrkit validate: {len(validated)} cassette(s): {verdict}"
+    return Report(tool="validate", subject=subject, summary=summary, cases=cases, detail=detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +113,7 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
         return []
     if exchange.answers_frame:
         rule = Check.STEER_ANSWERED.name.lower()
-        return [
-            Finding(exchange.connection, exchange.id, at, rule, why)
-            for at, why in answer_problems(exchange.raw_body, events)
-        ]
+        return [finding_at(exchange, at, rule, why) for at, why in answer_problems(exchange.raw_body, events)]
     cut = outcome is None or outcome.kind in CUT_KINDS
     # check_order numbers events without the side channels (relayed comments, metadata frames); findings point
     # into the recorded list
@@ -159,7 +123,7 @@ def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]
         return positions[index] if index < len(positions) else None
 
     findings = [
-        Finding(exchange.connection, exchange.id, at(v.index), v.rule.name.lower(), v.detail)
+        finding_at(exchange, at(v.index), v.rule.name.lower(), v.detail)
         for v in _one_per_shift(check_stream(exchange, events, complete=not cut), [events[i] for i in positions])
     ]
     return findings + _outcome_findings(exchange, events)
@@ -175,7 +139,7 @@ def _outcome_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any
         return []
     terminal = max((i for i, e in enumerate(events) if e.get("type") in ev.ENDING_TYPES), default=None)
     detail = f"recorded {outcome.kind.value}, the terminal event states {stated.kind.value}"
-    return [Finding(exchange.connection, exchange.id, terminal, Check.OUTCOME_STATED.name.lower(), detail)]
+    return [finding_at(exchange, terminal, Check.OUTCOME_STATED.name.lower(), detail)]
 
 
 def _one_per_shift(violations: list[Violation], events: Sequence[dict[str, Any]]) -> list[Violation]:
@@ -215,7 +179,7 @@ def _rebuild_findings(
     recorded = exchange.logical_request
 
     def finding(check: Check, detail: str) -> list[Finding]:
-        return [Finding(exchange.connection, exchange.id, None, check.name.lower(), detail)]
+        return [finding_at(exchange, None, check.name.lower(), detail)]
 
     outcome = exchange.outcome
     if outcome is not None and outcome.kind is OutcomeKind.REFUSED and outcome.code == PREVIOUS_RESPONSE_NOT_FOUND:
@@ -237,7 +201,7 @@ def _rebuild_findings(
     rebuilt = rebuild_logical(wire, stored.stored_input, stored.output)
     where = f"on exchange {stored.exchange}"
     return [
-        Finding(exchange.connection, exchange.id, None, Check.REBUILDS.name.lower(), f"{line} (rebuilt {where})")
+        finding_at(exchange, None, Check.REBUILDS.name.lower(), f"{line} (rebuilt {where})")
         for line in _differences(rebuilt, recorded)
     ]
 

@@ -3,7 +3,7 @@ shape, order and state (never for words), as findings with their place and sever
 
 from __future__ import annotations
 
-from .checks import CHECKS, Finding, Severity, accept_key
+from .checks import CHECKS, accept_key
 from .drive import Target
 from .probe import PROBES, Expect, Probe, Step, load_probe, probe_catalogue, select_probes
 from .report import ProbeResult, ServerReport, judge_server, run_server
@@ -12,11 +12,9 @@ __all__ = [
     "CHECKS",
     "PROBES",
     "Expect",
-    "Finding",
     "Probe",
     "ProbeResult",
     "ServerReport",
-    "Severity",
     "Step",
     "Target",
     "accept_key",

@@ -6,87 +6,28 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
-from enum import StrEnum
 from typing import Any
 
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.order import check_order
 from ...protocol.routes import resumed_after
+from ...report import Finding, Severity
 from .answer import Answer, Ending, Upgrade
+from .found import Found
 from .probe import Expect
 from .retry import RETRIES, retry_delay
-from .sdk import body_problems, event_problems, route_body_problems
+from .route_checks import check_ok, check_page, check_status
+from .sdk import body_problems, event_problems
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 section 4.2.2: what the accept key hashes with the client's key."""
-MAX_FINDINGS_PER_CHECK = 10
-"""Findings one check reports for one answer at most (a server wrong everywhere is wrong the same way)."""
 
 
-class Severity(StrEnum):
-    MUST = "must"  # breaks real clients
-    SHOULD = "should"  # a deviation from the real service
+Check = Callable[[Found, Expect], None]
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One requirement an answer does not meet."""
-
-    check: str
-    place: str  # probe [transport] step N
-    severity: Severity
-    requires: str  # what the protocol requires
-    seen: str  # what the server did
-    event: int | None = None  # the event's index in the answer's stream
-    event_type: str | None = None
-    field: str | None = None
-    also: tuple[int, ...] = ()  # the other events that break the same requirement the same way
-
-    def to_dict(self) -> dict[str, Any]:
-        return {key: value for key, value in asdict(self).items() if value is not None and value != ()}
-
-    @property
-    def where(self) -> str:
-        """The place, down to the event and the field: `follow-up [ws] step 2 event 3 (response.completed)`."""
-        where = self.place + (f" event {self.event}" if self.event is not None else "")
-        where += f" ({self.event_type})" if self.event_type else ""
-        return where + (f" field {self.field}" if self.field else "")
-
-    def __str__(self) -> str:
-        also = f" (and at {len(self.also)} more event{'s' if len(self.also) > 1 else ''})" if self.also else ""
-        return f"[{self.severity}] {self.where}: {self.requires}; {self.seen}{also}"
-
-
-class _Found:
-    """The findings of one check on one answer."""
-
-    def __init__(self, check: str, answer: Answer) -> None:
-        self.check, self.answer, self.findings = check, answer, list[Finding]()
-
-    def add(self, severity: Severity, requires: str, seen: str, *, event: int | None = None, **place: str) -> None:
-        """One finding; one that breaks an earlier one's requirement at the same field again, at another event,
-        is counted on the earlier one (a server that omits a field omits it everywhere)."""
-        for index, earlier in enumerate(self.findings):
-            if (earlier.requires, earlier.field) == (requires, place.get("field")) and event is not None:
-                self.findings[index] = replace(earlier, also=(*earlier.also, event))
-                return
-        if len(self.findings) >= MAX_FINDINGS_PER_CHECK:
-            return
-        event_type = None
-        if event is not None and 0 <= event < len(self.answer.events):
-            event_type = str(self.answer.events[event].get("type"))
-        finding = Finding(
-            self.check, self.answer.place, severity, requires, seen, event, event_type, place.get("field")
-        )
-        self.findings.append(finding)
-
-
-Check = Callable[[_Found, Expect], None]
-
-
-def _ended_whole(found: _Found) -> bool:
+def _ended_whole(found: Found) -> bool:
     answer = found.answer
     if answer.ending is Ending.WHOLE:
         return True
@@ -98,12 +39,12 @@ def _ended_whole(found: _Found) -> bool:
     return False
 
 
-def _events_readable(found: _Found) -> None:
+def _events_readable(found: Found) -> None:
     for place, text in found.answer.unreadable:
         found.add(Severity.MUST, "every data line (every frame) is one JSON object", f"got {text!r}", event=place)
 
 
-def _sse_head(found: _Found) -> bool:
+def _sse_head(found: Found) -> bool:
     """Whether an HTTP answer to a streamed request is a stream: 200 and text/event-stream."""
     answer = found.answer
     if answer.status != 200:
@@ -116,7 +57,7 @@ def _sse_head(found: _Found) -> bool:
     return True
 
 
-def _stream(found: _Found, expect: Expect) -> None:
+def _stream(found: Found, expect: Expect) -> None:
     answer = found.answer
     if answer.events and answer.events[0].get("type") == ev.ERROR:
         return  # an error frame in place of a stream: a refusal, judged as one
@@ -142,7 +83,7 @@ def _stream(found: _Found, expect: Expect) -> None:
             )
 
 
-def _completed(found: _Found, expect: Expect) -> None:
+def _completed(found: Found, expect: Expect) -> None:
     answer = found.answer
     if not answer.streamed:
         status = answer.body.get("status") if isinstance(answer.body, dict) else None
@@ -166,7 +107,7 @@ def _failure_text(event: dict[str, Any]) -> str:
     return f"ended with {event.get('type')}" + (f" ({code}: {message})" if code or message else "")
 
 
-def _response_object(found: _Found, expect: Expect) -> None:
+def _response_object(found: Found, expect: Expect) -> None:
     answer = found.answer
     if answer.status != 200 or answer.content_type != "application/json":
         found.add(
@@ -192,7 +133,7 @@ def _response_object(found: _Found, expect: Expect) -> None:
         found.add(Severity.SHOULD, "the body parses as the official SDK's Response", problem)
 
 
-def _refused(found: _Found, expect: Expect) -> None:
+def _refused(found: Found, expect: Expect) -> None:
     answer = found.answer
     if not _ended_whole(found):
         return
@@ -223,7 +164,7 @@ def _refused(found: _Found, expect: Expect) -> None:
     _error_object(found, error, expect)
 
 
-def _refused_frame(found: _Found, expect: Expect) -> None:
+def _refused_frame(found: Found, expect: Expect) -> None:
     answer = found.answer
     frame, index = (answer.events[-1], len(answer.events) - 1) if answer.events else ({}, None)
 
@@ -259,7 +200,7 @@ def _refused_frame(found: _Found, expect: Expect) -> None:
     _error_object(found, error, expect, event=index)
 
 
-def _error_object(found: _Found, error: dict[str, Any], expect: Expect, event: int | None = None) -> None:
+def _error_object(found: Found, error: dict[str, Any], expect: Expect, event: int | None = None) -> None:
     if not isinstance(error.get("message"), str):
         found.add(
             Severity.MUST,
@@ -289,7 +230,7 @@ def _error_object(found: _Found, error: dict[str, Any], expect: Expect, event: i
         )
 
 
-def _no_output(found: _Found, expect: Expect) -> None:
+def _no_output(found: Found, expect: Expect) -> None:
     answer = found.answer
     for index, event in enumerate(answer.events):
         if event.get("type") == ev.ITEM_ADDED:
@@ -312,40 +253,7 @@ def _no_output(found: _Found, expect: Expect) -> None:
         )
 
 
-def _ok(found: _Found, expect: Expect) -> None:
-    answer = found.answer
-    if not answer.ok:
-        found.add(Severity.MUST, f"{answer.request or 'the request'} is answered 2xx", f"got status {answer.status}")
-        return
-    body = answer.body
-    if not isinstance(body, dict):
-        found.add(Severity.MUST, "the answer is one JSON object", f"got {(answer.body_text or '')[:80]!r}")
-        return
-    if expect.object is not None and body.get("object") != expect.object:
-        seen = f"got {body.get('object')!r}"
-        found.add(Severity.MUST, f"the answer is a {expect.object!r} object", seen, field="object")
-    for problem in route_body_problems(answer.request, body) or ():
-        found.add(Severity.SHOULD, "the body parses as the official SDK's type for its route", problem)
-
-
-def _status(found: _Found, expect: Expect) -> None:
-    body = found.answer.body
-    status = body.get("status") if isinstance(body, dict) else None
-    if status not in expect.statuses:
-        allowed = " or ".join(repr(one) for one in expect.statuses)
-        found.add(Severity.MUST, f"the response's status is {allowed}", f"got {status!r}", field="status")
-    sent = found.answer.origin.sent if found.answer.origin is not None else {}
-    if (
-        isinstance(body, dict)
-        and body.get("background") is not True
-        and isinstance(sent, dict)
-        and sent.get("background")
-    ):
-        seen = f"got {body.get('background')!r}"
-        found.add(Severity.SHOULD, "a background response states background: true", seen, field="background")
-
-
-def _resumed(found: _Found, expect: Expect) -> None:
+def check_resumed(found: Found, expect: Expect) -> None:
     answer = found.answer
     if answer.transport == "http" and not _sse_head(found):
         return
@@ -373,61 +281,12 @@ def _resumed(found: _Found, expect: Expect) -> None:
                 found.add(Severity.MUST, "a resumed stream sends the response's own events again", seen, event=index)
 
 
-def _item_text(item: Any) -> str | None:
-    content = item.get("content") if isinstance(item, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        text = content[0].get("text")
-        return text if isinstance(text, str) else None
-    return None
-
-
-def _page(found: _Found, expect: Expect) -> None:
-    answer = found.answer
-    body = answer.body if isinstance(answer.body, dict) else {}
-    data = body.get("data")
-    if not answer.ok or not isinstance(data, list):
-        found.add(Severity.MUST, "a list is answered 2xx with a page: `data` a list", f"got status {answer.status}")
-        return
-    if not isinstance(body.get("has_more"), bool):
-        found.add(Severity.MUST, "a page says whether it has more (`has_more`)", f"got {body.get('has_more')!r}")
-    limit = int(answer.query.get("limit", "20"))
-    if len(data) > limit:
-        found.add(Severity.MUST, f"a page holds at most `limit` ({limit}) items", f"got {len(data)}", field="data")
-    ids = [item.get("id") for item in data if isinstance(item, dict)]
-    if data and (body.get("first_id"), body.get("last_id")) != (ids[0], ids[-1]):
-        seen = f"got {body.get('first_id')!r}, {body.get('last_id')!r}"
-        found.add(Severity.SHOULD, "first_id and last_id name the page's first and last items", seen)
-    after = answer.query.get("after")
-    if after is not None and after in ids:
-        found.add(Severity.MUST, "a page starts after its `after` item", "it holds that item again", field="data")
-    origin = answer.origin
-    sent = origin.sent.get("input") if origin is not None and isinstance(origin.sent, dict) else None
-    if not isinstance(sent, list):
-        return
-    given = [_item_text(item) for item in sent]
-    expected = given if answer.query.get("order") == "asc" else list(reversed(given))
-    texts = [_item_text(item) for item in data]
-    start = next((i for i in range(len(expected)) if expected[i : i + len(texts)] == texts), None)
-    if texts and (start is None or (after is None and start != 0)):
-        seen = f"got {texts}, of {expected}"
-        found.add(Severity.MUST, "input items come back in the order asked, each once", seen, field="data")
-    elif (
-        (texts or after is None)
-        and start is not None
-        and body.get("has_more") is not (start + len(texts) < len(expected))
-    ):
-        seen = f"has_more {body.get('has_more')!r} with {len(expected) - start - len(texts)} items after the page"
-        found.add(Severity.MUST, "a page says whether more items follow it", seen, field="has_more")
-
-
 def accept_key(key: str) -> str:
     """The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455)."""
     return base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
 
 
-def _upgrade(found: _Found, expect: Expect) -> None:
+def _upgrade(found: Found, expect: Expect) -> None:
     upgrade = found.answer.upgrade
     if upgrade is None:
         return
@@ -480,13 +339,13 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "refused": (_refused, "refused with the status and the OpenAI error shape (HTTP body or WebSocket error frame)"),
     "no_output": (_no_output, "a warmup (`generate: false`) answered without output"),
     "upgrade": (_upgrade, "the WebSocket upgrade as RFC 6455 says (101, Upgrade, Connection, the accept key)"),
-    "ok": (_ok, "another route of the resource answered 2xx with one JSON object of its type (`object`)"),
-    "status": (_status, "a response object in one of the statuses allowed (`statuses`): a background lifecycle"),
+    "ok": (check_ok, "another route of the resource answered 2xx with one JSON object of its type (`object`)"),
+    "status": (check_status, "a response object in one of the statuses allowed (`statuses`): a background lifecycle"),
     "resumed": (
-        _resumed,
+        check_resumed,
         "a resumed stream (`starting_after`) continues at starting_after + 1 with no gap and no repeat, to its end",
     ),
-    "page": (_page, "a page of input items: at most `limit`, in the order asked, after `after`, `has_more` right"),
+    "page": (check_page, "a page of input items: at most `limit`, in the order asked, after `after`, `has_more` right"),
 }
 """Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
 
@@ -512,12 +371,12 @@ def _error_text(body: dict[str, Any]) -> str:
 def upgrade_broken(upgrade: Upgrade) -> bool:
     """Whether the `upgrade` check has a `must` finding for this upgrade."""
     answer = Answer("upgrade", 0, "ws", {}, upgrade=upgrade)
-    found = _Found("upgrade", answer)
+    found = Found("upgrade", answer)
     _upgrade(found, Expect(check="upgrade"))
     return any(finding.severity is Severity.MUST for finding in found.findings)
 
 
-def _answered(found: _Found, refusal_expected: bool, upgrade_reported: bool) -> bool:
+def _answered(found: Found, refusal_expected: bool, upgrade_reported: bool) -> bool:
     """Whether the step's other checks can judge the answer: it was sent, and answered (or refused, as
     expected). A failure a client does not retry is the server's right (a quota, a context window): the probe
     could not be judged, a `should`; one it retries, still there after the retries, is a `must`."""
@@ -565,7 +424,7 @@ def judge_answer(answer: Answer, expectations: list[Expect], *, upgrade_reported
     """Every finding of every check a step states, on its answer: the stream's shape always, the rest once the
     request was answered. `upgrade_reported`: a broken upgrade is reported by the upgrade probe, not again by each
     step that could not be sent for it."""
-    found = _Found("answered", answer)
+    found = Found("answered", answer)
     refusal_expected = any(expect.check == "refused" for expect in expectations)
     answered = _answered(found, refusal_expected, upgrade_reported)
     yield from found.findings
@@ -574,6 +433,6 @@ def judge_answer(answer: Answer, expectations: list[Expect], *, upgrade_reported
             continue
         if not answered and expect.check == "stream" and answer.ending in (Ending.UNSENT, Ending.SKIPPED):
             continue  # nothing was sent, so there is no stream to judge
-        found = _Found(expect.check, answer)
+        found = Found(expect.check, answer)
         CHECKS[expect.check][0](found, expect)
         yield from found.findings

@@ -1,10 +1,9 @@
-"""A server conformance run: every probe over every transport asked for, its findings, computed once and
-written as JSON, JUnit XML or (by `render`) a terminal table."""
+"""A server conformance run: every probe over every transport asked for and its findings, computed once and
+given to the report layer (`to_report`)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,9 +12,9 @@ from urllib.parse import urlsplit
 
 from ...protocol.exceptions import ServerUnreachable
 from ...protocol.vocabulary import TRANSPORTS, Transport
-from ..junit import Case, Suite
+from ...report import Case, Finding, Report, Severity
 from .answer import Answer
-from .checks import Finding, Severity, judge_answer, upgrade_broken
+from .checks import judge_answer, upgrade_broken
 from .drive import Target, read_upgrade, run_probe
 from .probe import Probe, probe_catalogue, select_probes
 from .sdk import sdk_version
@@ -30,10 +29,9 @@ class ProbeResult:
     answers: tuple[Answer, ...]
     findings: tuple[Finding, ...]
 
-    def to_dict(self) -> dict[str, object]:
-        steps = [{"status": a.status, "ending": a.ending.value, "events": len(a.events)} for a in self.answers]
-        findings = [finding.to_dict() for finding in self.findings]
-        return dict(probe=self.probe, transport=self.transport, ok=self.ok, steps=steps, findings=findings)
+    def steps(self) -> list[dict[str, object]]:
+        """How each step was answered: its status, how it ended, how many events."""
+        return [{"status": a.status, "ending": a.ending.value, "events": len(a.events)} for a in self.answers]
 
     @property
     def ok(self) -> bool:
@@ -60,32 +58,39 @@ class ServerReport:
     def count(self, severity: Severity) -> int:
         return sum(finding.severity is severity for finding in self.findings)
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "server": self.server,
-            "ok": self.ok,
-            "sdk": self.sdk,
-            "must": self.count(Severity.MUST),
-            "should": self.count(Severity.SHOULD),
-            "results": [result.to_dict() for result in self.results],
-        }
+    def summary(self) -> str:
+        must, should = self.count(Severity.MUST), self.count(Severity.SHOULD)
+        sdk = f"SDK types of openai {self.sdk}" if self.sdk else "SDK types not checked (no openai package)"
+        return f"{self.server}: {len(self.results)} probe run(s), {must} must and {should} should finding(s); {sdk}"
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    def to_junit(self) -> str:
-        """JUnit XML: one test case per probe and transport, a failure per `must` finding (the `should` ones in
-        its output)."""
-        cases = [
+    def to_report(self) -> Report:
+        """The findings model every judge shares: a case per probe and transport; `detail` has how each step was
+        answered and the SDK whose types were checked."""
+        cases = tuple(
             Case(
-                f"rrkit.conform.server.{result.transport}",
-                result.probe,
-                [(f.requires, str(f)) for f in result.findings if f.severity is Severity.MUST],
-                "\n".join(str(f) for f in result.findings if f.severity is Severity.SHOULD),
+                group=f"rrkit.conform.server.{result.transport}",
+                name=result.probe,
+                findings=result.findings,
+                output=", ".join(f"{step['status']} {step['ending']}" for step in result.steps()),
             )
             for result in self.results
-        ]
-        return Suite("rrkit conform --server", {"server": self.server}, cases).to_xml()
+        )
+        detail = {
+            "sdk": self.sdk,
+            "results": [
+                {"probe": result.probe, "transport": result.transport, "ok": result.ok, "steps": result.steps()}
+                for result in self.results
+            ],
+        }
+        properties = {"server": self.server} | ({"sdk": self.sdk} if self.sdk else {})
+        return Report(
+            tool="conform --server",
+            subject=self.server,
+            summary=self.summary(),
+            properties=properties,
+            cases=cases,
+            detail=detail,
+        )
 
 
 def _reachable(target: Target) -> None:

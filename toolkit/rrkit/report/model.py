@@ -1,0 +1,126 @@
+"""The findings model every judge returns: a `Finding` (severity, rule, place, reason, evidence) in a `Case` (one
+thing judged), the cases in a `Report` (one run of one judge)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+REPORT_FORMAT: Final = 1
+"""The `rrkit_report` field of every judge's JSON report; bumped on incompatible changes."""
+
+
+class Severity(StrEnum):
+    MUST = "must"  # fails the run: breaks real clients, or a rule the run was asked to hold
+    SHOULD = "should"  # a deviation from the real service, reported without failing the run
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Place(_Frozen):
+    """Where a finding is: a label a person reads, and the coordinates a tool follows (None: not about one)."""
+
+    label: str = ""  # `follow-up [ws] step 2`, `text over http`, a cassette's name
+    connection: int | None = None
+    exchange: int | None = None
+    event: int | None = None  # an index into the exchange's (or answer's) events
+    event_type: str | None = None
+    field: str | None = None  # a JSON path in the request, the event or the body
+
+    def __str__(self) -> str:
+        parts = [self.label] if self.label else []
+        if self.exchange is not None:
+            parts.append(
+                f"exchange {self.exchange}"
+                + (f" (connection {self.connection})" if self.connection is not None else "")
+            )
+        if self.event is not None:
+            parts.append(f"event {self.event}" + (f" ({self.event_type})" if self.event_type else ""))
+        if self.field:
+            parts.append(f"field {self.field}")
+        return " ".join(parts)
+
+
+class Finding(_Frozen):
+    """One rule a judged thing breaks."""
+
+    rule: str
+    severity: Severity = Severity.MUST
+    place: Place = Place()
+    reason: str  # what the rule requires
+    evidence: str = ""  # what was seen
+    profile: str | None = None  # the profile whose rule this is (None: the protocol's)
+    also: tuple[int, ...] = ()  # the other events that break the rule the same way
+
+    @property
+    def strength(self) -> str:
+        """How binding the rule is, as a person reads it: `must`, `should` or `profile NAME`."""
+        return f"profile {self.profile}" if self.profile else self.severity.value
+
+    def __str__(self) -> str:
+        more = len(self.also)
+        also = f" (and at {more} more event{'s' if more > 1 else ''})" if more else ""
+        evidence = f"; {self.evidence}" if self.evidence else ""
+        return f"[{self.strength}] {self.place}: {self.reason}{evidence}{also}"
+
+
+class Held(_Frozen):
+    """A rule judged and held, with what was seen (listed by judges that show their passes)."""
+
+    rule: str
+    evidence: str = ""
+
+
+class Case(_Frozen):
+    """One thing judged: a scenario over a transport, a probe, a cassette, a pair of cassettes."""
+
+    group: str  # where it belongs (JUnit's classname): `rrkit.conform.http`, `rrkit.validate`
+    name: str
+    findings: tuple[Finding, ...] = ()
+    held: tuple[Held, ...] = ()
+    output: str = ""  # what the judged thing did or printed, as text
+    file: str | None = None  # the file judged, where there is one (annotations point at it)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        """No finding that fails the run."""
+        return not any(finding.severity is Severity.MUST for finding in self.findings)
+
+
+class Report(_Frozen):
+    """One run of one judge: what was judged, each case, and the judge's own detail (its `detail` shape is the
+    judge's, documented with it)."""
+
+    rrkit_report: Literal[1] = REPORT_FORMAT
+    tool: str  # `conform`, `conform --server`, `validate`, `diff`, `replay`
+    subject: str  # what was judged, in a line: the client's command, the server's URL, the cassettes
+    summary: str = ""  # the verdict in a sentence
+    properties: dict[str, str] = Field(default_factory=dict)
+    cases: tuple[Case, ...] = ()
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        return all(case.ok for case in self.cases)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def counts(self) -> dict[str, int]:
+        """Cases and failed cases; findings by severity; rules held."""
+        findings = [finding for case in self.cases for finding in case.findings]
+        return {
+            "cases": len(self.cases),
+            "failed": sum(not case.ok for case in self.cases),
+            **{severity.value: sum(f.severity is severity for f in findings) for severity in Severity},
+            "held": sum(len(case.held) for case in self.cases),
+        }
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [finding for case in self.cases for finding in case.findings]
