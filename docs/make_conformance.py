@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from rrkit.conform import (  # noqa: E402
     CommandClient,
-    ConformClient,
+    ClientUnderTest,
     ConformReport,
     ReferenceClient,
     Verdict,
@@ -58,11 +58,11 @@ class Column:
     title: str
     profile: str | None
     transports: tuple[Transport, ...]
-    client: Callable[[], ConformClient | None]  # None: not installed here
+    client: Callable[[], ClientUnderTest | None]  # None: not installed here
     opt_in: tuple[str, ...] = ()  # the opt-in scenarios this client can take part in (what they ask, it can do)
 
 
-def _codex(version: str) -> ConformClient | None:
+def _codex(version: str) -> ClientUnderTest | None:
     local = ROOT / ".ci" / ("node" if version == CODEX_VERSION else f"node-{version}") / "node_modules" / ".bin"
     try:
         binary = find_codex(str(local / "codex") if (local / "codex").exists() else None, version=version)
@@ -71,7 +71,7 @@ def _codex(version: str) -> ConformClient | None:
     return CommandClient([sys.executable, "-m", "rrkit.conform.codex_client", "--codex", binary])
 
 
-def _node_sdk() -> ConformClient | None:
+def _node_sdk() -> ClientUnderTest | None:
     node = shutil.which("node")
     if node is None or not (NODE_SDK / "openai" / "package.json").exists():
         return None
@@ -115,7 +115,7 @@ COLUMNS = [
 FRAMEWORKS_DIR = TESTS / "frameworks"
 
 
-def _framework(venv: str, client: str) -> ConformClient | None:
+def _framework(venv: str, client: str) -> ClientUnderTest | None:
     python = ROOT / ".ci" / venv / "bin" / "python"
     if not python.exists():
         return None

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
-from .common import FileError, conclude_report, read_cassette, write_file
+from .common import FileError, read_cassette, write_file
 from .group import main
-from .options import ReportOutputs, diff_options, match_config, match_options, report_options, timeout_option
+from .options import diff_options, match_config, match_options, timeout_option
+from .reporting import ReportOutputs, conclude_report, report_options
 
 
 @main.command()

@@ -10,16 +10,11 @@ import click
 
 from ..cassette.recordmode import RecordMode
 from .group import FileError as FileError  # the file errors every command raises
-from .group import failed
 
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
 # `rrkit serve` starts without them.
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..cassette.format import Cassette
-    from ..report import Report
-    from .options import ReportOutputs
 
 
 T = TypeVar("T")
@@ -73,36 +68,6 @@ def write_file(path: Path, what: str, write: Callable[[], T]) -> T:
         return write()
     except OSError as error:
         raise FileError(f"{path}: cannot write {what}: {error.strerror or error}") from None
-
-
-def conclude_report(report: Report, outputs: ReportOutputs, render: Callable[[Console], None] | None = None) -> None:
-    """Write a judge's report where `outputs` says (JUnit, HTML, JSON, annotations), show it for a person unless
-    it went out as JSON (`render`, else the report's own table), then end the command: exit status 1 when a rule
-    that fails the run was broken."""
-    from ..report.github import to_annotations
-    from ..report.html import to_html, write_page
-    from ..report.json_text import to_json
-    from ..report.junit import to_junit
-
-    if outputs.junit is not None:
-        junit = outputs.junit
-        write_file(junit, "the JUnit report", lambda: write_page(to_junit(report), junit))
-    if outputs.html is not None:
-        html = outputs.html
-        write_file(html, "the HTML report", lambda: write_page(to_html(report), html))
-    if outputs.github:
-        click.echo(to_annotations(report), nl=False, err=outputs.as_json)
-    if outputs.as_json:
-        click.echo(to_json(report))
-    else:
-        from rich.console import Console
-
-        from ..report.terminal import render as render_report
-
-        console = Console(highlight=False)
-        (render or (lambda shown: render_report(report, shown)))(console)
-    if not report.ok:
-        failed()
 
 
 def read_cassette(path: Path) -> Cassette:

@@ -11,9 +11,10 @@ import click
 
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from .cassettes import ThenCommand, client_command
-from .common import SECONDS, FileError, conclude_report, fixtures_directory, fixtures_option
+from .common import SECONDS, FileError, fixtures_directory, fixtures_option
 from .group import failed, main
-from .options import ReportOutputs, report_options, timeout_option
+from .options import timeout_option
+from .reporting import ReportOutputs, conclude_report, report_options
 
 
 class ConformCommand(ThenCommand):

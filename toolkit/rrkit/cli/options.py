@@ -3,10 +3,8 @@ server settings `serve` and `record` build from them."""
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -211,38 +209,3 @@ def timeout_option(default: float, per: str, then: str = "") -> Callable[[Callab
         show_default=True,
         help=f"Seconds (more than 0) the client may run, per {per}{then}.",
     )
-
-
-@dataclass(frozen=True)
-class ReportOutputs:
-    """Where a judging command's report goes besides the terminal (the same options on every judging command)."""
-
-    as_json: bool = False
-    junit: Path | None = None
-    html: Path | None = None
-    github: bool = False
-
-
-def report_options(command: Callable[..., None]) -> Callable[..., None]:
-    """`--json`, `--junit FILE`, `--html FILE` and `--github`, given to the command as one `outputs` argument."""
-
-    @functools.wraps(command)
-    def with_outputs(
-        *args: Any, as_json: bool, junit_path: Path | None, html_path: Path | None, github: bool, **kwargs: Any
-    ) -> None:
-        command(*args, outputs=ReportOutputs(as_json, junit_path, html_path, github), **kwargs)
-
-    writable = click.Path(dir_okay=False, writable=True, path_type=Path)
-    options = (
-        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (`rrkit schema report`)."),
-        click.option("--junit", "junit_path", type=writable, help="Also write the report as JUnit XML, for any CI."),
-        click.option("--html", "html_path", type=writable, help="Also write the report as one self-contained page."),
-        click.option(
-            "--github",
-            is_flag=True,
-            help="Also print each finding as a GitHub Actions annotation (to stderr with --json).",
-        ),
-    )
-    for option in reversed(options):
-        with_outputs = option(with_outputs)
-    return with_outputs

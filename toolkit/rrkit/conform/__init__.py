@@ -11,16 +11,18 @@ from typing import TYPE_CHECKING
 from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..drive import ClientEnd, ClientUnderTest, CommandClient, FunctionClient, ReferenceClient
     from ..protocol.exceptions import ConformError
     from .checks import ConformRun, ScenarioResult, Verdict, judge
-    from .drive import ClientEnd, CommandClient, ConformClient, FunctionClient, ReferenceClient, play
+    from .drive import play
     from .profile import Profile, load_profile
     from .report import DEFAULT_TIMEOUT, ConformReport, run
     from .scenario import Expectation, Scenario, catalogue, load_scenario, select
 
 _HOMES = {
     ".checks": ("ConformRun", "ScenarioResult", "Verdict", "judge"),
-    ".drive": ("ClientEnd", "CommandClient", "ConformClient", "FunctionClient", "ReferenceClient", "play"),
+    "..drive": ("ClientEnd", "ClientUnderTest", "CommandClient", "FunctionClient", "ReferenceClient"),
+    ".drive": ("play",),
     ".profile": ("Profile", "load_profile"),
     ".report": ("DEFAULT_TIMEOUT", "ConformReport", "run"),
     "..protocol.exceptions": ("ConformError",),
@@ -29,8 +31,8 @@ _HOMES = {
 __all__ = [
     "DEFAULT_TIMEOUT",
     "ClientEnd",
+    "ClientUnderTest",
     "CommandClient",
-    "ConformClient",
     "ConformError",
     "ConformReport",
     "ConformRun",

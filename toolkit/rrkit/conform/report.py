@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..drive import ClientUnderTest, as_client
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from ..report import Case, Finding, Held, Place, Report, Severity
 from .checks import ScenarioResult, Verdict, judge
-from .drive import ConformClient, as_client, play
+from .drive import play
 from .profile import Profile, load_profile
 from .scenario import Scenario, catalogue, select
 
@@ -88,7 +89,7 @@ def _case(result: ScenarioResult) -> Case:
 
 
 def run(
-    client: ConformClient | Sequence[str] | Callable[[dict[str, str]], object] | None = None,
+    client: ClientUnderTest | Sequence[str] | Callable[[dict[str, str]], object] | None = None,
     *,
     only: Sequence[str] = (),
     transports: Sequence[Transport] = TRANSPORTS,

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..drive.process import stop_group
 from ..protocol.exceptions import AppServerError
-from .codex import _DROPPED_ENV_PREFIXES, API_KEY_ENV, _kill_group, config_toml
+from .codex import _DROPPED_ENV_PREFIXES, API_KEY_ENV, config_toml
 from .settings import DEFAULT_BUDGETS, Budgets
 
 Message = dict[str, Any]
@@ -164,7 +165,7 @@ def run_codex_turns(
                     process.stdin.close()  # the app server exits at the end of its input
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=5)
-            _kill_group(process)  # the npm entry point is a node script that runs the native binary as its child
+            stop_group(process)  # the npm entry point is a node script that runs the native binary as its child
             process.wait()
             session.reader.join(timeout=5)
             if process.stdout is not None:

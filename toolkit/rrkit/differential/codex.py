@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..drive.process import run_process
 from ..protocol.exceptions import CodexNotFound
 from .settings import DEFAULT_BUDGETS, Budgets
 
@@ -115,29 +114,7 @@ def exec_codex(
     env.update({"CODEX_HOME": str(home), "HOME": str(home), API_KEY_ENV: "sk-rrkit-test"})
     # --disable plugins: that feature runs `git ls-remote https://github.com/...` at start-up
     command = [binary, "exec", "--skip-git-repo-check", "--ephemeral", "-s", "read-only", "--disable", "plugins"]
-    process = subprocess.Popen(
-        [*command, *extra_args, prompt],
-        cwd=workdir,
-        env=env,
-        stdin=subprocess.DEVNULL,  # with an open stdin pipe, `codex exec` waits to read more prompt from it
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    timed_out = False
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(process)
-        stdout, stderr = process.communicate()
-    finally:
-        _kill_group(process)  # the npm entry point is a node script that runs the native binary as its child
-        process.wait()
-    return CodexRun(process.returncode, stdout, stderr, timed_out)
-
-
-def _kill_group(process: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
+    end = run_process([*command, *extra_args, prompt], env=env, cwd=workdir, timeout=timeout)
+    if end.missing:
+        raise CodexNotFound(f"cannot run the Codex CLI at {binary}: {end.stderr}")
+    return CodexRun(end.returncode if end.returncode is not None else -9, end.stdout, end.stderr, end.timed_out)

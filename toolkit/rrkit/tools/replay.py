@@ -3,13 +3,9 @@ what the client did (as the server captured it) is diffed against the recording.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +18,7 @@ from ..cassette.record import cassette_from_capture
 from ..cassette.replay import CassetteSource
 from ..client import ClientOptions, ModelClient, ModelClientError, Prompt
 from ..client.conversation import Conversation
+from ..drive import Assignment, ClientEnd, ClientUnderTest, ReferenceClient, ServerURLs, as_client
 from ..protocol.exceptions import CassetteError
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
@@ -127,49 +124,13 @@ def _prompt(request: Mapping[str, object]) -> Prompt:
     )
 
 
-@dataclass(frozen=True)
-class ServerURLs:
-    http_url: str
-    ws_url: str
+def session_assignment(urls: ServerURLs, plan: SessionPlan, name: str = "cassette") -> Assignment:
+    """One replay of a cassette: a command is told the server's URLs; the reference client replays the session
+    the cassette's requests show (its warmup, each turn, each tool output)."""
 
-    def environment(self) -> dict[str, str]:
-        """What a client command is told (docs/guide/cassette-checks.md)."""
-        return {
-            "RRKIT_HTTP_URL": self.http_url,
-            "RRKIT_WS_URL": self.ws_url,
-            "OPENAI_BASE_URL": self.http_url,
-            "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-rrkit-replay"),
-        }
-
-
-@dataclass
-class ClientRun:
-    """How the client's own run ended, beside what the server saw it do."""
-
-    ok: bool
-    detail: str = ""
-
-
-class ReplayClient(Protocol):
-    """The client under test: run once against the replay server."""
-
-    def describe(self) -> str: ...
-
-    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun: ...
-
-
-@dataclass
-class ReferenceClient:
-    """rrkit's reference client, driven by the session plan (`model_client` lets tests inject variants)."""
-
-    warmup: bool = True
-    model_client: type[ModelClient] = ModelClient
-
-    def describe(self) -> str:
-        return "the reference client"
-
-    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun:
-        async with self.model_client(
+    async def session(reference: ReferenceClient) -> ClientEnd:
+        model_client = reference.model_client or ModelClient
+        async with model_client(
             urls.http_url,
             supports_websockets=plan.transport == "ws",
             session_id=plan.session_id,
@@ -177,43 +138,15 @@ class ReferenceClient:
         ) as client:
             conversation = Conversation(client, plan.prompt)
             try:
-                if plan.warmup and self.warmup:
+                if plan.warmup and reference.warmup:
                     await conversation.warmup()
                 for turn in plan.turns:
                     await conversation.run_turn(list(turn), plan.tool_output)
             except ModelClientError as error:
-                return ClientRun(False, f"the turn failed: {error}")
-        return ClientRun(True)
+                return ClientEnd("failed", f"the turn failed: {error}")
+        return ClientEnd("completed")
 
-
-@dataclass
-class CommandClient:
-    """Any program: run with the server's URLs in its environment (RRKIT_HTTP_URL, RRKIT_WS_URL, OPENAI_BASE_URL)."""
-
-    argv: Sequence[str]
-    timeout: float = COMMAND_TIMEOUT
-    cwd: Path | None = None
-
-    def describe(self) -> str:
-        return " ".join(self.argv)
-
-    async def run(self, urls: ServerURLs, plan: SessionPlan) -> ClientRun:
-        return await asyncio.to_thread(self._run, urls)
-
-    def _run(self, urls: ServerURLs) -> ClientRun:
-        env = {**os.environ, **urls.environment()}
-        try:
-            done = subprocess.run(
-                list(self.argv), env=env, cwd=self.cwd, capture_output=True, text=True, timeout=self.timeout
-            )
-        except FileNotFoundError:
-            return ClientRun(False, f"no such command: {self.argv[0]!r}")
-        except subprocess.TimeoutExpired:
-            return ClientRun(False, f"the command did not finish within {self.timeout:g} s")
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        return ClientRun(
-            done.returncode == 0, f"exit status {done.returncode}" + (": " + " / ".join(tail) if tail else "")
-        )
+    return Assignment(urls, {}, session, name=name)
 
 
 @dataclass
@@ -223,7 +156,7 @@ class ReplayResult:
     name: str
     path: Path | None
     report: DiffReport
-    client: ClientRun
+    client: ClientEnd
     unplayed: list[str] = field(default_factory=list)
     matching: str = ""  # how requests were matched: `preset codex (stored in the cassette)`, "" for the defaults
 
@@ -246,7 +179,7 @@ class ReplayResult:
 
 async def replay_cassette(
     cassette: Cassette,
-    client: ReplayClient,
+    client: ClientUnderTest,
     *,
     match: MatchConfig | None = None,
     view: View = "both",
@@ -254,16 +187,18 @@ async def replay_cassette(
     ignore: Sequence[str] = (),
     path: Path | None = None,
     settle_timeout: float = 5.0,
+    timeout: float = COMMAND_TIMEOUT,
 ) -> ReplayResult:
     """Serve `cassette`, run `client` against it, and diff what the server captured against the recording."""
     plan = session_plan(cassette)
     source = CassetteSource(cassette, match or MatchConfig())
     async with FakeServer(source=source, log_level="critical") as server:
-        run = await client.run(ServerURLs(server.http_url, server.ws_url), plan)
+        urls = ServerURLs(server.http_url, server.ws_url)
+        run = await client.run(session_assignment(urls, plan, cassette.name or "cassette"), timeout)
         try:
             await server.settle_async(settle_timeout)
         except TimeoutError as error:
-            run = ClientRun(False, f"{run.detail}; {error}".strip("; "))
+            run = ClientEnd("failed", f"{run.detail}; {error}".strip("; "))
         observed = cassette_from_capture(server.exchanges, server.connections, name=f"{cassette.name} (replayed)")
     presets = source.match.presets
     names = ("recorded", "replay")
@@ -287,7 +222,7 @@ async def replay_against(
     report = diff_cassettes(
         cassette, observed, strict=strict, ignore=(*TEXT_PATHS, *ignore), view="both", names=("recorded", base_url)
     )
-    return ReplayResult(cassette.name or (path.stem if path else ""), path, report, ClientRun(True, base_url))
+    return ReplayResult(cassette.name or (path.stem if path else ""), path, report, ClientEnd("completed", base_url))
 
 
 def first_difference(result: ReplayResult) -> str:
@@ -314,7 +249,7 @@ async def run_replays(
 ) -> list[ReplayResult]:
     """`rrkit replay`: each cassette in turn, with a progress display on stderr."""
     progress_console = Console(stderr=True, highlight=False)
-    client: ReplayClient = CommandClient(command, timeout) if command else ReferenceClient()
+    client = as_client(list(command) if command else None)
     results: list[ReplayResult] = []
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=progress_console, transient=True
@@ -326,7 +261,7 @@ async def run_replays(
                 result = await replay_against(against, cassette, strict=strict, ignore=ignore, path=path)
             else:
                 result = await replay_cassette(
-                    cassette, client, match=match, view=view, strict=strict, ignore=ignore, path=path
+                    cassette, client, match=match, view=view, strict=strict, ignore=ignore, path=path, timeout=timeout
                 )
             results.append(result)
             progress.advance(task)
