@@ -30,18 +30,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rrkit.conform import (  # noqa: E402
-    CommandClient,
     ClientUnderTest,
+    CommandClient,
     ConformReport,
     ReferenceClient,
     Verdict,
     catalogue,
     run,
 )
-from rrkit.conform.server import Finding, ServerReport, Severity, Target, probe_catalogue, run_server  # noqa: E402
+from rrkit.conform.server import ServerReport, Target, probe_catalogue, run_server  # noqa: E402
 from rrkit.differential.codex import CODEX_VERSION, find_codex  # noqa: E402
 from rrkit.protocol.exceptions import CodexNotFound  # noqa: E402
 from rrkit.protocol.vocabulary import Transport  # noqa: E402
+from rrkit.report import Finding, Severity  # noqa: E402
 from rrkit.server import FakeServer  # noqa: E402
 from tests.conform.aimock import AIMOCK_VERSION, aimock_server, missing  # noqa: E402
 

@@ -24,10 +24,10 @@ import yaml
 
 import rrkit.script as builders
 from rrkit.cli import main
+from rrkit.drive import ServerURLs
 from rrkit.schema import json_schema
 from rrkit.script import Reply, Script, parse_script
 from rrkit.server import FakeServer
-from rrkit.tools.replay import ServerURLs
 
 from .docs_text import ROOT, Block, blocks
 

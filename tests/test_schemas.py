@@ -1,7 +1,7 @@
 """The JSON Schemas of the files users write and read (`rrkit schema NAME`, shipped in `rrkit/schemas/`): each is
 the one its model makes (a shipped file never drifts from the code), every file rrkit ships (fixtures, scenarios,
 profiles, probes, golden cassettes) is valid under its schema, and a misspelt key anywhere is refused by the schema
-as the loader refuses it."""
+as the loader refuses it; what rrkit writes (every judge's `--json` report) is valid under its schema too."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from rrkit.conform.profile import load_profile
 from rrkit.conform.scenario import load_scenario
 from rrkit.conform.server.probe import load_probe
 from rrkit.protocol.exceptions import RRKitError
-from rrkit.schema import SCHEMAS, json_schema, schema_text, shipped_path
+from rrkit.schema import SCHEMAS, WRITTEN, json_schema, schema_text, shipped_path
 from rrkit.script.loader import load_script
 
 PACKAGE = Path(__file__).resolve().parents[1] / "toolkit" / "rrkit"
@@ -34,6 +34,17 @@ SHIPPED_FILES = {
     "cassette": sorted((PACKAGE.parents[1] / "cassettes").glob("*.json")),
 }
 EXAMPLES = [(name, path) for name, paths in SHIPPED_FILES.items() for path in paths]
+GOLDEN = PACKAGE.parents[1] / "cassettes"
+WRITTEN_BY: dict[str, list[tuple[str, ...]]] = {
+    "report": [
+        ("validate", str(GOLDEN)),  # a case per cassette, every one clean
+        ("diff", str(GOLDEN / "text.http.json"), str(GOLDEN / "tool-loop.http.json")),  # findings at their places
+    ],
+}
+"""For each schema of a file rrkit writes, the commands that write one (with `--json`); the slower judges'
+reports (`replay`, `conform`, `conform --server`) are checked in tests/test_report.py."""
+WRITTEN_EXAMPLES = [(name, args) for name, commands in WRITTEN_BY.items() for args in commands]
+WRITTEN_IDS = [f"{name}:{args[0]}" for name, args in WRITTEN_EXAMPLES]
 
 
 def _read(path: Path) -> Any:
@@ -68,7 +79,31 @@ def test_the_shipped_schema_is_the_one_the_model_makes_and_the_command_prints(na
 
 
 def test_every_kind_of_file_has_shipped_examples_to_check() -> None:
-    assert set(SHIPPED_FILES) == set(SCHEMAS) and all(SHIPPED_FILES.values())
+    assert set(SHIPPED_FILES) == set(SCHEMAS) - WRITTEN and all(SHIPPED_FILES.values())
+    assert set(WRITTEN_BY) == WRITTEN and all(WRITTEN_BY.values())
+
+
+@functools.cache
+def _written(args: tuple[str, ...]) -> Any:
+    """What `rrkit ARGS --json` prints, read as JSON."""
+    done = CliRunner().invoke(main, [*args, "--json"])
+    assert done.exit_code in (0, 1), done.output
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize(("name", "args"), WRITTEN_EXAMPLES, ids=WRITTEN_IDS)
+def test_every_file_rrkit_writes_is_valid_under_its_schema(name: str, args: tuple[str, ...]) -> None:
+    written = _written(args)
+    assert written["cases"], "an example with nothing judged checks little"
+    errors = [f"{error.json_path}: {error.message[:200]}" for error in _validator(name).iter_errors(written)]
+    assert not errors, errors
+
+
+@pytest.mark.parametrize(("name", "args"), WRITTEN_EXAMPLES, ids=WRITTEN_IDS)
+def test_a_misspelt_key_in_a_written_file_is_refused_by_its_schema(name: str, args: tuple[str, ...]) -> None:
+    validator = _validator(name)
+    for variant in _misspelt(_written(args)):
+        assert list(validator.iter_errors(variant)), f"the schema takes a misspelt key: {variant}"
 
 
 @pytest.mark.parametrize(("name", "path"), EXAMPLES, ids=[f"{name}:{path.name}" for name, path in EXAMPLES])

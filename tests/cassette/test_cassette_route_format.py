@@ -20,9 +20,10 @@ from rrkit.cassette import (
     save_cassette,
 )
 from rrkit.cassette.format import FORMAT_VERSION
+from rrkit.drive import ReferenceClient
 from rrkit.protocol import OutcomeKind, routes
 from rrkit.protocol.outcome import Outcome
-from rrkit.tools.replay import ReferenceClient, replay_cassette
+from rrkit.tools.replay import replay_cassette
 
 from ..errortrap import Serve
 

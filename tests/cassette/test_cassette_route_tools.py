@@ -50,8 +50,8 @@ def test_validate_holds_a_resumed_stream_to_its_numbering_from_starting_after_an
     events = list(tail.events)
     gap = tail.model_copy(update={"events": [*events[:2], *events[3:]]})
     findings = validate_cassette(cassette.model_copy(update={"exchanges": [gap]}))
-    assert [(finding.rule, finding.event) for finding in findings] == [("sequence", 2)]
-    assert "expected sequence_number 5 (resumed after 2), got 6" in findings[0].detail
+    assert [(finding.rule, finding.place.event) for finding in findings] == [("sequence", 2)]
+    assert "expected sequence_number 5 (resumed after 2), got 6" in findings[0].evidence
 
     as_create = tail.model_copy(update={"method": "POST", "path": "/responses", "route": routes.CREATE, "query": None})
     rules = {finding.rule for finding in validate_cassette(cassette.model_copy(update={"exchanges": [as_create]}))}

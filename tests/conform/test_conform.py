@@ -30,13 +30,14 @@ from rrkit.conform import (
     run,
     select,
 )
-from rrkit.conform.drive import as_client
-from rrkit.conform.report_html import write_html
 from rrkit.conform.scenario import CHECKS
+from rrkit.drive import as_client
 from rrkit.protocol.errors import FAILURE_CODES, RECONNECT_CODES
 from rrkit.protocol.incremental import Decision
 from rrkit.protocol.vocabulary import Transport
-from rrkit.tools.show_html import CSP
+from rrkit.report.html import CSP, to_html, write_page
+from rrkit.report.json_text import to_json
+from rrkit.report.junit import to_junit
 
 from ..chromium import HOSTILE, dump_dom, needs_chromium
 from ..docs_text import code_after
@@ -67,6 +68,11 @@ def minimal_in_process(broken: str) -> FunctionClient:
         return minimal.main({**env, "BROKEN": broken}) == 0
 
     return FunctionClient(minimal_client)
+
+
+def write_html(report: ConformReport, path: Path) -> Path:
+    """`rrkit conform --html`'s page of `report`."""
+    return write_page(to_html(report.to_report()), path)
 
 
 def broken_musts(report: ConformReport) -> set[tuple[str, str]]:
@@ -267,7 +273,7 @@ def test_the_junit_report_has_one_case_per_scenario_run_and_a_failure_per_broken
     scenarios: list[Scenario],
 ) -> None:
     report = run(minimal_client("retry-400"), scenarios=select(scenarios, ("http-400", "text")), transports=("http",))
-    suite = ElementTree.fromstring(report.to_junit())
+    suite = ElementTree.fromstring(to_junit(report.to_report()))
     assert suite.tag == "testsuite" and suite.get("tests") == "2" and suite.get("failures") == "1"
     cases = {case.get("name"): case for case in suite.iter("testcase")}
     assert set(cases) == {"http-400", "text"}
@@ -278,12 +284,14 @@ def test_the_junit_report_has_one_case_per_scenario_run_and_a_failure_per_broken
 
 
 def test_the_json_report_lists_each_verdict_with_what_was_seen(scenarios: list[Scenario]) -> None:
-    data = json.loads(run(scenarios=select(scenarios, ("http-500",)), transports=("http",)).to_json())
-    assert data["client"] == "the reference client" and data["ok"] is True
-    (result,) = data["results"]
+    report = run(scenarios=select(scenarios, ("http-500",)), transports=("http",))
+    data = json.loads(to_json(report.to_report()))
+    assert data["subject"] == "the reference client" and data["ok"] is True
+    (result,) = data["detail"]["results"]
     assert result["flow"] == ["http full -> refused 500", "<backoff> http full -> completed"]
-    assert [verdict["expectation"] for verdict in result["verdicts"]] == ["answered"]
-    assert result["verdicts"][0]["seen"] == "the client's run completed; the last response: completed"
+    (case,) = data["cases"]
+    assert case["findings"] == [] and [held["rule"] for held in case["held"]] == ["answered"]
+    assert case["held"][0]["evidence"] == "the client's run completed; the last response: completed"
 
 
 def test_the_command_gets_the_scenario_and_transport_in_its_environment(
@@ -459,13 +467,17 @@ def hostile_report(scenarios: list[Scenario]) -> ConformReport:
     return run(client, scenarios=select(scenarios, ("text",)), transports=("http",))
 
 
+TEXT_OVER_HTTP = '<span class="title">text</span> <span class="dim">rrkit.conform.http</span>'
+"""The heading of the page's section for the `text` scenario over HTTP."""
+
+
 def test_the_html_report_escapes_every_text_and_marks_each_broken_must(
     tmp_path: Path, hostile_report: ConformReport
 ) -> None:
     page = write_html(hostile_report, tmp_path / "conform.html").read_text(encoding="utf-8")
     assert HOSTILE not in page and "&lt;script&gt;" in page
     assert f'content="{CSP}"' in page  # no script may run, nothing may be fetched
-    assert 'id="text-http"' in page and "FAILED" in page
+    assert TEXT_OVER_HTTP in page and "FAILED" in page
     assert "a stream that ends with response.completed is a whole answer" in page  # the broken must's why
 
 
@@ -480,7 +492,7 @@ def test_the_html_report_renders_in_headless_chromium_and_runs_no_script(
     tmp_path: Path, hostile_report: ConformReport
 ) -> None:
     dom = dump_dom(write_html(hostile_report, tmp_path / "conform.html"))
-    assert 'id="text-http"' in dom and "FAILED" in dom
+    assert TEXT_OVER_HTTP in dom and "FAILED" in dom
     assert "pwned" not in dom
 
 

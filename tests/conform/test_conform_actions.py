@@ -14,7 +14,7 @@ import pytest
 from rrkit.conform import CommandClient, ConformReport, catalogue, run
 from rrkit.conform.drive import client_environment
 from rrkit.conform.scenario import select
-from rrkit.tools.replay import ServerURLs
+from rrkit.drive import ServerURLs
 
 TIMEOUT = 30.0
 SDK_CLIENT = [sys.executable, str(Path(__file__).parent / "sdk_client.py")]

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rrkit.conform.server import ServerReport, Severity, Target, run_server
+from rrkit.conform.server import ServerReport, Target, run_server
+from rrkit.report import Severity
 
 from .aimock import aimock_server, missing
 
@@ -29,7 +30,7 @@ def report(aimock: str) -> ServerReport:
 
 def _musts(report: ServerReport, probe: str, transport: str) -> set[str]:
     return {
-        f.requires
+        f.reason
         for result in report.results
         if (result.probe, result.transport) == (probe, transport)
         for f in result.findings

@@ -17,7 +17,6 @@ from rrkit.cli import main
 from rrkit.conform.server import (
     CHECKS,
     Expect,
-    Severity,
     Target,
     accept_key,
     judge_server,
@@ -25,10 +24,12 @@ from rrkit.conform.server import (
     probe_catalogue,
     run_server,
 )
-from rrkit.conform.server.answer import Answer, Ending
+from rrkit.conform.server.answer import Answer
 from rrkit.conform.server.checks import judge_answer
 from rrkit.conform.server.retry import LONGEST_WAIT, retry_delay
+from rrkit.drive.remote import Ending
 from rrkit.protocol.exceptions import ConformError, ServerUnreachable, SettingError
+from rrkit.report import Severity
 from rrkit.script import load_script
 from rrkit.script.shipped import shipped_fixtures
 from rrkit.server import FakeServer
@@ -62,10 +63,10 @@ def test_the_cli_exits_0_and_writes_json_junit_and_html(served: FakeServer, tmp_
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["ok"] is True and report["must"] == 0 and report["server"] == served.http_url
+    assert report["ok"] is True and report["counts"]["must"] == 0 and report["subject"] == served.http_url
     suite = ElementTree.parse(junit).getroot()
-    assert suite.get("failures") == "0" and int(suite.get("tests") or 0) == len(report["results"])
-    assert {case.get("name") for case in suite.iter("testcase")} == {r["probe"] for r in report["results"]}
+    assert suite.get("failures") == "0" and int(suite.get("tests") or 0) == len(report["detail"]["results"])
+    assert {case.get("name") for case in suite.iter("testcase")} == {r["probe"] for r in report["detail"]["results"]}
     assert "Content-Security-Policy" in html.read_text(encoding="utf-8")
 
 
@@ -129,7 +130,7 @@ def _answer(transport: str = "http", **fields: Any) -> Answer:
 
 
 def _musts(answer: Answer, *expects: Expect) -> list[str]:
-    return [f.requires for f in judge_answer(answer, list(expects)) if f.severity is Severity.MUST]
+    return [f.reason for f in judge_answer(answer, list(expects)) if f.severity is Severity.MUST]
 
 
 def test_a_refusal_with_a_5xx_breaks_a_must_and_another_4xx_only_a_should() -> None:
@@ -137,16 +138,16 @@ def test_a_refusal_with_a_5xx_breaks_a_must_and_another_4xx_only_a_should() -> N
     refused = Expect(check="refused", status=400)
     assert _musts(_answer(status=500, body=body), refused)
     other = list(judge_answer(_answer(status=422, body=body), [refused]))
-    assert [f.severity for f in other] == [Severity.SHOULD] and "answered 400" in other[0].requires
+    assert [f.severity for f in other] == [Severity.SHOULD] and "answered 400" in other[0].reason
 
 
 def test_an_error_body_the_sdk_cannot_parse_is_a_should_naming_the_field() -> None:
     body = {"error": {"message": "no", "type": "invalid_request_error", "param": None, "code": 400}}
     findings = list(judge_answer(_answer(status=400, body=body), [Expect(check="refused", status=400)]))
-    assert [(f.severity, f.requires) for f in findings] == [
+    assert [(f.severity, f.reason) for f in findings] == [
         (Severity.SHOULD, "the error object parses as the official SDK's ErrorObject")
     ]
-    assert findings[0].seen.startswith("code: ")
+    assert findings[0].evidence.startswith("code: ")
 
 
 def test_an_error_frame_without_status_or_code_is_named_at_its_event_and_field() -> None:
@@ -154,10 +155,10 @@ def test_an_error_frame_without_status_or_code_is_named_at_its_event_and_field()
     findings = list(
         judge_answer(_answer("ws", events=[frame]), [Expect(check="refused", code="previous_response_not_found")])
     )
-    fields = {(f.field, f.severity) for f in findings}
+    fields = {(f.place.field, f.severity) for f in findings}
     assert ("status", Severity.MUST) in fields and ("error.code", Severity.SHOULD) in fields
     assert ("error.code", Severity.MUST) in fields  # the code clients act on is not the one required
-    assert all(f.event == 0 and f.event_type == "error" for f in findings)
+    assert all(f.place.event == 0 and f.place.event_type == "error" for f in findings)
 
 
 def test_a_stream_cut_before_its_end_breaks_a_must_and_its_order_is_checked_as_a_prefix() -> None:
@@ -169,8 +170,8 @@ def test_a_stream_cut_before_its_end_breaks_a_must_and_its_order_is_checked_as_a
 
 def test_data_that_is_not_json_is_named_at_its_place() -> None:
     answer = _answer(status=200, headers={"content-type": "text/event-stream"}, unreadable=[(0, "[DONE]")])
-    findings = [f for f in judge_answer(answer, [Expect(check="stream")]) if "JSON object" in f.requires]
-    assert len(findings) == 1 and findings[0].seen == "got '[DONE]'"
+    findings = [f for f in judge_answer(answer, [Expect(check="stream")]) if "JSON object" in f.reason]
+    assert len(findings) == 1 and findings[0].evidence == "got '[DONE]'"
 
 
 def test_a_requirement_broken_at_every_event_is_one_finding_that_counts_the_others() -> None:
@@ -180,9 +181,9 @@ def test_a_requirement_broken_at_every_event_is_one_finding_that_counts_the_othe
         {"type": "response.completed", "response": {"id": "resp_1", "output": []}},
     ]
     answer = _answer(status=200, headers={"content-type": "text/event-stream"}, events=events)
-    sequence = [f for f in judge_answer(answer, [Expect(check="stream")]) if "sequence_number" in f.requires]
-    assert len(sequence) == 1 and (sequence[0].event, sequence[0].also) == (0, (1, 2))
-    assert str(sequence[0]).endswith("(and at 2 more events)") and sequence[0].to_dict()["also"] == (1, 2)
+    sequence = [f for f in judge_answer(answer, [Expect(check="stream")]) if "sequence_number" in f.reason]
+    assert len(sequence) == 1 and (sequence[0].place.event, sequence[0].also) == (0, (1, 2))
+    assert str(sequence[0]).endswith("(and at 2 more events)") and sequence[0].model_dump()["also"] == (1, 2)
 
 
 @pytest.mark.parametrize("fixture", sorted(shipped_fixtures()))
@@ -198,8 +199,8 @@ def test_a_transient_fault_is_retried_and_named_as_a_should() -> None:
     with FakeServer(load_script("fixture:http-500")) as server:
         report = run_server(Target(server.http_url), only=("sse-text",), transports=("http",))
     (finding,) = report.findings
-    assert (finding.severity, finding.requires) == (Severity.SHOULD, "a request is answered the first time")
-    assert finding.seen == "answered after status 500"
+    assert (finding.severity, finding.reason) == (Severity.SHOULD, "a request is answered the first time")
+    assert finding.evidence == "answered after status 500"
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.conform.server import Finding, ServerReport, Severity, Step, Target, probe_catalogue, run_server
+from rrkit.conform.server import ServerReport, Step, Target, probe_catalogue, run_server
 from rrkit.protocol import Rule
 from rrkit.protocol import events as ev
 from rrkit.protocol.vocabulary import TRANSPORTS, Transport
+from rrkit.report import Finding, Severity
 
 from ..errortrap import Serve
 from .broken_servers import Faults, ResponsesServer
@@ -80,10 +81,10 @@ class Must:
 
     def matches(self, finding: Finding) -> bool:
         return (
-            finding.check == self.check
-            and self.requires in finding.requires
-            and (self.event_type is None or finding.event_type == self.event_type)
-            and (self.field is None or finding.field == self.field)
+            finding.rule == self.check
+            and self.requires in finding.reason
+            and (self.event_type is None or finding.place.event_type == self.event_type)
+            and (self.field is None or finding.place.field == self.field)
         )
 
 
@@ -165,7 +166,7 @@ def assert_exactly(report: ServerReport, must: Must) -> None:
     assert not report.ok
     others = [str(finding) for finding in found if not must.matches(finding)]
     assert others == [], "more than the deserved finding is reported as must"
-    assert {finding.place for finding in found} == must.places
+    assert {finding.place.label for finding in found} == must.places
 
 
 @pytest.mark.parametrize("broken", BROKEN.values(), ids=BROKEN)
@@ -178,14 +179,14 @@ def test_a_server_without_sequence_numbers_breaks_exactly_the_sequence_rule(star
     report = judge(start(Faults(no_sequence_number=True)))
     assert_exactly(report, BROKEN["no_sequence_number"].must)
     shoulds = [finding for finding in report.findings if finding.severity is Severity.SHOULD]
-    assert shoulds and all("sequence_number" in finding.seen for finding in shoulds)  # the SDK refuses them too
+    assert shoulds and all("sequence_number" in finding.evidence for finding in shoulds)  # the SDK refuses them too
 
 
 def test_a_server_with_two_terminal_events_over_sse_breaks_exactly_the_one_terminal_rule(start: Start) -> None:
     report = judge(start(Faults(two_terminals=True)), ("http",))
     over_sse = steps_where(lambda step, _: checked(step, "stream"), ("http",))
     assert_exactly(report, Must("stream", Rule.ONE_TERMINAL.value, over_sse, event_type=ev.COMPLETED))
-    assert {finding.event for finding in musts(report)} == {9}  # the second completed, after the stream's end
+    assert {finding.place.event for finding in musts(report)} == {9}  # the second completed, after the stream's end
 
 
 def test_a_delta_before_its_item_among_several_breaks_only_the_item_first_rule(start: Start) -> None:
@@ -202,7 +203,7 @@ def test_a_server_that_cannot_open_a_websocket_is_named_once_by_the_upgrade_and_
     must = BROKEN["wrong_accept_key"].must
     assert [finding for finding in musts(report) if not must.matches(finding)] == []
     named = [finding for finding in musts(report) if must.matches(finding)]
-    assert [finding.place for finding in named] == sorted(must.places) and "the RFC's GUID" in named[0].requires
+    assert [finding.place.label for finding in named] == sorted(must.places) and "the RFC's GUID" in named[0].reason
     for result in report.results:
         if result.transport == "http":
             assert result.findings == (), result.probe
@@ -218,11 +219,11 @@ def test_a_server_that_cannot_open_a_websocket_is_named_once_by_the_upgrade_and_
 
 
 def _failing_cases(junit: Path) -> dict[tuple[str, str], list[str]]:
-    """(transport, probe) of every failing test case, with its failures' messages."""
+    """(transport, probe) of every failing test case, with its failures' texts (`[must] place: reason; evidence`)."""
     suite = ElementTree.parse(junit).getroot()
     return {
         (str(case.get("classname")).rsplit(".", 1)[-1], str(case.get("name"))): [
-            str(failure.get("message")) for failure in case.iter("failure")
+            str(failure.text) for failure in case.iter("failure")
         ]
         for case in suite.iter("testcase")
         if case.find("failure") is not None
@@ -248,11 +249,11 @@ def test_the_command_exits_1_naming_the_broken_duty_in_its_output_and_its_junit_
     said = " ".join(result.output.split())  # the table and the findings are wrapped to the terminal's width
     expected = [finding for finding in musts(judge(server)) if broken.must.matches(finding)]
     for finding in expected:
-        assert f"[must] {finding.where}: {finding.requires}" in said
+        assert f"[must] {finding.place}: {finding.reason}" in said
     assert f"{len(expected)} must and 0 should finding(s)" in said
     failing = _failing_cases(junit)
     assert set(failing) == _probes_of(broken.must.places)
-    assert all(broken.must.requires in message for messages in failing.values() for message in messages)
+    assert all(broken.must.requires in text for texts in failing.values() for text in texts)
 
 
 def test_the_command_s_json_report_names_the_finding_by_check_event_and_field(start: Start) -> None:
@@ -260,8 +261,9 @@ def test_the_command_s_json_report_names_the_finding_by_check_event_and_field(st
     result = CliRunner().invoke(main, ["conform", "--server", server.url, "--timeout", str(TIMEOUT), "--json", *ONLY])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
-    assert report["ok"] is False and report["must"] == len(BROKEN["error_frame_without_status"].must.places)
-    found = [finding for probe in report["results"] for finding in probe["findings"]]
-    assert {(f["check"], f["severity"], f["event"], f["event_type"], f["field"]) for f in found} == {
-        ("refused", "must", 0, "error", "status")
-    }
+    assert report["ok"] is False
+    assert report["counts"]["must"] == len(BROKEN["error_frame_without_status"].must.places)
+    found = [finding for case in report["cases"] for finding in case["findings"]]
+    assert {
+        (f["rule"], f["severity"], f["place"]["event"], f["place"]["event_type"], f["place"]["field"]) for f in found
+    } == {("refused", "must", 0, "error", "status")}

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from rrkit.conform.server import Finding, ServerReport, Severity, Target, probe_catalogue, run_server
+from rrkit.conform.server import ServerReport, Target, probe_catalogue, run_server
 from rrkit.protocol import Rule
+from rrkit.report import Finding, Severity
 
 from ..errortrap import Serve
 from .broken_routes import BrokenRouteServer, RouteFault
@@ -84,15 +85,15 @@ def test_a_server_broken_on_one_route_gets_exactly_the_must_finding_it_deserves(
     report = judge(start(fault).http_url)
     found = musts(report)
     assert not report.ok
-    others = [str(finding) for finding in found if finding.check != check or requires not in finding.requires]
+    others = [str(finding) for finding in found if finding.rule != check or requires not in finding.reason]
     assert others == [], "more than the deserved finding is reported as must"
-    assert {finding.place.split(" (")[0] for finding in found} == places
+    assert {finding.place.label.split(" (")[0] for finding in found} == places
 
 
 def test_a_server_that_offers_no_other_route_gets_should_findings_and_no_later_step_is_judged(serve: Serve) -> None:
     server = serve.guard(ResponsesServer().start_in_thread())  # POST /v1/responses only: every other path a 404
     report = judge(server.url)
     assert report.ok and musts(report) == [], [str(finding) for finding in musts(report)]
-    unanswered = {finding.place.split(" (")[0] for finding in report.findings}
+    unanswered = {finding.place.label.split(" (")[0] for finding in report.findings}
     assert "delete [http] step 2" in unanswered and "resume-stream [http] step 2" in unanswered
     assert not any(place.startswith("delete [http] step 4") for place in unanswered)  # after a step unanswered

@@ -58,7 +58,9 @@ def test_the_installed_wheel_judges_the_reference_client_on_its_shipped_scenario
     assert listed.returncode == 0 and "drop-mid-stream" in listed.stdout, listed.stdout + listed.stderr
     judged = _run(installed / "rrkit", "conform", "--only", "tool-loop", "--only", "http-500", "--json", cwd=tmp_path)
     assert judged.returncode == 0, judged.stdout + judged.stderr
-    assert len(json.loads(judged.stdout)["results"]) == 4  # two scenarios, each over both transports
+    report = json.loads(judged.stdout)
+    assert report["tool"] == "conform" and report["ok"] is True
+    assert len(report["cases"]) == 4  # two scenarios, each over both transports
 
 
 def test_the_installed_wheel_passes_the_pytest_guide_example(installed: Path, tmp_path: Path) -> None:
@@ -110,9 +112,10 @@ print(json.dumps({"license": meta.get("License"), "author": meta.get("Author") o
 
 
 def test_the_installed_wheel_ships_the_schemas_an_editor_reads(installed: Path, tmp_path: Path) -> None:
-    where = _run(installed / "rrkit", "schema", "scenario", "--path", cwd=tmp_path)
-    printed = _run(installed / "rrkit", "schema", "scenario", cwd=tmp_path)
-    assert where.returncode == 0 and printed.returncode == 0, where.stderr + printed.stderr
-    shipped = Path(where.stdout.strip())
-    assert str(ROOT) not in str(shipped) and shipped.read_text() == printed.stdout
-    assert json.loads(printed.stdout)["title"] == "rrkit scenario"
+    for name in ("scenario", "report"):  # a file users write; the one every judge writes
+        where = _run(installed / "rrkit", "schema", name, "--path", cwd=tmp_path)
+        printed = _run(installed / "rrkit", "schema", name, cwd=tmp_path)
+        assert where.returncode == 0 and printed.returncode == 0, where.stderr + printed.stderr
+        shipped = Path(where.stdout.strip())
+        assert str(ROOT) not in str(shipped) and shipped.read_text() == printed.stdout
+        assert json.loads(printed.stdout)["title"] == f"rrkit {name}"

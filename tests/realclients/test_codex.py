@@ -328,7 +328,7 @@ def test_rrkit_replay_of_a_codex_cassette_recorded_elsewhere_passes_with_no_matc
         timeout=CODEX_TIMEOUT * 2,
     )
     assert replayed.returncode == 0, f"{replayed.stdout}\n{replayed.stderr}"
-    (result,) = json.loads(replayed.stdout)
+    (result,) = json.loads(replayed.stdout)["detail"]["replays"]
     assert result["ok"] and result["client"]["ok"], result
     assert result["matching"] == "preset codex (stored in the cassette)"
 

@@ -222,5 +222,5 @@ def test_a_steering_sdk_session_recorded_through_the_proxy_replays_as_recorded_f
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert replay.returncode == 0, replay.stdout + replay.stderr
-    [run] = json.loads(replay.stdout)
+    [run] = json.loads(replay.stdout)["detail"]["replays"]
     assert run["ok"] and run["client"]["ok"] and run["unplayed"] == [], run

@@ -18,6 +18,7 @@ from rrkit.cassette import Cassette, cassette_from_capture, load_cassette, save_
 from rrkit.cli import main
 from rrkit.demo import golden_name, run_demo, run_one
 from rrkit.protocol.vocabulary import TRANSPORTS
+from rrkit.report.json_text import to_json
 from rrkit.script import Match, Script, function_call, load_script, reply, text
 from rrkit.script.shipped import script_files
 from rrkit.tools.diff import DIFF_FORMAT, Difference, DiffReport, Kind, diff_cassettes
@@ -314,8 +315,10 @@ def test_the_json_report_has_a_stable_documented_shape(serve: Serve) -> None:
     full = record_sdk_session(serve, weather_script(), transport="ws", incremental=False)
     report = diff_cassettes(deltas, full, names=("a.json", "b.json"))
 
-    data = json.loads(report.to_json())
+    written = json.loads(to_json(report.to_report()))
+    data = written["detail"]  # the diff's own shape, in the report every judge writes
 
+    assert written["tool"] == "diff" and written["ok"] is False
     assert data == report.to_dict()
     assert list(data) == ["rrkit_diff", "a", "b", "options", "equal", "counts", "pairs", "differences"]
     assert data["rrkit_diff"] == DIFF_FORMAT == 1
@@ -365,7 +368,9 @@ def test_cli_exits_0_without_differences_1_with_them_and_2_on_usage_or_file_erro
 
     as_json = runner.invoke(main, ["diff", str(golden), str(changed), "--json", "--view", "logical"])
     assert as_json.exit_code == 1
-    data = json.loads(as_json.output)
+    written = json.loads(as_json.output)
+    assert written["tool"] == "diff" and written["counts"]["must"] == 1
+    data = written["detail"]
     assert data["options"]["view"] == "logical" and data["counts"] == {"exchange_missing": 1}
     assert data["a"]["name"] == str(golden)
 

@@ -16,11 +16,12 @@ import rrkit.client.errors
 import rrkit.client.turn
 from rrkit.cassette import Cassette, load_cassette
 from rrkit.cli import main as cli
+from rrkit.drive import ReferenceClient, ServerURLs
 from rrkit.protocol.errors import Classification, ErrorKind
 from rrkit.protocol.incremental import Decision
 from rrkit.script.loader import load_script
 from rrkit.tools.diff import Kind
-from rrkit.tools.replay import ReferenceClient, ReplayResult, first_difference, replay_cassette, session_plan
+from rrkit.tools.replay import ReplayResult, first_difference, replay_cassette, session_assignment, session_plan
 
 from ..errortrap import Serve
 
@@ -93,7 +94,6 @@ def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
     from rrkit.cassette import cassette_from_capture
     from rrkit.client import ModelClient
     from rrkit.script import Match, Script, function_call, reply, text
-    from rrkit.tools.replay import ServerURLs
 
     # A tool loop over HTTP whose answers carry a turn state: the second request of the turn sends it back.
     script = (
@@ -105,7 +105,8 @@ def test_client_that_drops_the_turn_state_is_reported_on_the_request_header(
     async def record() -> Cassette:
         async with serve.running(script) as server:
             plan = session_plan(load_cassette(GOLDEN / "tool-loop.http.json"))
-            await ReferenceClient(model_client=ModelClient).run(ServerURLs(server.http_url, server.ws_url), plan)
+            urls = ServerURLs(server.http_url, server.ws_url)
+            await ReferenceClient(model_client=ModelClient).run(session_assignment(urls, plan), timeout=60)
             await server.settle_async()
             return cassette_from_capture(server.exchanges, server.connections)
 
@@ -152,7 +153,9 @@ def test_a_short_sdk_client_replays_the_golden_cassette_from_openai_base_url_alo
     client.write_text(SDK_CLIENT.replace("What is the weather", "What was the weather"))
     changed = replay_with_client("--json")
     assert changed.returncode == 1, changed.stdout + changed.stderr
-    (result,) = json.loads(changed.stdout)
+    written = json.loads(changed.stdout)
+    assert written["tool"] == "replay" and written["ok"] is False and written["counts"]["failed"] == 1
+    (result,) = written["detail"]["replays"]
     first = result["report"]["differences"][0]
     assert (first["kind"], first["a"]["exchange"], first["path"].split("[")[0]) == ("content", 0, "input")
 
@@ -181,7 +184,7 @@ def test_against_a_server_scripted_differently_names_the_event(serve: Serve) -> 
         cassette = str(GOLDEN / "tool-loop.http.json")
         result = CliRunner().invoke(cli, ["replay", "--json", "--against", server.http_url, cassette])
     assert result.exit_code == 1, result.output
-    (report,) = json.loads(result.output)
+    (report,) = json.loads(result.output)["detail"]["replays"]
     events = [d for d in report["report"]["differences"] if d["kind"] in ("events", "event_field")]
     assert events and events[0]["a"]["exchange"] == 0 and events[0]["a"]["event"] is not None
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette, save_cassette
 from rrkit.cli import main
 from rrkit.protocol.outcome import Outcome, OutcomeKind
-from rrkit.tools.validate import RULES, Finding, validate_cassette
+from rrkit.report import Finding
+from rrkit.tools.validate import RULES, finding_at, validate_cassette
 
 GOLDEN = Path(__file__).resolve().parents[2] / "cassettes"
 GOLDEN_FILES = sorted(GOLDEN.glob("*.json"))
@@ -64,9 +65,9 @@ def test_a_delta_before_its_item_is_found_at_the_delta() -> None:
     findings = validate_cassette(cassette)
 
     first = findings[0]
-    assert (first.exchange, first.connection, first.rule) == (0, None, "item_added_first")
-    assert first.event == position(events, "response.output_text.delta")
-    assert "never added" in first.detail
+    assert (first.place.exchange, first.place.connection, first.rule) == (0, None, "item_added_first")
+    assert first.place.event == position(events, "response.output_text.delta")
+    assert "never added" in first.evidence
 
 
 def test_a_completed_stream_without_its_terminal_event_is_found() -> None:
@@ -79,7 +80,11 @@ def test_a_completed_stream_without_its_terminal_event_is_found() -> None:
     findings = validate_cassette(cassette)
 
     assert rules(findings) == ["terminal_required"]
-    assert (findings[0].exchange, findings[0].connection, findings[0].event) == (2, 0, len(events) - 1)
+    assert (findings[0].place.exchange, findings[0].place.connection, findings[0].place.event) == (
+        2,
+        0,
+        len(events) - 1,
+    )
 
 
 def test_a_cut_stream_needs_no_terminal_event_but_a_cut_one_still_keeps_the_order_rules() -> None:
@@ -91,7 +96,7 @@ def test_a_cut_stream_needs_no_terminal_event_but_a_cut_one_still_keeps_the_orde
     events = events_of(dropped)
     events[2]["sequence_number"] = 7
     set_events(dropped, events, renumber=False)
-    assert [(f.exchange, f.event, f.rule) for f in validate_cassette(cassette)] == [(1, 2, "sequence")]
+    assert [(f.place.exchange, f.place.event, f.rule) for f in validate_cassette(cassette)] == [(1, 2, "sequence")]
 
 
 def test_a_non_increasing_sequence_number_is_found_at_its_event() -> None:
@@ -103,8 +108,8 @@ def test_a_non_increasing_sequence_number_is_found_at_its_event() -> None:
 
     findings = validate_cassette(cassette)
 
-    assert [(f.exchange, f.event, f.rule) for f in findings] == [(1, 4, "sequence")]
-    assert "expected sequence_number 4, got 3" in findings[0].detail
+    assert [(f.place.exchange, f.place.event, f.rule) for f in findings] == [(1, 4, "sequence")]
+    assert "expected sequence_number 4, got 3" in findings[0].evidence
 
 
 def test_one_missing_event_is_one_sequence_finding_not_one_per_later_event() -> None:
@@ -117,10 +122,10 @@ def test_one_missing_event_is_one_sequence_finding_not_one_per_later_event() -> 
 
     sequence = [f for f in validate_cassette(cassette) if f.rule == "sequence"]
 
-    assert [f.event for f in sequence] == [gap]
+    assert [f.place.event for f in sequence] == [gap]
     after = len(events) - gap - 1
     assert (
-        sequence[0].detail
+        sequence[0].evidence
         == f"expected sequence_number {gap}, got {gap + 1}, and so on for the {after} events after it"
     )
 
@@ -134,7 +139,7 @@ def test_two_terminal_events_are_found_at_the_second() -> None:
 
     findings = validate_cassette(cassette)
 
-    assert [(f.exchange, f.event, f.rule) for f in findings] == [(0, len(events) - 1, "one_terminal")]
+    assert [(f.place.exchange, f.place.event, f.rule) for f in findings] == [(0, len(events) - 1, "one_terminal")]
 
 
 def test_relayed_sse_comments_are_skipped_and_findings_point_into_the_recorded_events() -> None:
@@ -146,7 +151,7 @@ def test_relayed_sse_comments_are_skipped_and_findings_point_into_the_recorded_e
     recorded.insert(1, RecordedEvent.of(0.0, {"type": "rrkit.sse_comment", "comment": "ping"}))
     exchange.events = recorded
 
-    assert [(f.event, f.rule) for f in validate_cassette(cassette)] == [(5, "sequence")]
+    assert [(f.place.event, f.rule) for f in validate_cassette(cassette)] == [(5, "sequence")]
 
 
 def test_refusals_and_whole_body_answers_have_no_stream_to_check() -> None:
@@ -164,8 +169,10 @@ def test_an_outcome_its_terminal_event_contradicts_is_found() -> None:
 
     findings = validate_cassette(cassette)
 
-    assert [(f.exchange, f.event, f.rule) for f in findings] == [(0, len(exchange.events) - 1, "outcome_stated")]
-    assert "recorded completed, the terminal event states failed" in findings[0].detail
+    assert [(f.place.exchange, f.place.event, f.rule) for f in findings] == [
+        (0, len(exchange.events) - 1, "outcome_stated")
+    ]
+    assert "recorded completed, the terminal event states failed" in findings[0].evidence
 
 
 def test_a_websocket_delta_that_does_not_rebuild_to_its_logical_request_names_the_field() -> None:
@@ -177,9 +184,9 @@ def test_a_websocket_delta_that_does_not_rebuild_to_its_logical_request_names_th
     findings = validate_cassette(cassette)
 
     assert rules(findings) == ["rebuilds"]
-    assert (findings[0].exchange, findings[0].connection, findings[0].event) == (2, 0, None)
-    assert findings[0].detail.startswith("instructions: rebuilt ")
-    assert "rebuilt on exchange 1" in findings[0].detail
+    assert (findings[0].place.exchange, findings[0].place.connection, findings[0].place.event) == (2, 0, None)
+    assert findings[0].evidence.startswith("instructions: rebuilt ")
+    assert "rebuilt on exchange 1" in findings[0].evidence
 
 
 def test_a_delta_whose_logical_input_lost_an_item_names_the_item() -> None:
@@ -191,9 +198,9 @@ def test_a_delta_whose_logical_input_lost_an_item_names_the_item() -> None:
     findings = validate_cassette(cassette)
 
     assert rules(findings) == ["rebuilds"]
-    assert findings[0].detail.startswith("input[1]: rebuilt ")
-    assert removed["type"] in findings[0].detail
-    assert "rebuilt 4 items, recorded 3" in findings[0].detail
+    assert findings[0].evidence.startswith("input[1]: rebuilt ")
+    assert removed["type"] in findings[0].evidence
+    assert "rebuilt 4 items, recorded 3" in findings[0].evidence
 
 
 def test_a_delta_naming_a_response_no_earlier_exchange_of_its_connection_completed_is_found() -> None:
@@ -205,7 +212,7 @@ def test_a_delta_naming_a_response_no_earlier_exchange_of_its_connection_complet
     findings = validate_cassette(cassette)
 
     assert rules(findings) == ["previous_known"]
-    assert "'resp_unknown' is no earlier response on this connection" in findings[0].detail
+    assert "'resp_unknown' is no earlier response on this connection" in findings[0].evidence
 
 
 def test_a_delta_naming_a_dropped_response_is_found_unless_the_server_refused_it() -> None:
@@ -218,24 +225,28 @@ def test_a_delta_naming_a_dropped_response_is_found_unless_the_server_refused_it
     findings = validate_cassette(cassette)
 
     assert rules(findings) == ["previous_known"]
-    assert "is the response of exchange 1, which ended dropped" in findings[0].detail
+    assert "is the response of exchange 1, which ended dropped" in findings[0].evidence
     retry.outcome = Outcome(OutcomeKind.REFUSED, status=400, code="previous_response_not_found")
     retry.events = []
     assert validate_cassette(cassette) == []
 
 
 def test_a_finding_reads_as_a_sentence_and_every_rule_has_a_statement() -> None:
-    finding = Finding(0, 2, 5, "sequence", "expected sequence_number 5, got 4")
+    exchange = golden("tool-loop.ws.json").exchanges[2]
+    assert (exchange.id, exchange.connection) == (2, 0)
+    finding = finding_at(exchange, 5, "sequence", "expected sequence_number 5, got 4")
     assert str(finding) == (
-        "exchange 2 (connection 0), event 5: breaks 'sequence_number starts at 0 and increases by 1': "
+        "[must] exchange 2 (connection 0) event 5: sequence_number starts at 0 and increases by 1; "
         "expected sequence_number 5, got 4"
     )
-    assert finding.to_dict() == {
-        "connection": 0,
-        "exchange": 2,
-        "event": 5,
+    assert finding.model_dump(mode="json") == {
         "rule": "sequence",
-        "detail": "expected sequence_number 5, got 4",
+        "severity": "must",
+        "place": {"label": "", "connection": 0, "exchange": 2, "event": 5, "event_type": None, "field": None},
+        "reason": "sequence_number starts at 0 and increases by 1",
+        "evidence": "expected sequence_number 5, got 4",
+        "profile": None,
+        "also": [],
     }
     assert {"sequence", "one_terminal", "terminal_required", "item_added_first", "rebuilds"} <= set(RULES)
 
@@ -257,12 +268,12 @@ def test_validate_command_exits_1_naming_the_rule_exchange_and_event(tmp_path: P
 
     assert result.exit_code == 1, result.output
     at = position(events, "response.output_text.delta")
-    assert f"exchange 0, event {at}: breaks '{RULES['item_added_first']}'" in result.output
+    assert f"[must] exchange 0 event {at}: {RULES['item_added_first']}; " in result.output
     assert "1 of 2 cassette(s) break a rule" in result.output
-    assert report["rrkit_validate"] == 1 and report["clean"] is False
-    first = report["cassettes"][0]["findings"][0]
-    assert (first["exchange"], first["event"], first["rule"]) == (0, at, "item_added_first")
-    assert first["statement"] == RULES["item_added_first"]
+    assert report["rrkit_report"] == 1 and report["tool"] == "validate" and report["ok"] is False
+    first = report["cases"][0]["findings"][0]
+    assert (first["place"]["exchange"], first["place"]["event"], first["rule"]) == (0, at, "item_added_first")
+    assert first["reason"] == RULES["item_added_first"]
 
 
 def test_validate_command_refuses_a_file_that_is_no_cassette_naming_it(tmp_path: Path) -> None:

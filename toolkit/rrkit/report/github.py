@@ -4,6 +4,7 @@ other finding, pointing at the judged file where there is one."""
 from __future__ import annotations
 
 from .model import Report, Severity
+from .text import printable
 
 
 def to_annotations(report: Report) -> str:
@@ -20,8 +21,9 @@ def to_annotations(report: Report) -> str:
 
 
 def _data(text: str) -> str:
-    """A command's message: `%`, CR and LF escaped as the runner reads them."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message: `%`, CR and LF escaped as the runner reads them; other control characters (an ESC
+    would drive the log's terminal) and lone surrogates written as Python escapes."""
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:

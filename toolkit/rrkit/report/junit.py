@@ -14,7 +14,7 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def to_junit(report: Report) -> str:
     suite = ElementTree.Element(
         "testsuite",
-        name=f"rrkit {report.tool}",
+        name=_xml(f"rrkit {report.tool}"),
         tests=str(len(report.cases)),
         failures=str(sum(not case.ok for case in report.cases)),
         errors="0",
@@ -22,9 +22,9 @@ def to_junit(report: Report) -> str:
     )
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in {"subject": report.subject, **report.properties}.items():
-        ElementTree.SubElement(properties, "property", name=name, value=_xml(value))
+        ElementTree.SubElement(properties, "property", name=_xml(name), value=_xml(value))
     for case in report.cases:
-        element = ElementTree.SubElement(suite, "testcase", classname=case.group, name=_xml(case.name))
+        element = ElementTree.SubElement(suite, "testcase", classname=_xml(case.group), name=_xml(case.name))
         if case.file:
             element.set("file", _xml(case.file))
         notes = [case.output] if case.output else []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 REPORT_FORMAT: Final = 1
 """The `rrkit_report` field of every judge's JSON report; bumped on incompatible changes."""
@@ -20,16 +20,25 @@ class Severity(StrEnum):
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _computed_left_out(cls, data: Any) -> Any:
+        """A report read back (`Report.model_validate_json`) gives its computed fields too: they are computed
+        again from the cases, not taken as written."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if key not in cls.model_computed_fields}
+        return data
+
 
 class Place(_Frozen):
     """Where a finding is: a label a person reads, and the coordinates a tool follows (None: not about one)."""
 
-    label: str = ""  # `follow-up [ws] step 2`, `text over http`, a cassette's name
-    connection: int | None = None
-    exchange: int | None = None
-    event: int | None = None  # an index into the exchange's (or answer's) events
-    event_type: str | None = None
-    field: str | None = None  # a JSON path in the request, the event or the body
+    label: str = Field("", description="where, for a person: `follow-up [ws] step 2 (GET /v1/responses/ID)`")
+    connection: int | None = Field(None, description="the connection's index in the cassette")
+    exchange: int | None = Field(None, description="the exchange's id in the cassette")
+    event: int | None = Field(None, description="an index into the exchange's (or the answer's) events")
+    event_type: str | None = Field(None, description="that event's type")
+    field: str | None = Field(None, description="a JSON path in the request, the event or the body")
 
     def __str__(self) -> str:
         parts = [self.label] if self.label else []
@@ -48,13 +57,16 @@ class Place(_Frozen):
 class Finding(_Frozen):
     """One rule a judged thing breaks."""
 
-    rule: str
-    severity: Severity = Severity.MUST
-    place: Place = Place()
-    reason: str  # what the rule requires
-    evidence: str = ""  # what was seen
-    profile: str | None = None  # the profile whose rule this is (None: the protocol's)
-    also: tuple[int, ...] = ()  # the other events that break the rule the same way
+    rule: str = Field(description="the rule's name, as the judge names it: `item_added_first`, `retries <= 0`")
+    severity: Severity = Field(
+        Severity.MUST,
+        description="`must` fails the run (it breaks real clients); `should` departs from the real service",
+    )
+    place: Place = Field(Place(), description="where the rule is broken")
+    reason: str = Field(description="what the rule requires, and why")
+    evidence: str = Field("", description="what was seen")
+    profile: str | None = Field(None, description="the profile whose rule this is (null: the protocol's)")
+    also: tuple[int, ...] = Field((), description="the other events that break the rule the same way")
 
     @property
     def strength(self) -> str:
@@ -64,26 +76,27 @@ class Finding(_Frozen):
     def __str__(self) -> str:
         more = len(self.also)
         also = f" (and at {more} more event{'s' if more > 1 else ''})" if more else ""
+        reason = self.reason.removesuffix(".") if self.evidence else self.reason  # a scenario's why is sentences
         evidence = f"; {self.evidence}" if self.evidence else ""
-        return f"[{self.strength}] {self.place}: {self.reason}{evidence}{also}"
+        return f"[{self.strength}] {self.place}: {reason}{evidence}{also}"
 
 
 class Held(_Frozen):
     """A rule judged and held, with what was seen (listed by judges that show their passes)."""
 
-    rule: str
-    evidence: str = ""
+    rule: str = Field(description="the rule's name")
+    evidence: str = Field("", description="what was seen")
 
 
 class Case(_Frozen):
     """One thing judged: a scenario over a transport, a probe, a cassette, a pair of cassettes."""
 
-    group: str  # where it belongs (JUnit's classname): `rrkit.conform.http`, `rrkit.validate`
-    name: str
-    findings: tuple[Finding, ...] = ()
-    held: tuple[Held, ...] = ()
-    output: str = ""  # what the judged thing did or printed, as text
-    file: str | None = None  # the file judged, where there is one (annotations point at it)
+    group: str = Field(description="where it belongs (JUnit's classname): `rrkit.conform.http`, `rrkit.validate`")
+    name: str = Field(description="what was judged: a scenario, a probe, a cassette")
+    findings: tuple[Finding, ...] = Field((), description="every rule it breaks")
+    held: tuple[Held, ...] = Field((), description="the rules it held (listed by the judges that show them)")
+    output: str = Field("", description="what the judged thing did or printed, as text")
+    file: str | None = Field(None, description="the file judged, where there is one (annotations point at it)")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -96,17 +109,20 @@ class Report(_Frozen):
     """One run of one judge: what was judged, each case, and the judge's own detail (its `detail` shape is the
     judge's, documented with it)."""
 
-    rrkit_report: Literal[1] = REPORT_FORMAT
-    tool: str  # `conform`, `conform --server`, `validate`, `diff`, `replay`
-    subject: str  # what was judged, in a line: the client's command, the server's URL, the cassettes
-    summary: str = ""  # the verdict in a sentence
-    properties: dict[str, str] = Field(default_factory=dict)
-    cases: tuple[Case, ...] = ()
-    detail: dict[str, Any] = Field(default_factory=dict)
+    rrkit_report: Literal[1] = Field(REPORT_FORMAT, description="the report format's version")
+    tool: str = Field(description="the judge: `conform`, `conform --server`, `validate`, `diff`, `replay`")
+    subject: str = Field(
+        description="what was judged, in a line: the client's command, the server's URL, the cassettes"
+    )
+    summary: str = Field("", description="the verdict in a sentence")
+    properties: dict[str, str] = Field(default_factory=dict, description="facts about the run (JUnit's properties)")
+    cases: tuple[Case, ...] = Field((), description="each thing judged")
+    detail: dict[str, Any] = Field(default_factory=dict, description="the judge's own data, in its own shape")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
+        """Every case ok: no finding fails the run (the command exits 1 otherwise)."""
         return all(case.ok for case in self.cases)
 
     @computed_field  # type: ignore[prop-decorator]

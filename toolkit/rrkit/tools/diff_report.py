@@ -134,9 +134,33 @@ class DiffReport:
         )
 
 
+AGREE_ON: dict[Kind, str] = {
+    Kind.ROUTE: "both sides send the request to the same route",
+    Kind.CONTENT: "both sides send the same logical request",
+    Kind.WIRE: "both sides send the same wire request",
+    Kind.INCREMENTALITY: "both sides send a full request, or both a delta",
+    Kind.EVENTS: "both sides have the same events, in the same order",
+    Kind.EVENT_FIELD: "an event both sides have is the same on both",
+    Kind.OUTCOME: "the exchange ends the same way on both sides",
+    Kind.STATUS: "both sides have the same status",
+    Kind.BODY: "both sides answer with the same body",
+    Kind.HEADERS: "both sides send the same headers",
+    Kind.CONNECTION: "both sides use the same connections, opened and closed the same way",
+    Kind.TIMING: "both sides keep the same times (--strict)",
+    Kind.EXCHANGE_MISSING: "B has every exchange A has",
+    Kind.EXCHANGE_EXTRA: "A has every exchange B has",
+    Kind.PROTOCOL: "neither side breaks a rule of the protocol",
+}
+"""What each kind of difference says the two sides should agree on: a diff finding's reason."""
+
+
 def _finding(difference: Difference) -> Finding:
-    side = difference.a if difference.a.exchange is not None or difference.b.exchange is None else difference.b
-    place = Place(connection=side.connection, exchange=side.exchange, event=side.event, field=difference.path or None)
-    evidence = difference.detail or f"{difference.a.value} where the other side has {difference.b.value}"
-    reason = f"the same {difference.kind.value.replace('_', ' ')} on both sides"
+    on_b = difference.a.exchange is None and difference.b.exchange is not None
+    side = difference.b if on_b else difference.a
+    label = "B" if on_b else "A"
+    place = Place(
+        label=label, connection=side.connection, exchange=side.exchange, event=side.event, field=difference.path or None
+    )
+    evidence = difference.detail or f"A has {difference.a.value}, B has {difference.b.value}"
+    reason = AGREE_ON[difference.kind]
     return Finding(rule=difference.rule or difference.kind.value, place=place, reason=reason, evidence=evidence)

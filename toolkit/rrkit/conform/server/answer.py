@@ -3,35 +3,16 @@ body) in order, how the answer ended; and for a WebSocket, its upgrade."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from ...drive.remote import Ending, Sent
+from ...drive.upgrade import Upgrade
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.headers import media_type
 from ...protocol.vocabulary import Transport
-
-
-class Ending(StrEnum):
-    """How an answer ended."""
-
-    WHOLE = "whole"  # the body (or the response's frames, up to an ending event) arrived
-    CUT = "cut"  # the connection broke before the body ended
-    CLOSED = "closed"  # the WebSocket closed before an ending event
-    TIMEOUT = "timeout"  # nothing ended it within the probe's timeout
-    UNSENT = "unsent"  # the request could not be sent (the upgrade failed, say)
-    SKIPPED = "skipped"  # not sent: the step it follows was not answered, so there is nothing to continue
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """A WebSocket upgrade as sent and answered, byte for byte."""
-
-    status: int | None
-    headers: dict[str, str]  # lower-case names (the last of repeated ones)
-    key: str  # the Sec-WebSocket-Key sent
-    error: str | None = None  # no answer to read (refused connection, garbage)
 
 
 @dataclass
@@ -57,6 +38,29 @@ class Answer:
     query: dict[str, str] = field(default_factory=dict)  # another route's query, as sent
     origin: Answer | None = None  # the answer that made the response `{response}` named
     polls: int = 0  # how many times a polling step (`until`) was sent
+
+    def take(self, event: dict[str, Any]) -> None:
+        """One event of the answer as it came: data that was no JSON object is kept as unreadable, at its place."""
+        if event.get("type") == ev.UNPARSABLE:
+            self.unreadable.append((len(self.events), str(event.get("data"))[:200]))
+        elif event.get("type") != ev.SSE_COMMENT:
+            self.events.append(event)
+
+    def record(self, sent: Sent) -> None:
+        """What the remote-server driver read: the status and headers, each event (or the whole body), how it
+        ended."""
+        exchange = sent.exchange
+        if exchange.response_status is not None and self.transport == "http":
+            self.status, self.headers = exchange.response_status, dict(exchange.response_headers)
+        for recorded in exchange.events:
+            self.take(recorded.event)
+        if exchange.response_body is not None:
+            self.body_text = exchange.response_body.content.decode("utf-8", "replace")
+            try:
+                self.body = json.loads(self.body_text) if self.body_text.strip() else None
+            except ValueError:
+                self.body = None
+        self.ending, self.error = sent.ending, sent.error
 
     @property
     def summary(self) -> str:

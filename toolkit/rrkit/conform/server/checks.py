@@ -8,12 +8,14 @@ import hashlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ...drive.remote import Ending
+from ...drive.upgrade import Upgrade
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.order import check_order
 from ...protocol.routes import resumed_after
 from ...report import Finding, Severity
-from .answer import Answer, Ending, Upgrade
+from .answer import Answer
 from .found import Found
 from .probe import Expect
 from .retry import RETRIES, retry_delay

@@ -15,7 +15,7 @@ from ...protocol.vocabulary import TRANSPORTS, Transport
 from ...report import Case, Finding, Report, Severity
 from .answer import Answer
 from .checks import judge_answer, upgrade_broken
-from .drive import Target, read_upgrade, run_probe
+from .drive import Target, read_target_upgrade, run_probe
 from .probe import Probe, probe_catalogue, select_probes
 from .sdk import sdk_version
 
@@ -138,7 +138,7 @@ async def judge_server(
         "ws" in probe.transports and any(expect.check == "upgrade" for step in probe.steps for expect in step.expect)
         for probe in chosen
     )
-    upgrade_reported = checked and upgrade_broken(await read_upgrade(target))
+    upgrade_reported = checked and upgrade_broken(await read_target_upgrade(target))
     results = []
     for probe in chosen:
         for transport in (t for t in transports if t in probe.transports):

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...drive.remote import Ending
 from ...protocol import events as ev
 from ...protocol.errors import Classification, classify_failure, classify_http_error
-from .answer import Answer, Ending
+from .answer import Answer
 
 RETRIES = 3
 """Times a step is sent again at the most."""
