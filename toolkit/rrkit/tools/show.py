@@ -24,7 +24,7 @@ from ..protocol.steer import answer_problems, is_steer
 from .stream_rules import check_stream
 
 
-class Severity(StrEnum):
+class Tone(StrEnum):
     """How an outcome or a connection reads at a glance: the renderers colour by it."""
 
     OK = "ok"  # completed
@@ -33,16 +33,16 @@ class Severity(StrEnum):
     UNKNOWN = "unknown"  # no outcome recorded
 
 
-SEVERITY_OF_KIND: dict[OutcomeKind, Severity] = {
-    OutcomeKind.COMPLETED: Severity.OK,
-    OutcomeKind.FAILED: Severity.WARN,
-    OutcomeKind.INCOMPLETE: Severity.WARN,
-    OutcomeKind.ERRORED: Severity.WARN,
-    OutcomeKind.DISCONNECTED: Severity.WARN,
-    OutcomeKind.ANSWERED: Severity.WARN,
-    OutcomeKind.DROPPED: Severity.BAD,
-    OutcomeKind.STALLED: Severity.BAD,
-    OutcomeKind.REFUSED: Severity.BAD,
+TONE_OF_KIND: dict[OutcomeKind, Tone] = {
+    OutcomeKind.COMPLETED: Tone.OK,
+    OutcomeKind.FAILED: Tone.WARN,
+    OutcomeKind.INCOMPLETE: Tone.WARN,
+    OutcomeKind.ERRORED: Tone.WARN,
+    OutcomeKind.DISCONNECTED: Tone.WARN,
+    OutcomeKind.ANSWERED: Tone.WARN,
+    OutcomeKind.DROPPED: Tone.BAD,
+    OutcomeKind.STALLED: Tone.BAD,
+    OutcomeKind.REFUSED: Tone.BAD,
 }
 CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
 """Outcomes of a stream that was cut: its events are checked as a prefix (no terminal event required)."""
@@ -72,7 +72,7 @@ class Row:
 
     label: str
     text: str
-    severity: Severity | None = None
+    tone: Tone | None = None
     pieces: tuple[str, ...] = ()
 
 
@@ -102,10 +102,10 @@ class EventRun:
 
 @dataclass(frozen=True, slots=True)
 class OutcomeView:
-    """An exchange's recorded outcome as a card shows it: how severe it is, and how a client retries it."""
+    """An exchange's recorded outcome as a card shows it: its tone at a glance, and how a client retries it."""
 
     recorded: Outcome | None  # None: the exchange has no outcome recorded
-    severity: Severity
+    tone: Tone
     retry: Classification | None = None
     """How the error code or status is classified and retried (rrkit.protocol.errors), for failures."""
 
@@ -143,7 +143,7 @@ class ConnectionView:
     closed_by: str | None
     close_code: int | None
     exchanges: tuple[int, ...]
-    severity: Severity
+    tone: Tone
 
     @property
     def handshake(self) -> str:
@@ -200,8 +200,8 @@ class ExchangeView:
     problems: tuple[str, ...]  # order-checker violations
 
     @property
-    def severity(self) -> Severity:
-        return self.outcome.severity
+    def tone(self) -> Tone:
+        return self.outcome.tone
 
     @property
     def create(self) -> bool:
@@ -260,7 +260,7 @@ class ExchangeView:
             status = f", status {self.response_status}" if self.response_status is not None else ""
             rows.append(Row("body", f"{self.body_content_type}, {format_bytes(self.body_bytes)}{status}"))
         rows.append(Row("timing", self.describe_timing()))
-        rows.append(Row("outcome", self.outcome.describe(), self.outcome.severity))
+        rows.append(Row("outcome", self.outcome.describe(), self.outcome.tone))
         if self.outcome.message:
             rows.append(Row("message", self.outcome.message))
         if self.response_id:
@@ -269,9 +269,9 @@ class ExchangeView:
 
     def _problem_rows(self, max_problems: int | None) -> list[Row]:
         problems = self.problems if max_problems is None else self.problems[:max_problems]
-        rows = [Row("problem", problem, Severity.BAD) for problem in problems]
+        rows = [Row("problem", problem, Tone.BAD) for problem in problems]
         if len(problems) < len(self.problems):
-            rows.append(Row("problem", f"... and {len(self.problems) - len(problems)} more", Severity.BAD))
+            rows.append(Row("problem", f"... and {len(self.problems) - len(problems)} more", Tone.BAD))
         return rows
 
     def event_pieces(self, max_runs: int | None = None) -> tuple[str, ...]:
@@ -315,9 +315,9 @@ class Timeline:
         rows += [
             Row("recorded", " · ".join(part for part in (self.source, self.recorded_at) if part) or "unknown"),
             Row("exchanges", self._exchange_counts()),
-            Row("outcomes", counts, _worst(exchange.severity for exchange in self.exchanges)),
+            Row("outcomes", counts, _worst(exchange.tone for exchange in self.exchanges)),
             Row("events", str(events)),
-            Row("problems", str(problems) if problems else "none", Severity.BAD if problems else None),
+            Row("problems", str(problems) if problems else "none", Tone.BAD if problems else None),
         ]
         return tuple(rows)
 
@@ -350,11 +350,11 @@ def _connection(connection: RecordedConnection, cassette: Cassette) -> Connectio
     handshake = connection.handshake
     status = handshake.status
     if (status is not None and status != 101) or connection.closed_by == "tcp":
-        severity = Severity.BAD
+        tone = Tone.BAD
     elif connection.close_code not in (None, 1000, 1005):
-        severity = Severity.WARN
+        tone = Tone.WARN
     else:
-        severity = Severity.OK
+        tone = Tone.OK
     return ConnectionView(
         id=connection.id,
         status=status,
@@ -362,7 +362,7 @@ def _connection(connection: RecordedConnection, cassette: Cassette) -> Connectio
         closed_by=connection.closed_by,
         close_code=connection.close_code,
         exchanges=tuple(exchange.id for exchange in cassette.exchanges if exchange.connection == connection.id),
-        severity=severity,
+        tone=tone,
     )
 
 
@@ -436,11 +436,11 @@ def _problems(exchange: RecordedExchange, stream: Sequence[dict[str, Any]]) -> l
 def _outcome(exchange: RecordedExchange) -> OutcomeView:
     outcome = exchange.outcome
     if outcome is None:
-        return OutcomeView(None, Severity.UNKNOWN)
-    severity = SEVERITY_OF_KIND.get(outcome.kind, Severity.UNKNOWN)
+        return OutcomeView(None, Tone.UNKNOWN)
+    tone = TONE_OF_KIND.get(outcome.kind, Tone.UNKNOWN)
     if _answered_as_asked(exchange, outcome):
-        severity = Severity.OK
-    return OutcomeView(outcome, severity, _retry(exchange, outcome))
+        tone = Tone.OK
+    return OutcomeView(outcome, tone, _retry(exchange, outcome))
 
 
 def _answered_as_asked(exchange: RecordedExchange, outcome: Outcome) -> bool:
@@ -480,10 +480,10 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _worst(severities: Iterable[Severity]) -> Severity | None:
-    order = (Severity.BAD, Severity.WARN, Severity.UNKNOWN, Severity.OK)
-    seen = set(severities)
-    return next((severity for severity in order if severity in seen), None)
+def _worst(tones: Iterable[Tone]) -> Tone | None:
+    order = (Tone.BAD, Tone.WARN, Tone.UNKNOWN, Tone.OK)
+    seen = set(tones)
+    return next((tone for tone in order if tone in seen), None)
 
 
 def printable(text: str) -> str:
