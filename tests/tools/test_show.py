@@ -16,8 +16,9 @@ from rich.console import Console
 
 from rrkit.cassette import Cassette, load_cassette, parse_cassette
 from rrkit.cli import main
-from rrkit.tools.show import Timeline, Tone, build_timeline
+from rrkit.tools.show import build_timeline
 from rrkit.tools.show_html import render_html, write_html
+from rrkit.tools.show_model import Timeline, Tone
 from rrkit.tools.show_terminal import print_timeline
 
 from ..chromium import HOSTILE, dump_dom, needs_chromium

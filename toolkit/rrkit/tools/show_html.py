@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from html import escape as _escape
 from pathlib import Path
 
-from .show import ConnectionView, ExchangeView, Row, Timeline, format_seconds, printable
+from .show_model import ConnectionView, ExchangeView, Row, Timeline, format_seconds, printable
 
 MAX_LOG = 5000
 """Events listed one by one per exchange (in a collapsed table); the rest are counted."""

@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .show import ConnectionView, ExchangeView, Row, Timeline, Tone, printable
+from .show_model import ConnectionView, ExchangeView, Row, Timeline, Tone, printable
 
 STYLE_OF: dict[Tone, str] = {
     Tone.OK: "green",
