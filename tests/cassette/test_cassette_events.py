@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange, load_cassette, save_cassette
-from rrkit.cassette.playback import render_recording
+from rrkit.cassette.playback import plan_recording
 from rrkit.protocol.plan import PlannedEvent, ResponsePlan
 
 CREATED = '{"type":"response.created","response":{"id":"resp_1","status":"in_progress"}}'
@@ -94,7 +94,7 @@ def planned_events(plan: ResponsePlan) -> list[PlannedEvent]:
 def test_replay_sends_the_recorded_texts_with_their_pauses_and_a_comment_over_sse_only(middle: str) -> None:
     recorded = [(0.0, CREATED), (0.5, COMMENT), (1.0, middle), (1.25, COMPLETED)]
     exchange = exchange_of(*(RecordedEvent(at, raw) for at, raw in recorded))
-    sse = planned_events(render_recording(exchange, transport="http", time_scale=1.0))
+    sse = planned_events(plan_recording(exchange, transport="http", time_scale=1.0))
     assert [p.wire for p in sse] == [
         b"event: response.created\ndata: " + CREATED.encode() + b"\n\n",
         b":keep-alive\n\n",
@@ -102,14 +102,14 @@ def test_replay_sends_the_recorded_texts_with_their_pauses_and_a_comment_over_ss
         b"event: response.completed\ndata: " + COMPLETED.encode() + b"\n\n",
     ]
     assert [p.delay for p in sse] == [0.0, 0.5, 0.5, 0.25]
-    ws = planned_events(render_recording(exchange, transport="ws", time_scale=1.0))
+    ws = planned_events(plan_recording(exchange, transport="ws", time_scale=1.0))
     assert [p.wire for p in ws] == [CREATED, middle, COMPLETED]
     assert [p.delay for p in ws] == [0.0, 1.0, 0.25]  # the comment's pause goes to the event after it
 
 
 def test_replay_sends_its_own_response_id_in_every_event_that_states_the_recorded_one() -> None:
     exchange = exchange_of(RecordedEvent(0.0, CREATED), RecordedEvent(0.5, delta(1)), RecordedEvent(1.0, COMPLETED))
-    plan = render_recording(exchange, transport="ws", rename=lambda recorded: recorded + "_again")
+    plan = plan_recording(exchange, transport="ws", rename=lambda recorded: recorded + "_again")
     assert plan.response_id == "resp_1_again"
     assert [p.wire for p in planned_events(plan)] == [
         CREATED.replace("resp_1", "resp_1_again"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange
-from rrkit.cassette.playback import render_recording
+from rrkit.cassette.playback import plan_recording
 from rrkit.cassette.store import dump_cassette, load_cassette, save_cassette
 from rrkit.protocol.exceptions import CassetteError
 from rrkit.protocol.plan import verbatim
@@ -121,7 +121,7 @@ def test_an_offset_beyond_a_float_is_invalid_json_as_before(tmp_path: Path) -> N
 def test_replayed_events_are_sent_as_their_text_and_parsed_only_when_read() -> None:
     exchange = small(CREATED, DELTA % 1, COMPLETED).exchanges[0]
     for transport in ("http", "ws"):
-        plan = render_recording(exchange, transport=transport)
+        plan = plan_recording(exchange, transport=transport)
         assert plan.response_id == "resp_1"
     sse = verbatim(DELTA % 1, "http", lazy=True)
     assert sse.wire == b"event: response.output_text.delta\ndata: " + (DELTA % 1).encode() + b"\n\n"

@@ -87,6 +87,6 @@ def test_the_default_script_is_what_validating_it_gives() -> None:
 
 def test_the_servers_own_warmup_reply_is_the_default_reply() -> None:
     from rrkit.script.models import Reply
-    from rrkit.script.render import WARMUP_REPLY
+    from rrkit.script.reply_plan import WARMUP_REPLY
 
     assert Reply() == WARMUP_REPLY

@@ -13,7 +13,7 @@ import rrkit.protocol.plan as plan_module
 from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, iter_events, response_create
 from rrkit.protocol.incremental import Incremental
 from rrkit.script import Script, function_call, reply, text
-from rrkit.script.render import render_reply
+from rrkit.script.reply_plan import plan_reply
 
 from ..errortrap import Serve
 
@@ -121,7 +121,7 @@ async def test_each_event_is_encoded_once_as_it_is_sent(monkeypatch: pytest.Monk
     for transport in ("http", "ws"):
         calls = 0
         hello = reply(text("hello world", chunks=5))
-        plan = render_reply(hello, {"model": "m"}, transport=transport, ids=IdGenerator())
+        plan = plan_reply(hello, {"model": "m"}, transport=transport, ids=IdGenerator())
         assert calls == 0
         sent = [planned async for run in plan.events for planned in run]
         assert calls == len(sent) == 13
@@ -137,7 +137,7 @@ async def test_a_scripted_plan_makes_each_event_only_when_it_is_asked_for(monkey
         return original(self, type_, **fields)
 
     monkeypatch.setattr(ResponseEvents, "_emit", counting)
-    plan = render_reply(reply(text("x" * 100_000, chunks=100_000)), {"model": "m"}, transport="http", ids=IdGenerator())
+    plan = plan_reply(reply(text("x" * 100_000, chunks=100_000)), {"model": "m"}, transport="http", ids=IdGenerator())
     assert plan.response_id.startswith("resp_") and made == 0
     first, *others = await anext(plan.events)
     assert not others  # the first event goes out alone, at once

@@ -16,8 +16,9 @@ from rich.console import Console
 
 from rrkit.cassette import Cassette, load_cassette, parse_cassette
 from rrkit.cli import main
-from rrkit.tools.show import Severity, Timeline, build_timeline
+from rrkit.tools.show import build_timeline
 from rrkit.tools.show_html import render_html, write_html
+from rrkit.tools.show_model import Timeline, Tone
 from rrkit.tools.show_terminal import print_timeline
 
 from ..chromium import HOSTILE, dump_dom, needs_chromium
@@ -104,7 +105,7 @@ def test_drop_mid_stream_over_websocket_shows_the_drop_after_its_events_on_an_in
     dropped = next(each for each in cassette.exchanges if each.outcome and each.outcome.kind == "dropped")
     assert dropped.incremental and dropped.outcome is not None
     view = timeline.exchanges[dropped.id]
-    assert view.severity is Severity.BAD
+    assert view.tone is Tone.BAD
     assert f"#{dropped.id} · ws conn {dropped.connection} · incremental" in output
     assert f"dropped, {dropped.outcome.events_sent} events sent" in output
     assert f"{len(dropped.events)}: created, in_progress" in output
@@ -129,7 +130,7 @@ def test_connections_show_handshake_turn_state_and_how_they_closed() -> None:
     assert "by server, code 1011 (internal error)" in close_frame
     _, timeline, refused = shown(REPO / "cassettes" / "ws-refuse-426.ws.json")
     assert "426 refused" in refused and "never opened" in refused
-    assert timeline.connections[0].severity is Severity.BAD
+    assert timeline.connections[0].tone is Tone.BAD
 
 
 def test_a_whole_body_answer_shows_its_content_type_size_and_retry_advice() -> None:

@@ -1,5 +1,5 @@
-"""Rendering a recorded exchange as a response plan: its events sent as recorded, one at a time, with their
-recorded faults (drops, stalls, refusals) and, if asked, their recorded timing."""
+"""A recorded exchange as a response plan: its events sent as recorded, one at a time, with their recorded faults
+(drops, stalls, refusals) and, if asked, their recorded timing."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from ..protocol.plan import (
 )
 from ..protocol.vocabulary import CloseKind, Transport
 from ..script.models import Reject
-from ..script.render import rejection_of
+from ..script.reply_plan import rejection_of
 from .format import COMMENT_MARK, RecordedBody, RecordedEvents, RecordedExchange, compact
 
 
-def render_recording(
+def plan_recording(
     exchange: RecordedExchange,
     *,
     transport: Transport,

@@ -25,7 +25,7 @@ from ..script.models import Handshake
 from ..script.select import NoMatch, ReplySource, RequestView, _item_text
 from .format import Cassette, RecordedConnection, RecordedExchange
 from .match import MatchConfig, MatchResult, canonical, compare, digest, shown
-from .playback import render_recording
+from .playback import plan_recording
 from .presets import presets_named
 from .routematch import RouteRequest, incoming_request, recorded_request
 
@@ -141,7 +141,7 @@ class CassetteSource(ReplySource):
         if position is None:
             return await asyncio.to_thread(self._route_no_match, request, incoming, key)
         exchange = self._routes[position]
-        plan = render_recording(exchange, transport="http", time_scale=self.time_scale, rename=self._sent_id_of)
+        plan = plan_recording(exchange, transport="http", time_scale=self.time_scale, rename=self._sent_id_of)
         if plan.body is not None and self._sent_of:  # the ids this replay renamed, wherever the body names them
             content = _ID_WORD.sub(self._renamed_word, plan.body.content)
             plan = replace(plan, body=replace(plan.body, content=content))
@@ -175,7 +175,7 @@ class CassetteSource(ReplySource):
             return self._renames[key]
 
         scale = self.time_scale
-        return render_recording(
+        return plan_recording(
             exchange, transport=request.transport, close=close, close_code=code, time_scale=scale, rename=rename
         )
 

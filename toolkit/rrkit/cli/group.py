@@ -52,13 +52,13 @@ def exit_status(error: RRKitError) -> ExitStatus:
     return next(status for kind, status in EXIT_STATUSES if isinstance(error, kind))
 
 
-class FileError(click.ClickException):
+class FileError(click.ClickException, RRKitError):
     """A file that cannot be read or written as what it should be: a file error."""
 
     exit_code = ExitStatus.USAGE
 
 
-class CheckFailed(click.ClickException):
+class CheckFailed(click.ClickException, RRKitError):
     """A check that could not be completed, or a recording that could not be written."""
 
     exit_code = ExitStatus.FAILED
@@ -79,6 +79,8 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.ClickException:
+            raise  # a command's own error (FileError, CheckFailed): its message and exit status stand
         except RRKitError as error:
             raise command_error(error) from None
 

@@ -76,7 +76,7 @@ class ClientOptions:
         )
 
 
-class Step(StrEnum):
+class RetryStep(StrEnum):
     RETRY = "retry"
     FALL_BACK = "fall back"
     FAIL = "fail"
@@ -89,7 +89,7 @@ Level = Literal["request", "stream"]
 class Next:
     """What to do after a failed attempt: retry (after `delay`, at `level`), fall back to HTTP, or fail."""
 
-    step: Step
+    step: RetryStep
     delay: float = 0.0
     level: Level | None = None
 
@@ -115,21 +115,21 @@ class RetryBudget:
             return self._fall_back()
         if request_level(error, transport) and self.request_retries < self.policy.request_max_retries:
             self.request_retries += 1
-            return Next(Step.RETRY, self._delay(error, self.request_retries), "request")
+            return Next(RetryStep.RETRY, self._delay(error, self.request_retries), "request")
         self.request_retries = 0
         if not error.retryable:
-            return Next(Step.FAIL)
+            return Next(RetryStep.FAIL)
         if self.stream_retries >= self.policy.max_retries:
-            return self._fall_back() if transport == "ws" and can_fall_back else Next(Step.FAIL)
+            return self._fall_back() if transport == "ws" and can_fall_back else Next(RetryStep.FAIL)
         self.stream_retries += 1
-        return Next(Step.RETRY, self._delay(error, self.stream_retries), "stream")
+        return Next(RetryStep.RETRY, self._delay(error, self.stream_retries), "stream")
 
     def _delay(self, error: ModelClientError, retry: int) -> float:
         return error.delay if error.delay is not None else self.policy.backoff(retry, self.rng)
 
     def _fall_back(self) -> Next:
         self.stream_retries = self.request_retries = 0
-        return Next(Step.FALL_BACK)
+        return Next(RetryStep.FALL_BACK)
 
 
 class RecordingSleep:

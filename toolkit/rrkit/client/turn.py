@@ -36,7 +36,7 @@ from .errors import (
 )
 from .events import Completed, Created, Delta, Metadata, OutputItemDone, ResponseEvent, map_event
 from .prompt import Prompt, RequestDefaults
-from .retry import ClientOptions, RetryBudget, Step
+from .retry import ClientOptions, RetryBudget, RetryStep
 from .session_state import SessionState
 from .sse_transport import SSEStream
 from .stream import EventStream
@@ -152,9 +152,9 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
                 return await self._attempt(entry, history, on_delta)
             except ModelClientError as error:
                 step = budget.after(error, transport, can_fall_back=self._state.use_websockets)
-                if step.step is Step.FAIL:
+                if step.step is RetryStep.FAIL:
                     raise
-                if step.step is Step.FALL_BACK:
+                if step.step is RetryStep.FALL_BACK:
                     why = (
                         f"WebSocket upgrade refused: {error}"
                         if isinstance(error, UpgradeRequired)
@@ -256,7 +256,7 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             except (StreamDropped, IdleTimeout) as error:
                 after = _resume_point(entry)
                 step = budget.after(error, "http", can_fall_back=False)
-                if after is None or entry.response_id is None or step.step is Step.FAIL:
+                if after is None or entry.response_id is None or step.step is RetryStep.FAIL:
                     raise
                 await self._options.sleep(step.delay)
                 entry.resumed_after.append(after)

@@ -12,6 +12,8 @@ all). Each names the file, field, request or setting at fault and says what to d
     │   └── BodyTooLarge         ... or that decodes past the decoded-body limit
     ├── SSEMessageTooLong        an SSE line or message past the decoder's limit
     ├── BadRequest               a request body or frame the API answers with 400 (its field's path in `param`)
+    │   ├── UnsafeJSON           ... JSON it cannot take: not UTF-8, NaN, nested too deep (rrkit.protocol.jsontext)
+    │   └── BadPage              ... a list request's page query (rrkit.protocol.resources)
     ├── StreamCut                raised by a plan's events (rrkit.protocol.plan): cut the client's stream alike
     ├── TooManySamples           a turn that kept sampling past its limit
     ├── CodexNotFound            no Codex CLI of the version asked for
@@ -19,7 +21,7 @@ all). Each names the file, field, request or setting at fault and says what to d
     ├── AppServerError           `codex app-server` answered with an error, or stopped answering
     └── ModelClientError         the reference client's errors (rrkit.client.errors: retryable or not, by kind)
 
-Defined here but `StreamCut` (with the plans it cuts) and `ModelClientError`'s family. The file and setting
+Defined here but those whose line names another module (`StreamCut`, with the plans it cuts). The file and setting
 errors are ValueErrors too, `CodexNotFound` a LookupError, `ServerUnreachable` a ConnectionError and
 `AppServerError` a RuntimeError, as the standard library's callers expect."""
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from .exceptions import BadRequest
+
 MAX_DEPTH = 100
 """The deepest nesting of arrays and objects accepted in a request (the body object itself is level 1)."""
 
@@ -26,12 +28,11 @@ _SCAN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 """The tokens that matter for depth: strings (skipped, with the brackets inside them) and brackets."""
 
 
-class UnsafeJSON(ValueError):
+class UnsafeJSON(BadRequest):
     """JSON refused, with an OpenAI-style `param` (the field path, such as `input[0].content`) when known."""
 
     def __init__(self, message: str, *, param: str | None = None, code: str = INVALID_JSON) -> None:
-        super().__init__(message)
-        self.message, self.param, self.code = message, param, code
+        super().__init__(message, param=param, code=code)
 
 
 def parse_json(text: str | bytes, *, what: str = "request body", max_depth: int = MAX_DEPTH) -> Any:

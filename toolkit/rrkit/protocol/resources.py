@@ -11,6 +11,7 @@ from typing import Any
 
 from . import errors
 from .events import estimate_tokens, usage
+from .exceptions import BadRequest
 from .ids import PREFIXES, IdGenerator
 from .request import COMPACTION_ITEM, Item
 
@@ -98,10 +99,11 @@ def page_query(query: Mapping[str, str]) -> tuple[str | None, int, str]:
     return after, int(text), order
 
 
-class BadPage(ValueError):
+class BadPage(BadRequest):
+    """A list request's query the API answers with 400: `param` names the query parameter at fault."""
+
     def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.message, self.param = message, param
+        super().__init__(message, param=param)
 
 
 def conversation_object(conversation_id: str, created_at: int, metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -113,8 +113,8 @@ class HttpRelay:
                 release=response.aclose,
             )
         try:
-            content = await read_whole(response, self.settings.max_message)
-        except TooLarge as error:
+            content = await _read_whole(response, self.settings.max_message)
+        except _TooLarge as error:
             return _failed(self.settings.shown(f"{method} {shown}: the answer is {error} (--limit upstream-message)"))
         except httpx.HTTPError as error:
             return _failed(
@@ -171,8 +171,8 @@ class HttpRelay:
         raise StreamCut("tcp", reason="upstream ended the stream before a terminal event")
 
 
-class TooLarge(Exception):
-    pass
+class _TooLarge(Exception):
+    """A whole answer that outgrew the limit: the client gets a 502 naming it."""
 
 
 def _failed(message: str) -> ResponsePlan:
@@ -181,12 +181,12 @@ def _failed(message: str) -> ResponsePlan:
     return ResponsePlan(rejection=Rejection(UPSTREAM_ERROR_STATUS, upstream_error(message)))
 
 
-async def read_whole(response: httpx.Response, limit: int) -> bytes:
+async def _read_whole(response: httpx.Response, limit: int) -> bytes:
     """A whole (not streamed) answer, given up on once it outgrows `limit` bytes."""
     chunks, size = [], 0
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
-            raise TooLarge(f"more than {limit} bytes")
+            raise _TooLarge(f"more than {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)

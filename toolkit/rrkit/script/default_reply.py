@@ -30,7 +30,7 @@ def warmup(builder: ResponseEvents) -> Iterator[Event]:
 def default_plan(
     request: Mapping[str, Any], *, transport: Transport, ids: IdGenerator, warmup_only: bool
 ) -> ResponsePlan:
-    """The plan `render.render_reply` makes of the default script's reply (or of its warmup reply) to `request`."""
+    """The plan `reply_plan.plan_reply` makes of the default script's reply (or of its warmup reply) to `request`."""
     builder = ResponseEvents(request, ids=ids, keep_events=False)
     made = warmup(builder) if warmup_only else _reply(builder)
     return ResponsePlan(events_of(planned(event, transport) for event in made), response_id=builder.response_id)

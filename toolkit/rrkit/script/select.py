@@ -226,16 +226,16 @@ class ScriptState(ReplySource):
         if is_warmup(request.wire) and not any(
             step.when is not None and step.when.generate is False for step in self.script.responses
         ):
-            return self._render(None, request)
+            return self._plan(None, request)
         chosen = self._choose(request)
-        return chosen if isinstance(chosen, NoMatch) else self._render(chosen, request)
+        return chosen if isinstance(chosen, NoMatch) else self._plan(chosen, request)
 
     @staticmethod
-    def _render(reply: Reply | None, request: RequestView) -> ResponsePlan:
+    def _plan(reply: Reply | None, request: RequestView) -> ResponsePlan:
         """The plan of `reply` (None: the server's own warmup reply)."""
-        from .render import WARMUP_REPLY, render_reply
+        from .reply_plan import WARMUP_REPLY, plan_reply
 
-        return render_reply(
+        return plan_reply(
             WARMUP_REPLY if reply is None else reply,
             request.logical,
             transport=request.transport,
@@ -262,7 +262,7 @@ class ScriptState(ReplySource):
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
     async def select_route(self, request: RequestView) -> ResponsePlan | NoMatch | None:
-        """A step whose rule names this route (`when: {route: ...}`) answers it (`render.render_route_reply`); none:
+        """A step whose rule names this route (`when: {route: ...}`) answers it (`reply_plan.plan_route_reply`); none:
         the server's store does."""
         if self._script is None:
             return None
@@ -277,9 +277,9 @@ class ScriptState(ReplySource):
                     break
         if chosen is None:
             return None
-        from .render import render_route_reply
+        from .reply_plan import plan_route_reply
 
-        return render_route_reply(chosen, request.route.name, request.logical, ids=request.ids)
+        return plan_route_reply(chosen, request.route.name, request.logical, ids=request.ids)
 
     async def steer(
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator

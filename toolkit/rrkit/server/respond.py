@@ -15,7 +15,7 @@ from typing import Any
 from starlette.types import Scope
 
 from ..protocol import errors
-from ..protocol.exceptions import BadRequest
+from ..protocol.exceptions import BadRequest, RRKitError
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, json_size
@@ -114,7 +114,7 @@ def state_of(scope: Scope) -> ServerState:
     return state
 
 
-class RequestRefused(Exception):
+class RequestRefused(RRKitError):
     """Raised to refuse a request: the server answers it with this error, before any stream event (a reply source
     plans one as a `Rejection`)."""
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
+from ..protocol.exceptions import RRKitError
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
 from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json
 from ..protocol.vocabulary import CloseKind
@@ -21,7 +22,7 @@ SERVER_ERROR_CODE = "server_error"
 INTERNAL_ERROR = 1011  # the WebSocket close code for "the server met an unexpected condition"
 
 
-class ChannelGone(Exception):
+class ChannelGone(RRKitError):
     """The client went away while the server was sending."""
 
 

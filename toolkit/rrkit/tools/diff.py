@@ -3,34 +3,35 @@ difference named by kind, place and both values (the JSON shape is `DiffReport.t
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qsl
 
 import orjson
 
-from ..cassette.format import Cassette, RecordedBody, RecordedConnection, RecordedExchange
+from ..cassette.format import Cassette, RecordedConnection, RecordedExchange
 from ..cassette.match import MatchConfig
-from ..cassette.normalize import VOLATILE_HEADERS
-from ..protocol import events as ev
 from ..protocol.exceptions import SettingError
-from ..protocol.headers import (
-    CLIENT_REQUEST_ID_HEADER,
-    SESSION_ID_HEADER,
-    THREAD_ID_HEADER,
-    TURN_METADATA_HEADER,
-    WINDOW_ID_HEADER,
-)
 from ..protocol.jsondiff import MISSING, Change, align, pairs_of
 from ..protocol.jsondiff_text import shown
 from ..protocol.jsonpath import JsonPath, Place, covered, place_text
-from ..protocol.request import INPUT_FIELD, input_items
+from ..protocol.request import INPUT_FIELD
 from ..report import Finding
+from .diff_exchange import (
+    EventStream,
+    aligned_exchanges,
+    body_value,
+    describe_connection,
+    describe_exchange,
+    event_shown,
+    exchange_signature,
+    header_map,
+    route_request,
+    unused_connections,
+    wire_form,
+)
 from .diff_report import DIFF_FORMAT, VIEWS, CassetteSummary, Difference, DiffReport, Kind, Side, View
-from .diff_values import VOLATILE_KEYS, Comparer
+from .diff_values import Comparer
 from .validate import validate_cassette
 
 __all__ = [
@@ -45,22 +46,6 @@ __all__ = [
     "diff_cassettes",
 ]
 
-NEGOTIATION_HEADERS = ("accept", "accept-encoding", "connection", "keep-alive", "te")
-"""What an HTTP library negotiates for itself (how the body may be encoded, whether the connection stays
-open): the client's library, not the client's protocol behaviour."""
-VOLATILE_HEADER_PATTERNS: tuple[str, ...] = (
-    *sorted(VOLATILE_HEADERS),
-    *NEGOTIATION_HEADERS,
-    "sec-websocket-*",
-    "x-stainless-*",
-)
-"""Headers not compared unless strict: per run (host, date, request id, WebSocket keys, length, user agent),
-negotiated by the HTTP library (`NEGOTIATION_HEADERS`), or per machine and SDK release (`x-stainless-*`)."""
-SESSION_HEADERS = frozenset(
-    {SESSION_ID_HEADER, THREAD_ID_HEADER, CLIENT_REQUEST_ID_HEADER, WINDOW_ID_HEADER, TURN_METADATA_HEADER}
-)
-"""Codex's per-session identity headers: whether a request carries them is compared, not their values (ids new
-in every session, unless strict)."""
 WIRE_STEERING = ("previous_response_id", INPUT_FIELD)
 """What a delta and a full request carry differently; the rest of two such wire requests is still compared."""
 
@@ -118,128 +103,6 @@ def _through(cassette: Cassette, config: MatchConfig) -> Cassette:
     return cassette.model_copy(update={"exchanges": [seen(exchange) for exchange in cassette.exchanges]})
 
 
-def _signature(exchange: RecordedExchange, comparer: Comparer, view: View) -> tuple[str, bytes, str]:
-    """What exchanges are aligned by: transport, a digest of the compared request (on another route than the create:
-    its method, route, path, query and body), how it ended."""
-    request: Any = exchange.wire_request if view == "wire" else exchange.logical_request
-    if not exchange.is_create:
-        request = _route_request(exchange)
-    if isinstance(request, dict):
-        if not comparer.strict:
-            request = {key: value for key, value in request.items() if key not in VOLATILE_KEYS}
-        for path in comparer.ignore:
-            request = path.drop(request)
-    digest = hashlib.blake2b(comparer.signature(request), digest_size=16).digest()
-    return exchange.transport, digest, exchange.outcome.kind.value if exchange.outcome else ""
-
-
-def _aligned(
-    a: Sequence[tuple[str, bytes, str]], b: Sequence[tuple[str, bytes, str]]
-) -> list[tuple[int | None, int | None]]:
-    """Exchange positions aligned on their signatures; where a stretch differs, aligned again on the request alone
-    (a warmup only one side sent, an exchange that ended otherwise or went over another transport)."""
-    positions: list[tuple[int | None, int | None]] = []
-    for code in align(a, b):
-        tag, i1, i2, j1, j2 = code
-        if tag != "replace":
-            positions += pairs_of([code])
-            continue
-        coarse = align([signature[1] for signature in a[i1:i2]], [signature[1] for signature in b[j1:j2]])
-        positions += [(None if i is None else i + i1, None if j is None else j + j1) for i, j in pairs_of(coarse)]
-    return positions
-
-
-def _route_request(exchange: RecordedExchange) -> dict[str, Any]:
-    """A request on another route than the create as aligned: its path in segments and its query in pairs (each id
-    masked on its own)."""
-    return {
-        "method": exchange.method,
-        "route": exchange.route,
-        "path": exchange.path.strip("/").split("/"),
-        "query": [list(pair) for pair in parse_qsl(exchange.query or "", keep_blank_values=True)],
-        "body": exchange.wire_request if exchange.wire_request is not None else exchange.raw_body,
-    }
-
-
-def _describe(exchange: RecordedExchange) -> str:
-    """One line for an exchange only one side has."""
-    parts = [f"{exchange.transport} exchange {exchange.id}"]
-    if exchange.connection is not None:
-        parts[0] += f" on connection {exchange.connection}"
-    if not exchange.is_create:
-        parts.append(f"{exchange.request_line} ({exchange.route})")
-    elif exchange.wire_request is not None:
-        parts.append("incremental" if exchange.incremental else "full")
-    parts.append(f"{len(exchange.events)} events")
-    if exchange.outcome is not None:
-        parts.append(exchange.outcome.kind.value)
-    return ", ".join(parts)
-
-
-def _wire_form(exchange: RecordedExchange) -> str:
-    wire = exchange.wire_request or {}
-    count = len(input_items(dict(wire)))
-    items = f"{count} input item{'' if count == 1 else 's'}"
-    if exchange.incremental:
-        return f"incremental: previous_response_id {wire['previous_response_id']}, {items}"
-    return f"full: {items}"
-
-
-def _header_map(headers: Mapping[str, str], strict: bool) -> dict[str, str]:
-    lowered = {name.lower(): value for name, value in headers.items()}
-    if strict:
-        return lowered
-    return {
-        name: "*" if name in SESSION_HEADERS else value
-        for name, value in lowered.items()
-        if not any(fnmatch.fnmatchcase(name, pattern) for pattern in VOLATILE_HEADER_PATTERNS)
-    }
-
-
-def _body_value(body: RecordedBody | None) -> Any:
-    if body is None:
-        return None
-    data: dict[str, Any] = {"content_type": body.content_type}
-    for name, value in (("json", body.json_value), ("text", body.text), ("base64", body.base64)):
-        if value is not None:
-            data[name] = value
-    return data
-
-
-class _Stream:
-    """An exchange's events as compared: compact JSON and type, SSE keep-alive comments left out unless strict."""
-
-    __slots__ = ("ats", "indices", "raws", "said", "types")
-
-    def __init__(self, exchange: RecordedExchange, strict: bool) -> None:
-        self.said: list[bytes] = []  # what each event says (`Comparer.signature_of_text`), when aligned on it
-        self.indices: list[int] = []
-        self.raws: list[str] = []
-        self.types: list[str] = []
-        self.ats: list[float] = []
-        for index, recorded in enumerate(exchange.events):
-            raw = recorded.raw
-            kind = _type_of(raw)
-            if kind == ev.SSE_COMMENT and not strict:
-                continue
-            self.indices.append(index)
-            self.raws.append(raw)
-            self.types.append(kind)
-            self.ats.append(recorded.at)
-
-
-_TYPE_HEAD = '{"type":"'
-
-
-def _type_of(raw: str) -> str:
-    # Events are kept as compact JSON, nearly always with `type` first: read it without parsing the event.
-    if raw.startswith(_TYPE_HEAD):
-        end = raw.find('"', len(_TYPE_HEAD))
-        if end > 0 and "\\" not in raw[len(_TYPE_HEAD) : end]:
-            return raw[len(_TYPE_HEAD) : end]
-    return str(orjson.loads(raw).get("type"))
-
-
 class _Differ:
     def __init__(self, a: Cassette, b: Cassette, comparer: Comparer, view: View) -> None:
         self.cassettes = (a, b)
@@ -252,9 +115,9 @@ class _Differ:
     # -- the whole ---------------------------------------------------------------------------------------------
     def run(self) -> list[tuple[int | None, int | None]]:
         a, b = self.cassettes
-        signatures_a = [_signature(exchange, self.comparer, self.view) for exchange in a.exchanges]
-        signatures_b = [_signature(exchange, self.comparer, self.view) for exchange in b.exchanges]
-        positions = _aligned(signatures_a, signatures_b)
+        signatures_a = [exchange_signature(exchange, self.comparer, self.view) for exchange in a.exchanges]
+        signatures_b = [exchange_signature(exchange, self.comparer, self.view) for exchange in b.exchanges]
+        positions = aligned_exchanges(signatures_a, signatures_b)
         findings = (_by_exchange(validate_cassette(a)), _by_exchange(validate_cassette(b)))
         pairs: list[tuple[int | None, int | None]] = []
         for i, j in positions:
@@ -265,9 +128,9 @@ class _Differ:
             if ea is not None and eb is not None:
                 self._exchange(ea, eb)
             elif ea is not None:
-                self._add(Kind.EXCHANGE_MISSING, (), _describe(ea), MISSING, "B has no exchange here")
+                self._add(Kind.EXCHANGE_MISSING, (), describe_exchange(ea), MISSING, "B has no exchange here")
             elif eb is not None:
-                self._add(Kind.EXCHANGE_EXTRA, (), MISSING, _describe(eb), "A has no exchange here")
+                self._add(Kind.EXCHANGE_EXTRA, (), MISSING, describe_exchange(eb), "A has no exchange here")
             for side, exchange in ((0, ea), (1, eb)):
                 if exchange is not None:
                     for finding in findings[side].get(exchange.id, []):
@@ -330,7 +193,7 @@ class _Differ:
             self._connection_pair(ea.connection, eb.connection)
         routes = not (ea.is_create and eb.is_create)
         if routes:  # what was asked: in every view
-            route_a, route_b = _route_request(ea), _route_request(eb)
+            route_a, route_b = route_request(ea), route_request(eb)
             for name in ("method", "route", "path"):
                 self._changes(Kind.ROUTE, compare(route_a[name], route_b[name], (name,)))
         self._requests(ea, eb)
@@ -338,15 +201,15 @@ class _Differ:
             self._changes(Kind.WIRE, compare(ea.query, eb.query, ("query",)))
             self._changes(Kind.WIRE, compare(ea.raw_body, eb.raw_body, ("raw_body",)))
         strict = self.comparer.strict
-        headers = (_header_map(ea.request_headers, strict), _header_map(eb.request_headers, strict))
+        headers = (header_map(ea.request_headers, strict), header_map(eb.request_headers, strict))
         self._changes(Kind.HEADERS, compare(*headers, ("request_headers",)))
         self._changes(Kind.STATUS, compare(ea.response_status, eb.response_status, ("response_status",)))
-        headers = (_header_map(ea.response_headers, strict), _header_map(eb.response_headers, strict))
+        headers = (header_map(ea.response_headers, strict), header_map(eb.response_headers, strict))
         self._changes(Kind.HEADERS, compare(*headers, ("response_headers",)))
-        stream_a, stream_b = _Stream(ea, strict), _Stream(eb, strict)
+        stream_a, stream_b = EventStream(ea, strict), EventStream(eb, strict)
         self._events(stream_a, stream_b)
         self._changes(
-            Kind.BODY, compare(_body_value(ea.response_body), _body_value(eb.response_body), ("response_body",))
+            Kind.BODY, compare(body_value(ea.response_body), body_value(eb.response_body), ("response_body",))
         )
         self._changes(Kind.OUTCOME, compare(ea.response_id, eb.response_id, ("response_id",)))
         self._outcome(ea, eb, same_count=len(stream_a.raws) == len(stream_b.raws))
@@ -370,7 +233,7 @@ class _Differ:
                 detail = "B sends a delta (previous_response_id + new input) where A sent the full request"
             if content:
                 detail += "; their logical requests differ too"
-            self._add(Kind.INCREMENTALITY, ("previous_response_id",), _wire_form(ea), _wire_form(eb), detail)
+            self._add(Kind.INCREMENTALITY, ("previous_response_id",), wire_form(ea), wire_form(eb), detail)
             if content == 0:
                 rest = [_without(request, WIRE_STEERING) for request in (ea.wire_request, eb.wire_request)]
                 self._changes(Kind.WIRE, compare(rest[0], rest[1]))
@@ -387,7 +250,7 @@ class _Differ:
         self._changes(Kind.OUTCOME, self.comparer.changes(outcome_a, outcome_b, ("outcome",)))
 
     # -- events ------------------------------------------------------------------------------------------------
-    def _events(self, a: _Stream, b: _Stream) -> None:
+    def _events(self, a: EventStream, b: EventStream) -> None:
         positions = self._event_positions(a, b)
         shifted = len(a.types) != len(b.types) or any(i is None or j is None for i, j in positions)
         for i, j in positions:
@@ -395,14 +258,14 @@ class _Differ:
                 self._event_pair(a, b, i, j, shifted=shifted)
             elif i is not None:
                 index = a.indices[i]
-                shown_a = _event_shown(a.raws[i])
+                shown_a = event_shown(a.raws[i])
                 self._add(Kind.EVENTS, ("events", index), shown_a, MISSING, "B does not send it", events=(index, None))
             elif j is not None:
                 index = b.indices[j]
-                shown_b = _event_shown(b.raws[j])
+                shown_b = event_shown(b.raws[j])
                 self._add(Kind.EVENTS, ("events", index), MISSING, shown_b, "A does not send it", events=(None, index))
 
-    def _event_pair(self, a: _Stream, b: _Stream, i: int, j: int, *, shifted: bool) -> None:
+    def _event_pair(self, a: EventStream, b: EventStream, i: int, j: int, *, shifted: bool) -> None:
         """Two aligned events: of another type, or their fields compared (`shifted`: an event is missing or extra
         somewhere in the exchange)."""
         at = (a.indices[i], b.indices[j])
@@ -422,7 +285,7 @@ class _Differ:
             changes = [change for change in changes if change.path[2:] != ("sequence_number",)]
         self._changes(Kind.EVENT_FIELD, changes, events=at)
 
-    def _event_positions(self, a: _Stream, b: _Stream) -> list[tuple[int | None, int | None]]:
+    def _event_positions(self, a: EventStream, b: EventStream) -> list[tuple[int | None, int | None]]:
         """Events aligned: one to one when both sent the same types; else on what each event says (so the
         missing one of three deltas is the one missing), stretches that differ aligned again on their types."""
         if a.types == b.types:
@@ -439,7 +302,7 @@ class _Differ:
             positions += [(None if i is None else i + i1, None if j is None else j + j1) for i, j in pairs_of(by_type)]
         return positions
 
-    def _timing(self, ea: RecordedExchange, eb: RecordedExchange, a: _Stream, b: _Stream) -> None:
+    def _timing(self, ea: RecordedExchange, eb: RecordedExchange, a: EventStream, b: EventStream) -> None:
         if ea.started_at != eb.started_at:
             self._add(Kind.TIMING, ("started_at",), ea.started_at, eb.started_at, "another start time", literal=False)
         late = [(i, j) for i, j in self._event_positions(a, b) if i is not None and j is not None]
@@ -477,9 +340,9 @@ class _Differ:
             return {
                 "handshake": {
                     "query": handshake.query,
-                    "request_headers": _header_map(handshake.request_headers, strict),
+                    "request_headers": header_map(handshake.request_headers, strict),
                     "status": handshake.status,
-                    "response_headers": _header_map(handshake.response_headers, strict),
+                    "response_headers": header_map(handshake.response_headers, strict),
                 },
                 "closed_by": connection.closed_by,
                 "close_code": connection.close_code,
@@ -492,7 +355,7 @@ class _Differ:
 
     def _unused_connections(self) -> None:
         """Connections no exchange used (a refused upgrade, say), aligned in order by how they went."""
-        left = [_unused(cassette) for cassette in self.cassettes]
+        left = [unused_connections(cassette) for cassette in self.cassettes]
         signatures = [[(c.handshake.status, c.closed_by, c.close_code) for c in connections] for connections in left]
         for i, j in pairs_of(align(*signatures)):
             first = left[0][i] if i is not None else None
@@ -501,31 +364,9 @@ class _Differ:
             if first is not None and second is not None:
                 self._compare_connections(first, second)
             elif first is not None:
-                self._add(Kind.CONNECTION, ("connection",), _describe_connection(first), MISSING, "B has no such one")
+                self._add(Kind.CONNECTION, ("connection",), describe_connection(first), MISSING, "B has no such one")
             elif second is not None:
-                self._add(Kind.CONNECTION, ("connection",), MISSING, _describe_connection(second), "A has no such one")
-
-
-def _unused(cassette: Cassette) -> list[RecordedConnection]:
-    used = {exchange.connection for exchange in cassette.exchanges}
-    return [connection for connection in cassette.connections if connection.id not in used]
-
-
-def _describe_connection(connection: RecordedConnection) -> str:
-    text = f"connection {connection.id}: handshake {connection.handshake.status}"
-    if connection.closed_by is not None:
-        text += f", closed by {connection.closed_by}" + (f" ({connection.close_code})" if connection.close_code else "")
-    return text
-
-
-_TELLING_KEYS = ("type", "delta", "text", "arguments", "input", "refusal", "code", "message", "item", "part")
-
-
-def _event_shown(raw: str) -> str:
-    """An event only one side sent, bounded: what it says first (type, delta, text, ...), its bookkeeping last."""
-    event: dict[str, Any] = orjson.loads(raw)
-    telling = {key: event[key] for key in _TELLING_KEYS if key in event}
-    return shown({**telling, **event}, limit=120)
+                self._add(Kind.CONNECTION, ("connection",), MISSING, describe_connection(second), "A has no such one")
 
 
 def _without(request: Mapping[str, Any] | None, names: Sequence[str]) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..report.html import CSP, CSS, escape, write_page
-from .show import ConnectionView, ExchangeView, Row, Timeline, format_seconds
+from .show_model import ConnectionView, ExchangeView, Row, Timeline, format_seconds
 
 MAX_LOG = 5000
 """Events listed one by one per exchange (in a collapsed table); the rest are counted."""
@@ -53,7 +53,7 @@ def _connections(connections: Sequence[ConnectionView], any_exchange: bool) -> I
     yield '<table class="connections">\n<thead><tr><th>conn</th><th>handshake</th><th>turn state</th>'
     yield "<th>closed</th><th>exchanges</th></tr></thead>\n<tbody>\n"
     for connection in connections:
-        text = f"text-{connection.severity.value}"
+        text = f"text-{connection.tone.value}"
         yield (
             f'<tr id="connection-{connection.id}"><td class="fixed {text}">#{connection.id}</td>'
             f'<td class="fixed {text}">{escape(connection.handshake)}</td>'
@@ -65,7 +65,7 @@ def _connections(connections: Sequence[ConnectionView], any_exchange: bool) -> I
 
 
 def _exchange(exchange: ExchangeView) -> Iterator[str]:
-    severity = exchange.severity.value
+    severity = exchange.tone.value
     yield f'<section class="exchange sev-{severity}" id="exchange-{exchange.id}">\n'
     yield f'<h3><span class="title">{escape(exchange.title)}</span>'
     yield f' <span class="badge">{escape(exchange.outcome.kind)}</span></h3>\n'
@@ -85,7 +85,7 @@ def _exchange(exchange: ExchangeView) -> Iterator[str]:
 def _rows(rows: Sequence[Row]) -> str:
     lines = ['<dl class="rows">\n']
     for row in rows:
-        style = f' class="text-{row.severity.value}"' if row.severity else ""
+        style = f' class="text-{row.tone.value}"' if row.tone else ""
         if row.pieces:
             # The space after a piece stays outside its span: a browser breaks lines there, never inside one.
             value = "".join(

@@ -13,13 +13,13 @@ from rich.table import Table
 from rich.text import Text
 
 from ..report.text import printable
-from .show import ConnectionView, ExchangeView, Row, Severity, Timeline
+from .show_model import ConnectionView, ExchangeView, Row, Timeline, Tone
 
-STYLE_OF: dict[Severity, str] = {
-    Severity.OK: "green",
-    Severity.WARN: "yellow",
-    Severity.BAD: "red",
-    Severity.UNKNOWN: "magenta",
+STYLE_OF: dict[Tone, str] = {
+    Tone.OK: "green",
+    Tone.WARN: "yellow",
+    Tone.BAD: "red",
+    Tone.UNKNOWN: "magenta",
 }
 LABEL_WIDTH = len("turn state")  # the longest label: every card's values start in the same column
 MAX_RUNS = 40
@@ -53,7 +53,7 @@ def _connections(connections: Sequence[ConnectionView], any_exchange: bool) -> R
     table.add_column("closed", overflow="fold")
     table.add_column("exchanges", overflow="fold")
     for connection in connections:
-        style = STYLE_OF[connection.severity]
+        style = STYLE_OF[connection.tone]
         table.add_row(
             _text(f"#{connection.id}", style),
             _text(connection.handshake, style),
@@ -65,7 +65,7 @@ def _connections(connections: Sequence[ConnectionView], any_exchange: bool) -> R
 
 
 def _exchange(exchange: ExchangeView) -> RenderableType:
-    style = STYLE_OF[exchange.severity]
+    style = STYLE_OF[exchange.tone]
     title = _text(exchange.title, "bold")
     subtitle = _text(exchange.outcome.kind, f"bold {style}")
     rows = exchange.rows(max_runs=MAX_RUNS, max_problems=MAX_PROBLEMS)
@@ -77,7 +77,7 @@ def _grid(rows: Sequence[Row]) -> Table:
     grid.add_column(style="dim", no_wrap=True, min_width=LABEL_WIDTH)
     grid.add_column(overflow="fold")
     for row in rows:
-        style = STYLE_OF[row.severity] if row.severity else ""
+        style = STYLE_OF[row.tone] if row.tone else ""
         grid.add_row(_text(row.label), _Pieces(row.pieces, style) if row.pieces else _text(row.text, style))
     return grid
 

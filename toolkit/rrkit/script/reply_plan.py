@@ -1,4 +1,4 @@
-"""Rendering a scripted reply as a response plan: its events made one at a time, as they are sent."""
+"""A scripted reply as a response plan: its events made one at a time, as they are sent."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event
     return builder.iter_item(output.type, fields, added_status=output.added_status)
 
 
-def render_reply(
+def plan_reply(
     reply: Reply, request: Mapping[str, Any], *, transport: Transport, ids: IdGenerator, warmup: bool = False
 ) -> ResponsePlan:
     """The plan for one scripted reply to one logical request; a warmup gets created + completed, no output.
@@ -113,7 +113,7 @@ def render_reply(
     return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
 
 
-def render_route_reply(reply: Reply, route: str, request: Mapping[str, Any], *, ids: IdGenerator) -> ResponsePlan:
+def plan_route_reply(reply: Reply, route: str, request: Mapping[str, Any], *, ids: IdGenerator) -> ResponsePlan:
     """A scripted answer on a route other than the create: a refusal (`reject`); the whole body of a compaction
     (its `output`) or of an input token count (`usage.input_tokens`); else the fault and headers the server's own
     answer goes out with (a resumed stream cut, a poll with a header)."""

@@ -1,0 +1,105 @@
+"""The plumbing every event builder writes through: one response's ids, sequence numbers, output items and
+response object, and how an output item is added, streamed and done."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .event_names import ITEM_ADDED, ITEM_DONE
+from .ids import IdGenerator
+from .request import Item
+
+Event = dict[str, Any]
+"""One event (or a frame kept in its place) as its JSON object."""
+
+
+def _with_status(item: Item, status: str | None) -> Item:
+    return {**item, "status": status} if status is not None else {k: v for k, v in item.items() if k != "status"}
+
+
+class EventBuilder:
+    """Numbers the events of one response and keeps its output items: the base `ResponseEvents`
+    (rrkit.protocol.events) builds every family of events on."""
+
+    def __init__(
+        self,
+        request: Mapping[str, Any] | None = None,
+        *,
+        response_id: str | None = None,
+        ids: IdGenerator | None = None,
+        created_at: int | None = None,
+        model: str | None = None,
+        keep_events: bool = True,
+    ) -> None:
+        self.ids = ids or IdGenerator()
+        self.request = dict(request or {})
+        self.response_id = response_id or self.ids.new("response")
+        self.created_at = int(time.time()) if created_at is None else created_at
+        self.model = model or self.request.get("model") or "gpt-rrkit"
+        self.sequence_number = 0
+        self.output: list[Item] = []
+        self.events: list[Event] = []  # every event made, unless `keep_events` is False (events streamed lazily)
+        self._keep = keep_events
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _emit(self, type_: str, **fields: Any) -> Event:
+        event = {"type": type_, "sequence_number": self.sequence_number, **fields}
+        self.sequence_number += 1
+        if self._keep:
+            self.events.append(event)
+        return event
+
+    def response_object(self, status: str, **extra: Any) -> dict[str, Any]:
+        request = self.request
+        tool_choice = request.get("tool_choice")
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "model": self.model,
+            "instructions": request.get("instructions"),
+            "output": [dict(item) for item in self.output] if status != "in_progress" else [],
+            "parallel_tool_calls": bool(request.get("parallel_tool_calls", False)),
+            "tool_choice": tool_choice if tool_choice is not None else "auto",
+            "tools": list(request.get("tools") or []),
+            "error": None,
+            "incomplete_details": None,
+            "usage": None,
+            **extra,
+        }
+
+    # -- output items -----------------------------------------------------------------------
+    def _add_item(self, item: Item) -> tuple[int, Event]:
+        index = len(self.output)
+        self.output.append(item)
+        added = dict(item, status="in_progress")
+        return index, self._emit(ITEM_ADDED, output_index=index, item=added)
+
+    def _done_item(self, index: int, item: Item) -> Event:
+        self.output[index] = item
+        return self._emit(ITEM_DONE, output_index=index, item=item)
+
+    def _iter_hosted(
+        self,
+        kind: str,
+        fields: Item,
+        steps: Iterable[tuple[str, dict[str, Any]]],
+        done_fields: Item | None = None,
+        *,
+        item_id: str | None,
+        added_status: str | None = "in_progress",
+        done_status: str | None = "completed",
+    ) -> Iterator[Event]:
+        """A hosted tool's item: added (`added_status`), its own events in order, then done (`done_status`); an
+        item type without a status (a compaction) gets neither."""
+        item_id = item_id or self.ids.new(kind)
+        base: Item = {"id": item_id, "type": kind, **fields}
+        index = len(self.output)
+        self.output.append(base)
+        yield self._emit(ITEM_ADDED, output_index=index, item=_with_status(base, added_status))
+        for event_type, extra in steps:
+            yield self._emit(event_type, item_id=item_id, output_index=index, **extra)
+        yield self._done_item(index, _with_status({**base, **(done_fields or {})}, done_status))
