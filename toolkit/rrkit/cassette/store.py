@@ -18,10 +18,11 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from ..files.invalid import json_place
+from ..files.text import file_limit, read_utf8
 from ..protocol.exceptions import CassetteError
 from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
-from ..script.loader import file_limit, json_place, read_utf8
 from .format import (
     COMMENT_MARK,
     FORMAT_VERSION,

@@ -11,10 +11,12 @@ from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema
 
 from ..differential.observation import WATCHED_HEADERS
+from ..files.documents import read_document
+from ..files.invalid import validate_document
 from ..protocol.exceptions import ConformError, ScriptError
 from ..protocol.names import did_you_mean
 from ..protocol.vocabulary import TRANSPORTS, Transport
-from ..script.loader import load_script, read_document, validate_document
+from ..script.loader import SCRIPT_WORDS, load_script
 from ..script.models import Script
 
 CATALOGUE = Path(__file__).parent / "scenarios"
@@ -176,12 +178,12 @@ class Scenario(BaseModel):
         return value
 
 
-_KEYS = sorted({*Scenario.model_fields, *Expectation.model_fields, "is"})
+_WORDS = SCRIPT_WORDS.adding({*Scenario.model_fields, *Expectation.model_fields, "is"})
 
 
 def parse_scenario(data: Any, path: Path | str = "<scenario>", tree: Any = None) -> Scenario:
     path = Path(path)
-    scenario = validate_document(Scenario, data, path, tree, "conformance scenario", ConformError, _KEYS)
+    scenario = validate_document(Scenario, data, path, tree, "conformance scenario", ConformError, _WORDS)
     scenario.path = path
     if not scenario.script.name:
         scenario.script.name = scenario.name

@@ -9,9 +9,10 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ...files.documents import read_document
+from ...files.invalid import Vocabulary, validate_document
 from ...protocol.exceptions import ConformError
 from ...protocol.vocabulary import TRANSPORTS, Transport
-from ...script.loader import read_document, validate_document
 from ..scenario import select_named
 
 PROBES = Path(__file__).parent / "probes"
@@ -94,13 +95,13 @@ class Probe(BaseModel):
         return self
 
 
-_KEYS = sorted({*Probe.model_fields, *Step.model_fields, *Expect.model_fields})
+_WORDS = Vocabulary(frozenset({*Probe.model_fields, *Step.model_fields, *Expect.model_fields}))
 
 
 def load_probe(path: Path | str) -> Probe:
     """Read a probe file (YAML or JSON); ConformError naming the file, the line and the problem."""
     data, tree = read_document(Path(path), "probe", ConformError)
-    probe = validate_document(Probe, data, Path(path), tree, "server conformance probe", ConformError, _KEYS)
+    probe = validate_document(Probe, data, Path(path), tree, "server conformance probe", ConformError, _WORDS)
     probe.path = Path(path)
     return probe
 
