@@ -113,7 +113,7 @@ def conform(
     from ..conform.profile import load_profile, shipped_profiles
     from ..conform.render import render_list, render_report
     from ..conform.report_html import write_html
-    from ..tools.show_html import write_page
+    from ..files.atomic import write_page
 
     command = client_command(ctx)
     if server_url is not None:
@@ -174,7 +174,7 @@ def _conform_server(
 
     from ..conform.server import Target, probe_catalogue, run_server, select_probes
     from ..conform.server.render import render_probes, render_server_report, write_server_html
-    from ..tools.show_html import write_page
+    from ..files.atomic import write_page
 
     probes = select_probes(probe_catalogue(), only)
     if list_only:

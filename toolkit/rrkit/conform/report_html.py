@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..tools.show_html import CSP, CSS, escape, write_page
+from ..files.atomic import write_page
+from ..tools.show_html import CSP, CSS, escape
 from .report import ConformReport
 
 

@@ -6,12 +6,11 @@ and any load, so even a missed escape could run nothing and reach nothing.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from html import escape as _escape
 from pathlib import Path
 
+from ..files.atomic import write_page
 from .show import ConnectionView, ExchangeView, Row, Timeline, format_seconds, printable
 
 MAX_LOG = 5000
@@ -58,21 +57,6 @@ def render_html(timeline: Timeline) -> str:
 def write_html(timeline: Timeline, path: Path | str) -> Path:
     """Write the page atomically: a crash mid-write leaves the previous file (if any) untouched."""
     return write_page(render_html(timeline), path)
-
-
-def write_page(page: str, path: Path | str) -> Path:
-    """Write a page atomically: a crash mid-write leaves the previous file (if any) untouched."""
-    path = Path(path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for reading
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def _page(timeline: Timeline) -> Iterator[str]:

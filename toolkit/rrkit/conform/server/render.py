@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
-from ...tools.show_html import CSP, CSS, escape, write_page
+from ...files.atomic import write_page
+from ...tools.show_html import CSP, CSS, escape
 from .checks import CHECKS, Severity
 from .probe import Probe
 from .report import ServerReport
