@@ -164,6 +164,14 @@ def test_every_files_module_loads_no_web_framework_and_no_higher_layer() -> None
     assert {_layer(name) for name in loaded if name.startswith("rrkit.")} <= {"protocol", "files", FOUNDATION}
 
 
+def test_importing_the_server_probes_loads_no_server_no_differential_and_no_uvicorn() -> None:
+    """The probes are data a server is judged by: reading them needs none of rrkit's own server."""
+    probe = "import sys, rrkit.conform.server.probe; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert "rrkit.conform.server.probe" in loaded
+    assert not {"rrkit.server", "rrkit.differential", "uvicorn"} & set(loaded)
+
+
 def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_is_used() -> None:
     probe = "import sys, rrkit.pytest_plugin; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

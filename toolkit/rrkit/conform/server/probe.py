@@ -13,7 +13,7 @@ from ...files.documents import read_document
 from ...files.invalid import Vocabulary, validate_document
 from ...protocol.exceptions import ConformError
 from ...protocol.vocabulary import TRANSPORTS, Transport
-from ..scenario import select_named
+from ..named import select_named
 
 PROBES = Path(__file__).parent / "probes"
 """The probe files shipped with rrkit (`rrkit conform --server URL --list`)."""
