@@ -39,7 +39,7 @@ class Expect(BaseModel):
     )
 
 
-class Step(BaseModel):
+class ProbeStep(BaseModel):
     """One request of a probe: a body (the default `{model, input}` with `say` as the user's words, `send` merged
     over it, `omit` keys taken out), or a `raw` text that is not JSON; `follows` continues the previous step's
     response (its id as `previous_response_id`, only the new input sent).
@@ -78,7 +78,7 @@ class Probe(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
     transports: list[Transport] = Field(default_factory=_both, min_length=1)
-    steps: list[Step] = Field(min_length=1)
+    steps: list[ProbeStep] = Field(min_length=1)
     path: SkipJsonSchema[Path | None] = Field(None, exclude=True)  # where it was read from
 
     @property
@@ -95,7 +95,7 @@ class Probe(BaseModel):
         return self
 
 
-_WORDS = Vocabulary(frozenset({*Probe.model_fields, *Step.model_fields, *Expect.model_fields}))
+_WORDS = Vocabulary(frozenset({*Probe.model_fields, *ProbeStep.model_fields, *Expect.model_fields}))
 
 
 def load_probe(path: Path | str) -> Probe:
