@@ -24,9 +24,10 @@ from rich.console import Console
 
 from rrkit.cassette import RecordedEvent, load_cassette, save_cassette
 from rrkit.cli import main
+from rrkit.files.atomic import write_page
 from rrkit.report import Case, Finding, Held, Place, Report, Severity
 from rrkit.report.github import to_annotations
-from rrkit.report.html import to_html, write_page
+from rrkit.report.html import to_html
 from rrkit.report.json_text import to_json
 from rrkit.report.junit import to_junit
 from rrkit.report.terminal import render

@@ -65,17 +65,25 @@ def test_protocol_imports_no_other_rrkit_package() -> None:
             assert {_layer(target) for target in imported} <= {"protocol", FOUNDATION}, (module, imported)
 
 
-def test_script_imports_only_protocol() -> None:
+def test_files_imports_only_protocol() -> None:
+    """`rrkit.files` reads and writes rrkit's files for the layers above it (scripts, cassettes, conformance)."""
+    for module, imported in _graph().items():
+        if _layer(module) == "files":
+            assert {_layer(target) for target in imported} <= {"files", "protocol", FOUNDATION}, (module, imported)
+
+
+def test_script_imports_only_files_and_protocol() -> None:
     for module, imported in _graph().items():
         if _layer(module) == "script":
-            assert {_layer(target) for target in imported} <= {"script", "protocol", FOUNDATION}, (module, imported)
+            allowed = {"script", "files", "protocol", FOUNDATION}
+            assert {_layer(target) for target in imported} <= allowed, (module, imported)
 
 
 def test_relay_imports_only_protocol_and_script() -> None:
     """The relay forwards and relays; what answers from it (the server, the cassettes) imports it, never back."""
     for module, imported in _graph().items():
         if _layer(module) == "relay":
-            allowed = {"relay", "protocol", "script", FOUNDATION}
+            allowed = {"relay", "protocol", "files", "script", FOUNDATION}
             assert {_layer(target) for target in imported} <= allowed, (module, imported)
 
 
@@ -136,13 +144,32 @@ def _is_package(module: str) -> bool:
 
 @pytest.mark.parametrize(
     ("module", "allowed"),
-    [("rrkit.protocol", {"protocol", FOUNDATION}), ("rrkit.script", {"protocol", "script", FOUNDATION})],
+    [
+        ("rrkit.protocol", {"protocol", FOUNDATION}),
+        ("rrkit.script", {"protocol", "files", "script", FOUNDATION}),
+    ],
 )
 def test_importing_a_low_layer_loads_no_web_framework_and_no_higher_layer(module: str, allowed: set[str]) -> None:
     probe = f"import sys, {module}; print(' '.join(sorted(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.split(".")[0] in WEB]
     assert {_layer(name) for name in loaded if name.startswith("rrkit.")} <= allowed
+
+
+def test_every_files_module_loads_no_web_framework_and_no_higher_layer() -> None:
+    modules = sorted(name for name in _MODULES if _layer(name) == "files")
+    probe = f"import sys, {', '.join(modules)}; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert len(modules) > 1 and not [name for name in loaded if name.split(".")[0] in WEB]
+    assert {_layer(name) for name in loaded if name.startswith("rrkit.")} <= {"protocol", "files", FOUNDATION}
+
+
+def test_importing_the_server_probes_loads_no_server_no_differential_and_no_uvicorn() -> None:
+    """The probes are data a server is judged by: reading them needs none of rrkit's own server."""
+    probe = "import sys, rrkit.conform.server.probe; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert "rrkit.conform.server.probe" in loaded
+    assert not {"rrkit.server", "rrkit.differential", "uvicorn"} & set(loaded)
 
 
 def test_the_pytest_plugin_loads_no_server_and_no_web_framework_until_a_fixture_is_used() -> None:

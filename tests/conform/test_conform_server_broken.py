@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.conform.server import ServerReport, Step, Target, probe_catalogue, run_server
+from rrkit.conform.server import ProbeStep, ServerReport, Target, probe_catalogue, run_server
 from rrkit.protocol import Rule
 from rrkit.protocol import events as ev
 from rrkit.protocol.vocabulary import TRANSPORTS, Transport
@@ -51,7 +51,9 @@ def musts(report: ServerReport) -> list[Finding]:
     return [finding for finding in report.findings if finding.severity is Severity.MUST]
 
 
-def steps_where(held: Callable[[Step, Transport], bool], transports: tuple[Transport, ...] = TRANSPORTS) -> set[str]:
+def steps_where(
+    held: Callable[[ProbeStep, Transport], bool], transports: tuple[Transport, ...] = TRANSPORTS
+) -> set[str]:
     """The places (`probe [transport] step N`) of the catalogue's steps `held` says a fault shows at."""
     return {
         f"{probe.name} [{transport}] step {index + 1}"
@@ -64,7 +66,7 @@ def steps_where(held: Callable[[Step, Transport], bool], transports: tuple[Trans
     }
 
 
-def checked(step: Step, name: str) -> bool:
+def checked(step: ProbeStep, name: str) -> bool:
     return any(expect.check == name for expect in step.expect)
 
 

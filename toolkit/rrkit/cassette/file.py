@@ -80,7 +80,7 @@ class CassetteFile:
         return str(self.path).startswith("fixture:")
 
     def _refuse_a_script(self, then: str = "") -> None:
-        from .kind import not_a_cassette  # reads the file again: only when it is in doubt
+        from ..files.kind import not_a_cassette  # reads the file again: only when it is in doubt
 
         if problem := not_a_cassette(self.path, self.hint + then):
             raise CassetteError(problem)

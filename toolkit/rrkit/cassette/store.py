@@ -9,7 +9,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -18,10 +17,12 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from ..files.atomic import plain_mode, replacing
+from ..files.invalid import json_place
+from ..files.text import file_limit, read_utf8
 from ..protocol.exceptions import CassetteError
 from ..protocol.jsontext import UnsafeJSON
 from ..protocol.outcome import OutcomeKind
-from ..script.loader import file_limit, json_place, read_utf8
 from .format import (
     COMMENT_MARK,
     FORMAT_VERSION,
@@ -279,16 +280,6 @@ def dump_cassette(cassette: Cassette) -> Iterator[str]:
     yield ("\n  ]" if cassette.exchanges else "]") + "\n}\n"
 
 
-def _file_mode(path: Path) -> int:
-    """The mode a plain write would leave: the existing file's, else 0o666 less the umask (mkstemp makes 0o600)."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
 def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Callable[[str], None] | None = None) -> Path:
     """Write atomically: a crash mid-write leaves the previous file (if any) untouched. `before_replace` is
     given the new file's SHA-256 (hex) once it is on disk, just before it replaces `path`. A symlink is written
@@ -296,21 +287,13 @@ def save_cassette(cassette: Cassette, path: Path | str, *, before_replace: Calla
     given = Path(path)
     path = Path(os.path.realpath(given))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     digest = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for piece in dump_cassette(cassette):
-                data = piece.encode("utf-8")
-                handle.write(data)
-                digest.update(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, _file_mode(path))
-        if before_replace is not None:
-            before_replace(digest.hexdigest())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    told = None if before_replace is None else lambda: before_replace(digest.hexdigest())
+    with replacing(path, plain_mode(path), told) as handle:
+        for piece in dump_cassette(cassette):
+            data = piece.encode("utf-8")
+            handle.write(data)
+            digest.update(data)
+        handle.flush()
+        os.fsync(handle.fileno())
     return given

@@ -59,8 +59,9 @@ def conclude_report(report: Report, outputs: ReportOutputs, render: Callable[[Co
     """Write a judge's report where `outputs` says (JUnit, HTML, JSON, annotations), show it for a person unless
     it went out as JSON (`render`, else the report's own table), then end the command: exit status 1 when a rule
     that fails the run was broken."""
+    from ..files.atomic import write_page
     from ..report.github import to_annotations
-    from ..report.html import to_html, write_page
+    from ..report.html import to_html
     from ..report.json_text import to_json
     from ..report.junit import to_junit
 

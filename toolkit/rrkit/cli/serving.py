@@ -125,7 +125,7 @@ def _script(path: Path | None) -> Script | None:
     try:
         return load_script(path)
     except ScriptError as error:
-        from ..cassette.kind import not_a_script
+        from ..files.kind import not_a_script
 
         raise FileError(not_a_script(path, f"use --cassette {path}") or str(error)) from None
 

@@ -8,9 +8,11 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..files.documents import read_document
+from ..files.invalid import validate_document
 from ..protocol.exceptions import ConformError
 from ..protocol.names import did_you_mean
-from ..script.loader import read_document, validate_document
+from ..script.loader import SCRIPT_WORDS
 from .scenario import Expectation, Scenario
 
 PROFILES = Path(__file__).parent / "profiles"
@@ -42,11 +44,11 @@ class Profile(BaseModel):
                 raise ConformError(f"{where}: rules for {name!r}, which is no scenario{did_you_mean(name, names)}")
 
 
-_KEYS = sorted({*Profile.model_fields, *Expectation.model_fields, "is"})
+_WORDS = SCRIPT_WORDS.adding({*Profile.model_fields, *Expectation.model_fields, "is"})
 
 
 def parse_profile(data: Any, path: Path | str = "<profile>", tree: Any = None) -> Profile:
-    return validate_document(Profile, data, Path(path), tree, "conformance profile", ConformError, _KEYS)
+    return validate_document(Profile, data, Path(path), tree, "conformance profile", ConformError, _WORDS)
 
 
 def load_profile(name_or_path: str | Path) -> Profile:

@@ -4,18 +4,20 @@ expectations a client's run is judged by; the catalogue shipped with rrkit, and 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol, Self, TypeVar, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler, field_validator, model_validator
 from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema
 
 from ..differential.observation import WATCHED_HEADERS
+from ..files.documents import read_document
+from ..files.invalid import validate_document
 from ..protocol.exceptions import ConformError, ScriptError
-from ..protocol.names import did_you_mean
 from ..protocol.vocabulary import TRANSPORTS, Transport
-from ..script.loader import load_script, read_document, validate_document
+from ..script.loader import SCRIPT_WORDS, load_script
 from ..script.models import Script
+from .named import select_named
 
 CATALOGUE = Path(__file__).parent / "scenarios"
 """The scenario files shipped with rrkit (`rrkit conform --list`)."""
@@ -176,12 +178,12 @@ class Scenario(BaseModel):
         return value
 
 
-_KEYS = sorted({*Scenario.model_fields, *Expectation.model_fields, "is"})
+_WORDS = SCRIPT_WORDS.adding({*Scenario.model_fields, *Expectation.model_fields, "is"})
 
 
 def parse_scenario(data: Any, path: Path | str = "<scenario>", tree: Any = None) -> Scenario:
     path = Path(path)
-    scenario = validate_document(Scenario, data, path, tree, "conformance scenario", ConformError, _KEYS)
+    scenario = validate_document(Scenario, data, path, tree, "conformance scenario", ConformError, _WORDS)
     scenario.path = path
     if not scenario.script.name:
         scenario.script.name = scenario.name
@@ -200,25 +202,6 @@ def catalogue(*, opt_in: bool = False) -> list[Scenario]:
     with `opt_in=True`."""
     scenarios = [load_scenario(path) for path in sorted(CATALOGUE.glob("*.yaml"))]
     return [scenario for scenario in scenarios if opt_in or not scenario.opt_in]
-
-
-class Named(Protocol):
-    @property
-    def name(self) -> str: ...
-
-
-N = TypeVar("N", bound=Named)
-
-
-def select_named(items: list[N], only: tuple[str, ...], noun: str, listed_by: str) -> list[N]:
-    """The items named in `only` (all when empty), in their order; an unknown name is an error that suggests the
-    closest and says which command lists them."""
-    names = [item.name for item in items]
-    for name in only:
-        if name not in names:
-            hint = did_you_mean(name, names)
-            raise ConformError(f"no {noun} named {name!r}{hint}; `{listed_by}` lists them")
-    return [item for item in items if not only or item.name in only]
 
 
 def select(scenarios: list[Scenario], only: tuple[str, ...] = ()) -> list[Scenario]:

@@ -4,11 +4,8 @@ scripts and any load, so even a missed escape could run nothing and reach nothin
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from html import escape as _escape
-from pathlib import Path
 
 from .model import Case, Report
 from .text import printable
@@ -58,21 +55,6 @@ def head(title: str) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
     )
-
-
-def write_page(page: str, path: Path | str) -> Path:
-    """Write a page atomically: a crash mid-write leaves the previous file (if any) untouched."""
-    path = Path(path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; a report is for reading
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def to_html(report: Report) -> str:

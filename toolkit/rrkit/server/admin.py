@@ -211,7 +211,8 @@ def reset_state(state: ServerState) -> dict[str, int]:
 def script_of_body(content: bytes, content_type: str) -> Script:
     """The script a request body holds (YAML if its content type says so, else JSON), read as `load_script` reads
     a file: errors name the place (line and column, then the field) and the problem."""
-    from ..script.loader import decode_utf8, script_of_text  # the script models: loaded by the first script
+    from ..files.text import decode_utf8
+    from ..script.loader import script_of_text  # the script models: loaded by the first script
 
     text = decode_utf8(content, SCRIPT_PLACE, "script", ScriptError, remedy="send the script as UTF-8")
     if not text.strip():

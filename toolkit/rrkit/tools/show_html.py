@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from ..report.html import CSP, CSS, escape, write_page
+from ..files.atomic import write_page
+from ..report.html import CSP, CSS, escape
 from .show_model import ConnectionView, ExchangeView, Row, Timeline, format_seconds
 
 MAX_LOG = 5000

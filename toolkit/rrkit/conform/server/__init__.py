@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .checks import CHECKS, accept_key
 from .drive import Target
-from .probe import PROBES, Expect, Probe, Step, load_probe, probe_catalogue, select_probes
+from .probe import PROBES, Expect, Probe, ProbeStep, load_probe, probe_catalogue, select_probes
 from .report import ProbeResult, ServerReport, judge_server, run_server
 
 __all__ = [
@@ -14,8 +14,8 @@ __all__ = [
     "Expect",
     "Probe",
     "ProbeResult",
+    "ProbeStep",
     "ServerReport",
-    "Step",
     "Target",
     "accept_key",
     "judge_server",

@@ -21,7 +21,7 @@ from ...protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA
 from ...protocol.vocabulary import Transport
 from ...relay.settings import endpoints
 from .answer import Answer
-from .probe import Probe, Step
+from .probe import Probe, ProbeStep
 from .retry import RETRIES, retry_delay
 
 
@@ -57,7 +57,7 @@ async def read_target_upgrade(target: Target) -> Upgrade:
     return await read_upgrade(target.ws_url, target.upgrade_headers(), target.timeout)
 
 
-def body_of(step: Step, target: Target, previous: Answer | None) -> dict[str, Any] | str:
+def body_of(step: ProbeStep, target: Target, previous: Answer | None) -> dict[str, Any] | str:
     """What a step sends: its raw text, or the default body with `send` over it and `omit` taken out."""
     if step.raw is not None:
         return step.raw
@@ -213,7 +213,7 @@ def _skipped(probe: Probe, index: int, transport: Transport, answers: list[Answe
     return Answer(probe.name, index, transport, {}, ending=Ending.SKIPPED, error=error)
 
 
-async def _with_retries(once: Callable[[], Awaitable[Answer]], step: Step) -> Answer:
+async def _with_retries(once: Callable[[], Awaitable[Answer]], step: ProbeStep) -> Answer:
     """The step's answer, sent again as a client would while it is one a client retries (never a step that
     expects a refusal); the answers before the last are kept, in words, on it."""
     answer = await once()

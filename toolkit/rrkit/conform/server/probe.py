@@ -9,10 +9,11 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ...files.documents import read_document
+from ...files.invalid import Vocabulary, validate_document
 from ...protocol.exceptions import ConformError
 from ...protocol.vocabulary import TRANSPORTS, Transport
-from ...script.loader import read_document, validate_document
-from ..scenario import select_named
+from ..named import select_named
 
 PROBES = Path(__file__).parent / "probes"
 """The probe files shipped with rrkit (`rrkit conform --server URL --list`)."""
@@ -38,7 +39,7 @@ class Expect(BaseModel):
     )
 
 
-class Step(BaseModel):
+class ProbeStep(BaseModel):
     """One request of a probe: a body (the default `{model, input}` with `say` as the user's words, `send` merged
     over it, `omit` keys taken out), or a `raw` text that is not JSON; `follows` continues the previous step's
     response (its id as `previous_response_id`, only the new input sent).
@@ -77,7 +78,7 @@ class Probe(BaseModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     description: str = Field(min_length=1)
     transports: list[Transport] = Field(default_factory=_both, min_length=1)
-    steps: list[Step] = Field(min_length=1)
+    steps: list[ProbeStep] = Field(min_length=1)
     path: SkipJsonSchema[Path | None] = Field(None, exclude=True)  # where it was read from
 
     @property
@@ -94,13 +95,13 @@ class Probe(BaseModel):
         return self
 
 
-_KEYS = sorted({*Probe.model_fields, *Step.model_fields, *Expect.model_fields})
+_WORDS = Vocabulary(frozenset({*Probe.model_fields, *ProbeStep.model_fields, *Expect.model_fields}))
 
 
 def load_probe(path: Path | str) -> Probe:
     """Read a probe file (YAML or JSON); ConformError naming the file, the line and the problem."""
     data, tree = read_document(Path(path), "probe", ConformError)
-    probe = validate_document(Probe, data, Path(path), tree, "server conformance probe", ConformError, _KEYS)
+    probe = validate_document(Probe, data, Path(path), tree, "server conformance probe", ConformError, _WORDS)
     probe.path = Path(path)
     return probe
 
