@@ -32,10 +32,11 @@ from rrkit.conform import (
 )
 from rrkit.conform.scenario import CHECKS
 from rrkit.drive import as_client
+from rrkit.files.atomic import write_page
 from rrkit.protocol.errors import FAILURE_CODES, RECONNECT_CODES
 from rrkit.protocol.incremental import Decision
 from rrkit.protocol.vocabulary import Transport
-from rrkit.report.html import CSP, to_html, write_page
+from rrkit.report.html import CSP, to_html
 from rrkit.report.json_text import to_json
 from rrkit.report.junit import to_junit
 
