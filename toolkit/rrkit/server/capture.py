@@ -108,6 +108,11 @@ class SentEvents(MadeOnRead[SentEvent]):
         no other event is made or parsed for it (a stream of 100k deltas states a handful of items)."""
         return [self._made_at(index) for index in self._done]
 
+    def timed(self) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Each event's offset and the event (parsed from its wire form), in order, made into no SentEvent."""
+        for at, kept in zip(self._at, self._kept, strict=False):  # an offset is noted before its event
+            yield at, kept if isinstance(kept, dict) else event_of_wire(kept)
+
     def _made_at(self, index: int) -> SentEvent:
         at, kept = self._at[index], self._kept[index]
         return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
