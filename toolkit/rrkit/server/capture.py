@@ -127,6 +127,20 @@ class SentEvents(MadeOnRead[SentEvent]):
         return f"SentEvents({list(self)!r})"
 
 
+class _OnOutcome:
+    """Runs when an exchange's `outcome` is set: an outcome given notes when the exchange ended (unless it has that
+    already) and calls the exchange's `on_outcome`. A data descriptor without `__get__`: the field is read (and
+    every other field set) as a plain attribute, with no call."""
+
+    def __set__(self, exchange: Exchange, outcome: Outcome | None) -> None:
+        exchange.__dict__["outcome"] = outcome
+        if outcome is not None:
+            if exchange.__dict__.get("ended_at") is None:
+                exchange.ended_at = time.time()
+            if (hook := exchange.__dict__.get("on_outcome")) is not None:
+                hook(exchange)
+
+
 @dataclass
 class Exchange:
     """One request and the server's answer to it."""
@@ -141,7 +155,7 @@ class Exchange:
     response_status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
     events: SentEvents = field(default_factory=SentEvents)
-    outcome: Outcome | None = None  # None while the exchange is running
+    outcome: Outcome | None = None  # None while the exchange is running; setting one runs `_OnOutcome`
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
@@ -154,14 +168,6 @@ class Exchange:
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
     ended_at: float | None = None  # when the outcome was known (epoch seconds, as `started_at`)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name == "outcome" and value is not None:
-            if self.__dict__.get("ended_at") is None:
-                object.__setattr__(self, "ended_at", time.time())
-            if (hook := self.__dict__.get("on_outcome")) is not None:
-                hook(self)
 
     @property
     def duration(self) -> float | None:
@@ -185,6 +191,10 @@ class Exchange:
     @property
     def event_types(self) -> list[str]:
         return [str(sent.type) for sent in self.events]
+
+
+# Set once the dataclass has made `__init__`, which takes the field's default (None) from the class.
+Exchange.outcome = _OnOutcome()  # type: ignore[assignment]
 
 
 @dataclass
