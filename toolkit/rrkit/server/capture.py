@@ -108,10 +108,20 @@ class SentEvents(MadeOnRead[SentEvent]):
         no other event is made or parsed for it (a stream of 100k deltas states a handful of items)."""
         return [self._made_at(index) for index in self._done]
 
+    def parsed(self, positions: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The events (those at `positions`, else every one, in order), each parsed from its wire form as it is
+        read: no SentEvent is made."""
+        kept = self._kept
+        for one in kept if positions is None else (kept[index] for index in positions):
+            yield one if isinstance(one, dict) else event_of_wire(one)
+
+    def done_events(self) -> list[dict[str, Any]]:
+        """`done_items`, parsed."""
+        return list(self.parsed(self._done))
+
     def timed(self) -> Iterator[tuple[float, dict[str, Any]]]:
         """Each event's offset and the event (parsed from its wire form), in order, made into no SentEvent."""
-        for at, kept in zip(self._at, self._kept, strict=False):  # an offset is noted before its event
-            yield at, kept if isinstance(kept, dict) else event_of_wire(kept)
+        return zip(self._at, self.parsed(), strict=False)  # an offset is noted before its event: zip stops at it
 
     def _made_at(self, index: int) -> SentEvent:
         at, kept = self._at[index], self._kept[index]
