@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # loaded with the first script (a plain `rrkit serve` plays t
     from .models import Handshake, Match, Reply, Script, Step
 
 
+_CREATE_ROUTE = Route(CREATE)
+"""The route of every create's view, one for all: a Route is frozen."""
+
+
 @dataclass(frozen=True)
 class RequestView:
     """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
@@ -39,7 +43,7 @@ class RequestView:
     ids: IdGenerator = field(default_factory=IdGenerator, compare=False, repr=False)
     method: str = "POST"
     path: str = "/responses"  # under the API base (protocol.routes.api_path)
-    route: Route = field(default_factory=lambda: Route(CREATE))
+    route: Route = _CREATE_ROUTE
 
     def describe(self) -> str:
         if self.route.name != CREATE:
