@@ -9,6 +9,9 @@ import httpx
 import pytest
 
 from rrkit.cassette import CassetteSource, MatchConfig
+from rrkit.cassette.modes import FallbackSource
+from rrkit.script import NoMatch, Script, reply, text
+from rrkit.script.select import ScriptState
 from rrkit.server import FakeServer
 
 from ..errortrap import Serve
@@ -84,6 +87,27 @@ def test_report_names_the_closest_of_many_exchanges_with_a_diff(serve: Serve, cl
         report = answer(client, replay, body("question 217", temperature=0.9, top_p=0.7))
     assert "recorded exchange 217: matchers passed: input, model, stream, temperature; failed: top_p" in report
     assert "Value of top_p changed from 0.5 to 0.7." in report
+
+
+def test_the_closest_match_report_is_made_only_when_a_miss_is_reported(
+    serve: Serve, client: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[NoMatch] = []
+    ranked = CassetteSource._no_match
+
+    def counted(source: CassetteSource, *args: Any) -> NoMatch:
+        made.append(ranked(source, *args))
+        return made[-1]
+
+    monkeypatch.setattr(CassetteSource, "_no_match", counted)
+    cassette = record(serve, [body("hi")])
+    upstream = ScriptState(Script(default=reply(text("answer 9"))))
+    with serve.running(source=FallbackSource(CassetteSource(cassette), upstream)) as recording:
+        assert answer(client, recording, body("other")) == "answer 9"  # an upstream answers the miss: no report
+    assert made == []
+    with serve.running(source=CassetteSource(cassette)) as replay:
+        assert "no recorded exchange matches" in answer(client, replay, body("other"))
+    assert len(made) == 1 and made[0].closest[0].startswith("recorded exchange 0: matchers passed: model, stream")
 
 
 def test_ints_beyond_64_bits_in_a_request_replay(serve: Serve, client: httpx.Client) -> None:

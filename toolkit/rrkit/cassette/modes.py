@@ -303,7 +303,7 @@ class CassetteDeck:
         if journal is None or capture is None or exchange.replayed:
             return
         try:
-            self.file.append(*self._journal_records(exchange, capture))
+            journal.append(*self._journal_records(exchange, capture))
         except Exception as error:  # never fail the server; the exchange is still written at a clean stop
             warnings.warn(
                 f"{journal.path}: exchange {exchange.id} could not be journaled ({type(error).__name__}: {error}); "

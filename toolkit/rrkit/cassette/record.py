@@ -5,24 +5,27 @@ from __future__ import annotations
 
 import json
 import warnings
+from array import array
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import orjson
 
 from ..protocol.events import response_id_of
 from ..protocol.outcome import OutcomeKind
 from ..protocol.routes import CREATE
-from ..server.capture import Connection, Exchange
+from ..server.capture import Connection, Exchange, SentEvents
 from .format import (
     Cassette,
     CassetteWarning,
     RecordedBody,
     RecordedConnection,
     RecordedEvent,
+    RecordedEvents,
     RecordedExchange,
     RecordedHandshake,
+    dumps_compact,
     escape_unencodable,
 )
 from .presets import detect_presets, presets_named
@@ -56,11 +59,22 @@ def encodable(value: _V, exchange_id: int, field: str) -> _V:
     return result
 
 
-def _event(exchange_id: int, index: int, at: float, event: dict[str, Any]) -> RecordedEvent:
-    try:
-        return RecordedEvent(at, orjson.dumps(event).decode())
-    except TypeError:  # orjson cannot: a lone surrogate, or an integer beyond 64 bits (kept exact)
-        return RecordedEvent.of(at, encodable(event, exchange_id, f"events[{index}]"))
+def _events(exchange: Exchange) -> RecordedEvents:
+    """An exchange's events as a cassette holds them: each one's compact JSON text at its offset (to the
+    microsecond), what no JSON file can hold escaped (`encodable`)."""
+    ats: array[float] = array("d")
+    texts: list[bytes] = []
+    sent = exchange.events  # a capture's SentEvents, or any sequence of SentEvent given in their place
+    timed = sent.timed() if isinstance(sent, SentEvents) else ((one.at, one.event) for one in sent)
+    for index, (at, event) in enumerate(timed):
+        try:
+            text = orjson.dumps(event)
+        except TypeError:  # orjson cannot: a lone surrogate, or an integer beyond 64 bits (kept exact)
+            escaped = encodable(event, exchange.id, f"events[{index}]")
+            text = dumps_compact(escaped).encode("utf-8", "surrogatepass")
+        ats.append(round(at, 6))
+        texts.append(text)
+    return RecordedEvents(ats, texts)
 
 
 def _response_id(exchange: Exchange) -> str | None:
@@ -94,7 +108,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         response_headers=encodable(dict(exchange.response_headers), number, "response_headers"),
         response_id=encodable(_response_id(exchange), number, "response_id") or None,
         response_body=RecordedBody.of(body, content_type) if body is not None else None,
-        events=[_event(number, index, round(sent.at, 6), sent.event) for index, sent in enumerate(exchange.events)],
+        events=_events(exchange),
         outcome=exchange.outcome,
     )
 

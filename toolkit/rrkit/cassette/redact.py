@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 from ..protocol.jsonpath import JsonPath
 from ..protocol.secrets import (
@@ -136,7 +136,7 @@ class _Pass:
         if self.secrets:
             _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
         if self.bodies:  # what is kept as text (a body that is no JSON object, an answer's text): key-like runs
-            _rewrite(cassette, _same, _same, None, functools.partial(scrub_key_like, marker=self.marker))
+            _rewrite(cassette, None, None, None, functools.partial(scrub_key_like, marker=self.marker))
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))
         return cassette
 
@@ -149,40 +149,37 @@ class _Pass:
         return RecordedEvent.of(recorded.at, self.scrub_json(recorded.event))
 
 
-_T = TypeVar("_T")
-
-
-def _same(value: _T) -> _T:
-    return value
-
-
 def _rewrite(
     cassette: Cassette,
-    headers: Callable[[dict[str, str]], dict[str, str]],
-    body: Callable[[Any], Any],
+    headers: Callable[[dict[str, str]], dict[str, str]] | None,
+    body: Callable[[Any], Any] | None,
     event: Callable[[RecordedEvent], RecordedEvent] | None,
     text: Callable[[str], str] | None = None,
     query: Callable[[str | None], str | None] | None = None,
 ) -> None:
     """Pass every header map, query string, request body, raw body, answer body and event of a cassette through
-    these, in place (`text` rewrites the plain texts, `query` the query strings: both also when given alone)."""
+    these, in place (`text` rewrites the plain texts, `query` the query strings: both also when given alone); what
+    is given as None is left as it is."""
     for connection in cassette.connections:
         handshake = connection.handshake
-        handshake.request_headers = headers(handshake.request_headers)
-        handshake.response_headers = headers(handshake.response_headers)
+        if headers is not None:
+            handshake.request_headers = headers(handshake.request_headers)
+            handshake.response_headers = headers(handshake.response_headers)
         handshake.query = _text_of(handshake.query, query, text)
     for exchange in cassette.exchanges:
-        exchange.request_headers = headers(exchange.request_headers)
-        exchange.response_headers = headers(exchange.response_headers)
+        if headers is not None:
+            exchange.request_headers = headers(exchange.request_headers)
+            exchange.response_headers = headers(exchange.response_headers)
         exchange.query = _text_of(exchange.query, query, text)
         if text is not None:  # a path names ids, not secrets, but a known secret is scrubbed wherever it is
             exchange.path = text(exchange.path)
-        exchange.wire_request = body(exchange.wire_request)
-        exchange.logical_request = body(exchange.logical_request)
+        if body is not None:
+            exchange.wire_request = body(exchange.wire_request)
+            exchange.logical_request = body(exchange.logical_request)
         if text is not None and exchange.raw_body is not None:
             exchange.raw_body = text(exchange.raw_body)
         answer = exchange.response_body
-        if answer is not None and answer.json_value is not None:  # a response object echoes the request's tools
+        if body is not None and answer is not None and answer.json_value is not None:  # it echoes the request's tools
             answer.json_value = body(answer.json_value)
         if text is not None and answer is not None and answer.text is not None:
             answer.text = text(answer.text)

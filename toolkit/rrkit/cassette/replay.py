@@ -3,7 +3,6 @@ every route (a create by its request's view, any other route by its method, path
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import heapq
 import itertools
@@ -37,7 +36,8 @@ class CassetteSource(ReplySource):
     (the state the recording ended in) answers again.
 
     Candidates are looked up by the digest of their request's view under `match`, indexed once; the
-    closest-match report of a request that matches nothing is built off the event loop. A request on any other
+    closest-match report of a request that matches nothing is made only when it is reported (`NoMatch.deferred`),
+    off the event loop: a miss an upstream answers (record mode `new_episodes`) makes none. A request on any other
     route (`select_route`) is matched by its method, path, query and body (`routematch`), the response ids this
     replay issued read as the recorded ones: repeated identical requests (the polls of a background response)
     get their recorded answers in recorded order.
@@ -117,7 +117,7 @@ class CassetteSource(ReplySource):
         with self._lock:
             position = self._take(key, self._index, self._played, self._used)
         if position is None:
-            return await asyncio.to_thread(self._no_match, request, key)
+            return NoMatch.deferred(functools.partial(self._no_match, request, key))
         return self._plan(self._exchanges[position], request)
 
     def _take(self, key: bytes, index: dict[bytes, list[int]], played: dict[bytes, int], used: set[int]) -> int | None:
@@ -139,7 +139,7 @@ class CassetteSource(ReplySource):
         with self._lock:
             position = self._take(key, self._route_index, self._route_played, self._route_used)
         if position is None:
-            return await asyncio.to_thread(self._route_no_match, request, incoming, key)
+            return NoMatch.deferred(functools.partial(self._route_no_match, request, incoming, key))
         exchange = self._routes[position]
         plan = plan_recording(exchange, transport="http", time_scale=self.time_scale, rename=self._sent_id_of)
         if plan.body is not None and self._sent_of:  # the ids this replay renamed, wherever the body names them
@@ -197,8 +197,8 @@ class CassetteSource(ReplySource):
             return self._features
 
     def _no_match(self, request: RequestView, key: bytes) -> NoMatch:
-        """(In a worker thread.) The report on a request nothing answers: the closest exchanges (those that
-        match but were played, then unplayed ones by how many fields match, then by the nearest input
+        """(When reported, in a worker thread.) The report on a request nothing answers: the closest exchanges
+        (those that match but were played, then unplayed ones by how many fields match, then by the nearest input
         length), with a field diff of the closest."""
         with self._lock:
             played = frozenset(self._used)
@@ -226,9 +226,9 @@ class CassetteSource(ReplySource):
         return _near_miss(request, closest, bool(same))
 
     def _route_no_match(self, request: RequestView, incoming: RouteRequest, key: bytes) -> NoMatch:
-        """(In a worker thread.) The report on a request on a route nothing answers: the closest recorded exchanges
-        on any route but the create (those that match but were played, then those of the same route, then by how
-        many of method, path, query and body match)."""
+        """(When reported, in a worker thread.) The report on a request on a route nothing answers: the closest
+        recorded exchanges on any route but the create (those that match but were played, then those of the same
+        route, then by how many of method, path, query and body match)."""
         with self._lock:
             played = frozenset(self._route_used)
         same = frozenset(self._route_index.get(key, ()))

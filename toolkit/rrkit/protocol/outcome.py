@@ -48,10 +48,14 @@ class Outcome:
 def outcome_of_events(events: Sequence[dict[str, Any]]) -> Outcome | None:
     """The outcome a stream's terminal event states, or None if it has none (a cut stream)."""
     terminal = ev.terminal_event(list(events))
-    if terminal is None:
+    return None if terminal is None else outcome_of_terminal(terminal, len(events))
+
+
+def outcome_of_terminal(terminal: dict[str, Any], count: int) -> Outcome | None:
+    """The outcome a stream of `count` events states by its terminal event `terminal`; None for any other event."""
+    kind = terminal.get("type")
+    if kind not in ev.ENDING_TYPES:
         return None
-    count = len(events)
-    kind = terminal["type"]
     if kind == ev.COMPLETED:
         return Outcome(OutcomeKind.COMPLETED, count)
     if kind == ev.FAILED:

@@ -1,6 +1,6 @@
-"""Upstream events on their way to the client: each checked (a JSON object with a string `type`, parsed exactly
-only if read), the events of one read (SSE) or of the frames received (WebSocket) as one run up to a terminal
-event, and how a stream that breaks is cut."""
+"""Upstream events on their way to the client: each checked (a JSON object with a string `type`, read without
+building it; parsed exactly only if read), the events of one read (SSE) or of the frames received (WebSocket) as
+one run up to a terminal event, and how a stream that breaks is cut."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import itertools
 import json
 import operator
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import cast
 
 import httpx
+import msgspec
 from websockets.exceptions import ConnectionClosed
 
-from ..protocol.event_type import checked_type, checked_types
 from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
@@ -25,6 +25,35 @@ from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment
 from ..protocol.vocabulary import Transport
 
 _DRAIN_SECONDS = 1.0
+
+
+class _Typed(msgspec.Struct):
+    type: str
+
+
+_decode = msgspec.json.Decoder(_Typed).decode
+_type_of = operator.attrgetter("type")
+
+
+def checked_type(text: str | bytes) -> str | None:
+    """The string `type` (the last one stated) of `text` when it is one valid JSON object (UTF-8, if bytes),
+    else None: every value is read, none is built. None also for what only the standard library reads (NaN, a
+    lone surrogate) and for nesting too deep to read: the caller reads those its own slower way."""
+    try:
+        if isinstance(text, bytes) and not text.isascii():
+            text.decode()  # msgspec passes over the bytes of strings it does not keep
+        return _decode(text).type
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def checked_types(texts: Iterable[str | bytes]) -> list[str] | None:
+    """`checked_type` of many texts in one pass, bytes known to be UTF-8 (the caller checked): their types, or None
+    when any is not one valid JSON object with a string `type` (check those one by one)."""
+    try:
+        return list(map(_type_of, map(_decode, texts)))
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 def checked_event(raw: str, transport: Transport) -> tuple[str, str]:

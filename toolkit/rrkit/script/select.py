@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 import json
 import threading
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
@@ -22,6 +23,10 @@ if TYPE_CHECKING:  # loaded with the first script (a plain `rrkit serve` plays t
     from .models import Handshake, Match, Reply, Script, Step
 
 
+_CREATE_ROUTE = Route(CREATE)
+"""The route of every create's view, one for all: a Route is frozen."""
+
+
 @dataclass(frozen=True)
 class RequestView:
     """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
@@ -38,7 +43,7 @@ class RequestView:
     ids: IdGenerator = field(default_factory=IdGenerator, compare=False, repr=False)
     method: str = "POST"
     path: str = "/responses"  # under the API base (protocol.routes.api_path)
-    route: Route = field(default_factory=lambda: Route(CREATE))
+    route: Route = _CREATE_ROUTE
 
     def describe(self) -> str:
         if self.route.name != CREATE:
@@ -101,14 +106,32 @@ def _header_holds(actual: str | None, expected: str) -> bool:
 
 @dataclass
 class NoMatch:
-    """Why no step answered: the request and the closest rules with what failed."""
+    """Why no step answered: the request and the closest rules with what failed. A source whose report takes a
+    while to make (ranking a cassette's exchanges) gives `NoMatch.deferred(make)`: the report is made only when it is
+    reported (`reported`), as a request it misses may yet be answered by another source (an upstream)."""
 
     request: str
     closest: list[str] = field(default_factory=list)
     what: str = "scripted reply"
     hint: str = "Add a reply (or a `default`) to the script."
+    make: Callable[[], NoMatch] | None = field(default=None, kw_only=True, repr=False, compare=False)
+
+    @classmethod
+    def deferred(cls, make: Callable[[], NoMatch]) -> NoMatch:
+        """A miss whose report `make` makes when it is reported (in a worker thread, off the event loop)."""
+        return cls("", make=make)
+
+    def made(self) -> NoMatch:
+        """The report itself: this one, or the one a deferred miss makes now."""
+        return self if self.make is None else self.make()
+
+    async def reported(self) -> NoMatch:
+        """`made`, off the event loop when the report has yet to be made."""
+        return self if self.make is None else await asyncio.to_thread(self.make)
 
     def message(self) -> str:
+        if self.make is not None:
+            return self.made().message()
         lines = [f"rrkit: no {self.what} matches this {self.request}."]
         if self.closest:
             lines.append("Closest:")

@@ -108,6 +108,21 @@ class SentEvents(MadeOnRead[SentEvent]):
         no other event is made or parsed for it (a stream of 100k deltas states a handful of items)."""
         return [self._made_at(index) for index in self._done]
 
+    def parsed(self, positions: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
+        """The events (those at `positions`, else every one, in order), each parsed from its wire form as it is
+        read: no SentEvent is made."""
+        kept = self._kept
+        for one in kept if positions is None else (kept[index] for index in positions):
+            yield one if isinstance(one, dict) else event_of_wire(one)
+
+    def done_events(self) -> list[dict[str, Any]]:
+        """`done_items`, parsed."""
+        return list(self.parsed(self._done))
+
+    def timed(self) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Each event's offset and the event (parsed from its wire form), in order, made into no SentEvent."""
+        return zip(self._at, self.parsed(), strict=False)  # an offset is noted before its event: zip stops at it
+
     def _made_at(self, index: int) -> SentEvent:
         at, kept = self._at[index], self._kept[index]
         return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
@@ -120,6 +135,20 @@ class SentEvents(MadeOnRead[SentEvent]):
 
     def __repr__(self) -> str:
         return f"SentEvents({list(self)!r})"
+
+
+class _OnOutcome:
+    """Runs when an exchange's `outcome` is set: an outcome given notes when the exchange ended (unless it has that
+    already) and calls the exchange's `on_outcome`. A data descriptor without `__get__`: the field is read (and
+    every other field set) as a plain attribute, with no call."""
+
+    def __set__(self, exchange: Exchange, outcome: Outcome | None) -> None:
+        exchange.__dict__["outcome"] = outcome
+        if outcome is not None:
+            if exchange.__dict__.get("ended_at") is None:
+                exchange.ended_at = time.time()
+            if (hook := exchange.__dict__.get("on_outcome")) is not None:
+                hook(exchange)
 
 
 @dataclass
@@ -136,7 +165,7 @@ class Exchange:
     response_status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
     events: SentEvents = field(default_factory=SentEvents)
-    outcome: Outcome | None = None  # None while the exchange is running
+    outcome: Outcome | None = None  # None while the exchange is running; setting one runs `_OnOutcome`
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
@@ -149,14 +178,6 @@ class Exchange:
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
     ended_at: float | None = None  # when the outcome was known (epoch seconds, as `started_at`)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name == "outcome" and value is not None:
-            if self.__dict__.get("ended_at") is None:
-                object.__setattr__(self, "ended_at", time.time())
-            if (hook := self.__dict__.get("on_outcome")) is not None:
-                hook(self)
 
     @property
     def duration(self) -> float | None:
@@ -180,6 +201,10 @@ class Exchange:
     @property
     def event_types(self) -> list[str]:
         return [str(sent.type) for sent in self.events]
+
+
+# Set once the dataclass has made `__init__`, which takes the field's default (None) from the class.
+Exchange.outcome = _OnOutcome()  # type: ignore[assignment]
 
 
 @dataclass

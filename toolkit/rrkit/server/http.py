@@ -51,9 +51,10 @@ class _Answer(Response):
     """The whole answer to one request, sent by this object, so that one watcher of the client covers every
     stage: a client that leaves while the reply source still waits (an upstream) cancels that wait."""
 
+    route: Route  # the request's, once its method and path are read
+
     def __init__(self, state: ServerState, request: Request) -> None:
         self.state, self.request = state, request
-        self.route = Route(routes.CREATE)
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -232,7 +232,7 @@ class Responder:
         except Exception as error:  # a broken reply source: answered 500, reported once, the server goes on
             raise server_error(error, f"the reply source {type(self.state.source).__name__} failed") from error
         if isinstance(chosen, NoMatch):
-            raise self._no_match(exchange, chosen, wire)
+            raise self._no_match(exchange, await chosen.reported(), wire)
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
             raise RequestRefused.of(chosen.rejection)
@@ -248,7 +248,7 @@ class Responder:
         except Exception as error:  # a broken reply source: answered 500, reported once, the server goes on
             raise server_error(error, f"the reply source {type(self.state.source).__name__} failed") from error
         if isinstance(chosen, NoMatch):
-            raise self._no_match(exchange, chosen, view.wire)
+            raise self._no_match(exchange, await chosen.reported(), view.wire)
         if chosen is not None:
             exchange.replayed = chosen.replayed
             if chosen.rejection is not None:

@@ -171,7 +171,7 @@ def store_ended(
     """Note an ended response's id on its exchange and keep it (unless not `kept`): a completed one to be continued
     with `previous_response_id`, and with `keep_object` (HTTP, `store` not false) every one that states its
     response object, for the resource's routes."""
-    response_id, output, stated = stated_of(exchange)
+    response_id, output, stated = stated_of(exchange, with_response=keep_object)
     exchange.response_id = response_id
     completed = exchange.outcome is not None and exchange.outcome.kind is OutcomeKind.COMPLETED
     if not kept or not response_id or not (completed or (keep_object and stated is not None)):
@@ -185,16 +185,19 @@ def store_ended(
     )
 
 
-def stated_of(exchange: Exchange) -> tuple[str | None, list[Item], dict[str, Any] | None]:
+def stated_of(
+    exchange: Exchange, *, with_response: bool = True
+) -> tuple[str | None, list[Item], dict[str, Any] | None]:
     """The response id, the output items and the response object an answer states: those of the response object
-    of a whole body, or of the stream's lifecycle events and done items."""
+    of a whole body, or of the stream's lifecycle events and done items (and its last event's response object
+    only `with_response`: else None, that event left unparsed)."""
     sent = exchange.events
     body = response_of_body(exchange.response_body) if exchange.response_body is not None and not sent else None
     if body is not None:
         output = [item for item in body.get("output") or [] if isinstance(item, dict)]
         return str(body.get("id") or "") or exchange.response_id, output, body
-    stated = (one.event for one in sent)  # parsed only up to the first event that states it
-    done = done_items([one.event for one in sent.done_items()])
-    ending = sent.last_ending()
+    done = done_items(sent.done_events())
+    response_id = exchange.response_id or response_id_of(sent.parsed())  # parsed up to the event that states it
+    ending = sent.last_ending() if with_response else None
     final = ending.event.get("response") if ending is not None else None
-    return exchange.response_id or response_id_of(stated), done, final if isinstance(final, dict) else None
+    return response_id, done, final if isinstance(final, dict) else None

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..protocol.exceptions import RRKitError
-from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_events
+from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_terminal
 from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange, SentEvents, begun_here
@@ -290,6 +289,6 @@ async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: i
 
 def _stated_outcome(events: SentEvents) -> Outcome | None:
     """The outcome the stream's terminal event states."""
+    count = len(events)
     ending = events.last_ending()
-    stated = None if ending is None else outcome_of_events([ending.event])
-    return None if stated is None else dataclasses.replace(stated, events_sent=len(events))
+    return None if ending is None else outcome_of_terminal(ending.event, count)

@@ -1,0 +1,42 @@
+"""The walk of one recorded SSE request through `rrkit serve --cassette C --record-mode new_episodes --upstream URL`
+stays within its budget (issue 45): the modules it visits, and how often it goes back into one it had left, counted
+by benchmarks/module_walk.py (calls traced in the recording server's threads: counts of code, not of time)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.module_walk import Walk
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BUDGET = {"modules": 34, "returns": 89}
+"""The walk as measured when it was shortened (before: 37 modules, 191 returns). To re-measure, from the repository's
+root: `python -m benchmarks.module_walk --verbose` (the modules in the order entered, each return marked). A change
+that shortens the walk lowers these; one that lengthens it says why in its commit, with the new figures."""
+
+
+def test_one_recorded_request_walks_no_more_modules_and_returns_than_the_budget() -> None:
+    measured = subprocess.run(
+        [sys.executable, "-m", "benchmarks.module_walk", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert measured.returncode == 0, measured.stderr
+    walk = json.loads(measured.stdout)
+    over = {name: walk[name] for name, most in BUDGET.items() if walk[name] > most}
+    assert not over, (
+        f"the walk of one recorded SSE request is over its budget {BUDGET}: {over}. See where it goes with "
+        "`python -m benchmarks.module_walk --verbose`; shorten it, or raise BUDGET saying why."
+    )
+
+
+def test_a_return_is_an_entry_into_a_module_entered_before_another_one() -> None:
+    walk = Walk.of(["a", "a", "b", "a", "c", "c", "b", "a"])
+    assert walk.sequence == ("a", "b", "a", "c", "b", "a")
+    assert walk.figures() == {"modules": 3, "returns": 3}
