@@ -1,20 +1,39 @@
 """What every judge drives: the client under test (rrkit's reference client, a command, a Python callable) behind
-one interface, and the processes it runs."""
+one interface, the processes it runs, and the remote-server driver. The names below load on first use (PEP 562),
+so that a judge of servers loads nothing of the clients' side."""
 
 from __future__ import annotations
 
-from .client import (
-    Assignment,
-    ClientEnd,
-    ClientUnderTest,
-    CommandClient,
-    FunctionClient,
-    ReferenceClient,
-    ServerURLs,
-    as_client,
-)
-from .process import ProcessEnd, run_process
+from typing import TYPE_CHECKING
 
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .client import (
+        Assignment,
+        ClientEnd,
+        ClientUnderTest,
+        CommandClient,
+        FunctionClient,
+        ReferenceClient,
+        ServerURLs,
+        as_client,
+    )
+    from .process import ProcessEnd, run_process
+
+_HOMES = {
+    ".client": (
+        "Assignment",
+        "ClientEnd",
+        "ClientUnderTest",
+        "CommandClient",
+        "FunctionClient",
+        "ReferenceClient",
+        "ServerURLs",
+        "as_client",
+    ),
+    ".process": ("ProcessEnd", "run_process"),
+}
 __all__ = [
     "Assignment",
     "ClientEnd",
@@ -27,3 +46,6 @@ __all__ = [
     "as_client",
     "run_process",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, __all__)

@@ -1,0 +1,52 @@
+"""Each command imports only its own stack: a budget per command, as data (the module prefixes it may not load),
+checked by running the command in a fresh interpreter and reading `sys.modules` after it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+CLIENT_CONFORMANCE = ("rrkit.client", "rrkit.differential", "rrkit.conform.drive", "rrkit.conform.checks")
+JUDGES = ("rrkit.conform", "rrkit.drive", "rrkit.differential", "rrkit.client")
+BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "conform --server URL --list": (
+        ("conform", "--server", "http://127.0.0.1:9/v1", "--list"),
+        (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive.client"),
+    ),
+    "conform --list": (("conform", "--list"), ("rrkit.conform.server", "rrkit.drive.remote")),
+    "validate": (("validate", "cassettes/text.http.json"), JUDGES),
+    "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), JUDGES),
+    "--help": (("--help",), (*JUDGES, "rrkit.report")),
+}
+"""Command -> (its arguments, the module prefixes it may not load): a judge of servers loads nothing of the
+clients' side, a judge of clients nothing of the servers', a cassette check no judge of peers."""
+
+PROGRAM = """
+import json, sys
+from rrkit.cli import main
+try:
+    main(sys.argv[1:], standalone_mode=False)
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def _loaded(args: tuple[str, ...]) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROGRAM, *args], capture_output=True, text=True, timeout=120, check=False, cwd=REPO
+    )
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("command", list(BUDGETS))
+def test_a_command_loads_only_its_own_stack(command: str) -> None:
+    args, forbidden = BUDGETS[command]
+    loaded = _loaded(args)
+    assert [name for name in loaded if name.startswith(forbidden)] == [], command
