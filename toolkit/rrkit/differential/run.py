@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
+from ..drive import Assignment, ClientEnd, ClientUnderTest, ReferenceClient, ServerURLs
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import Item
@@ -23,6 +24,8 @@ from .settings import DEFAULT_BUDGETS, Budgets
 PROMPT = Prompt(model="gpt-test", instructions="You are a differential test client.")
 USER_INPUT = "say hi"
 SETTLE_TIMEOUT = 5.0
+REFERENCE_TIMEOUT = 300.0
+"""Seconds the reference client's turns may take in a differential run (a stall costs its idle timeout)."""
 
 
 def reference_options(budgets: Budgets) -> ClientOptions:
@@ -59,6 +62,35 @@ async def reference_turn(
     return ("failed" if failed else "completed"), "; ".join(errors)
 
 
+@dataclass(frozen=True)
+class CodexClient:
+    """The real Codex CLI as the client under test: `codex exec` one turn in a fresh CODEX_HOME configured for the
+    assignment's server (with `turns`, that many turns of one `codex app-server` session, their outcomes joined by
+    TURNS_SEPARATOR)."""
+
+    binary: str
+    websockets: bool
+    budgets: Budgets = DEFAULT_BUDGETS
+    turns: int | None = None
+
+    def describe(self) -> str:
+        return f"the Codex CLI ({self.binary})"
+
+    async def run(self, assignment: Assignment, timeout: float) -> ClientEnd:
+        return await asyncio.to_thread(self._run, assignment.urls.http_url, timeout)
+
+    def _run(self, base_url: str, timeout: float) -> ClientEnd:
+        if self.turns is None:
+            run = run_codex(self.binary, base_url, websockets=self.websockets, budgets=self.budgets, timeout=timeout)
+            outcome = "timed out" if run.timed_out else "completed" if run.returncode == 0 else "failed"
+            return ClientEnd(outcome, f"exit status {run.returncode}", tuple(run.errors))
+        prompts = [USER_INPUT] * self.turns
+        session = run_codex_turns(
+            self.binary, base_url, prompts, websockets=self.websockets, budgets=self.budgets, timeout=timeout
+        )
+        return ClientEnd(TURNS_SEPARATOR.join(session.outcomes), errors=tuple(session.errors))
+
+
 def observe_codex(
     binary: str,
     script: Script,
@@ -73,19 +105,8 @@ def observe_codex(
     """`codex exec` one turn against a fresh server playing `script` (`unanswered`: see `observe`); with `turns`,
     that many turns of one Codex session (`codex app-server`, one thread), the outcome their outcomes joined by
     TURNS_SEPARATOR."""
-
-    def codex_turn(server: FakeServer) -> tuple[str, tuple[str, ...]]:
-        run = run_codex(binary, server.http_url, websockets=websockets, budgets=budgets, timeout=timeout)
-        outcome = "timed out" if run.timed_out else "completed" if run.returncode == 0 else "failed"
-        return outcome, tuple(run.errors)
-
-    def session(server: FakeServer) -> tuple[str, tuple[str, ...]]:
-        prompts = [USER_INPUT] * (turns or 1)
-        run = run_codex_turns(binary, server.http_url, prompts, websockets=websockets, budgets=budgets, timeout=timeout)
-        return TURNS_SEPARATOR.join(run.outcomes), tuple(run.errors)
-
-    drive = codex_turn if turns is None else session
-    return _observed(script, drive, ranges or _ranges(budgets), unanswered=unanswered, turns=turns is not None)
+    client = CodexClient(binary, websockets, budgets, turns)
+    return _observed(script, client, None, timeout, ranges or _ranges(budgets), unanswered=unanswered, turns=turns)
 
 
 def observe_reference(
@@ -100,29 +121,37 @@ def observe_reference(
     """The reference client's turn against a fresh server playing `script` (real waits, as Codex's); with `turns`,
     that many turns of one session, as `observe_codex`'s."""
 
-    def session(server: FakeServer) -> tuple[str, tuple[str, ...]]:
-        done = reference_turns(server.http_url, turns or 1, websockets=websockets, budgets=budgets)
-        outcomes, errors = asyncio.run(done)
-        return TURNS_SEPARATOR.join(outcomes), errors
+    def session(urls: ServerURLs) -> Callable[[ReferenceClient], Awaitable[ClientEnd]]:
+        async def turns_of(_: ReferenceClient) -> ClientEnd:
+            outcomes, errors = await reference_turns(urls.http_url, turns or 1, websockets=websockets, budgets=budgets)
+            return ClientEnd(TURNS_SEPARATOR.join(outcomes), errors=errors)
 
-    return _observed(script, session, ranges or _ranges(budgets), unanswered=unanswered, turns=turns is not None)
+        return turns_of
+
+    ranges = ranges or _ranges(budgets)
+    return _observed(script, ReferenceClient(), session, REFERENCE_TIMEOUT, ranges, unanswered=unanswered, turns=turns)
 
 
 def _observed(
     script: Script,
-    drive: Callable[[FakeServer], tuple[str, tuple[str, ...]]],
+    client: ClientUnderTest,
+    reference: Callable[[ServerURLs], Callable[[ReferenceClient], Awaitable[ClientEnd]]] | None,
+    timeout: float,
     ranges: WaitRanges,
     *,
     unanswered: bool = False,
-    turns: bool = False,
+    turns: int | None = None,
 ) -> Observation:
-    """What a fresh server playing `script` saw while `drive` ran a client against it (its outcome, its errors);
-    `turns`: each turn after the first marked as one (`next_turns_marked`)."""
+    """What a fresh server playing `script` saw while `client` ran against it (its outcome, its errors); with
+    `turns`, each turn after the first marked as one (`next_turns_marked`)."""
     with quiet_server_logs(), FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
-        outcome, errors = drive(server)
+        urls = ServerURLs(server.http_url, server.ws_url)
+        assignment = Assignment(urls, {}, reference(urls) if reference else None, name="differential")
+        end = asyncio.run(client.run(assignment, timeout))
         _settle(server)
-        seen = observe(server.exchanges, server.connections, outcome, ranges, unanswered=unanswered)
-        return Observation(next_turns_marked(seen.attempts) if turns else seen.attempts, seen.outcome, errors)
+        seen = observe(server.exchanges, server.connections, end.outcome, ranges, unanswered=unanswered)
+        attempts = next_turns_marked(seen.attempts) if turns is not None else seen.attempts
+        return Observation(attempts, seen.outcome, end.errors)
 
 
 def _ranges(budgets: Budgets) -> WaitRanges:

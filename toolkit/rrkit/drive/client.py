@@ -7,6 +7,7 @@ import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -34,10 +35,12 @@ class ServerURLs:
 
 @dataclass(frozen=True)
 class ClientEnd:
-    """How the client said its run ended: `completed`, `failed` or `timed out`, with a line of detail."""
+    """How the client said its run ended: `completed`, `failed` or `timed out`, with a line of detail, and what it
+    said went wrong, line by line (the errors a differential run compares)."""
 
     outcome: str
     detail: str = ""
+    errors: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -130,8 +133,8 @@ class FunctionClient:
         future = pool.submit(self.function, assignment.command_environment())
         pool.shutdown(wait=False)
         try:
-            returned = await asyncio.wait_for(asyncio.wrap_future(future), timeout)
-        except TimeoutError:
+            returned = await asyncio.to_thread(future.result, timeout)  # no callback left on a loop that ends
+        except FutureTimeout:
             return ClientEnd("timed out", f"the function did not return within {timeout:g} s")
         except Exception as error:  # the client's own failure: its report of the run
             return ClientEnd("failed", f"{type(error).__name__}: {error}")

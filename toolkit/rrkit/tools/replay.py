@@ -4,7 +4,7 @@ what the client did (as the server captured it) is diffed against the recording.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -29,6 +29,9 @@ from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
 from .diff import DiffReport, View, diff_cassettes
 from .diff_render import render_report
 
+REPLAY_IDLE_TIMEOUT = 3.0
+"""Seconds the reference client waits on a silent replayed stream: a recorded stall ends there, while a busy
+machine's pause between two replayed events (well under a second) does not look like one."""
 COMMAND_TIMEOUT = 120.0
 """Seconds a client command may run before it is stopped (and the replay counts as failed)."""
 _TURN_ROLES = ("user", "developer", "system")
@@ -134,7 +137,7 @@ def session_assignment(urls: ServerURLs, plan: SessionPlan, name: str = "cassett
             urls.http_url,
             supports_websockets=plan.transport == "ws",
             session_id=plan.session_id,
-            options=ClientOptions.quick(),
+            options=replace(ClientOptions.quick(), idle_timeout=REPLAY_IDLE_TIMEOUT),
         ) as client:
             conversation = Conversation(client, plan.prompt)
             try:
