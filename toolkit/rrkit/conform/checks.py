@@ -322,17 +322,31 @@ _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
 assert tuple(_JUDGES) == CHECKS, "every check kind a scenario may name has its judge"
 
 
+def unobserved(run: ConformRun) -> str | None:
+    """Why the server saw nothing of the run that the scenario is about (None: it saw the client at work): no
+    request at all, or, over `ws`, no WebSocket ever tried. A verdict is never better than what was observed."""
+    if not run.attempts:
+        return "the server saw no request from the client, so nothing of the scenario was observed"
+    if run.transport == "ws" and not any(attempt.transport == "ws" for attempt in run.attempts):
+        return "the client never tried a WebSocket, and the scenario is about the ws transport"
+    return None
+
+
 def judge(scenario: Scenario, run: ConformRun, profile: Profile | None = None) -> ScenarioResult:
     """The scenario's musts, then the profile's rules for every scenario and for this one, held against the run
-    (those for its transport)."""
+    (those for its transport); none holds when the server saw nothing of what the scenario is about
+    (`unobserved`)."""
     chosen = [("must", expectation) for expectation in scenario.musts]
     if profile is not None:
         rules = [*profile.every, *profile.rules.get(scenario.name, [])]
         chosen += [(f"profile {profile.name}", rule) for rule in rules]
     verdicts = []
+    missing = unobserved(run)
     for strength, expectation in chosen:
         if expectation.applies(run.transport):
             held, seen = _JUDGES[expectation.check](expectation, run)
+            if held and missing is not None:
+                held, seen = False, f"{seen}; but {missing}"
             verdicts.append(
                 Verdict(scenario.name, run.transport, expectation.label, held, seen, expectation.why, strength)
             )
