@@ -68,6 +68,7 @@ class ResponsesService:
         self.faults, self.chunks = faults, chunks
         self.ids = IdGenerator()
         self.issued: set[str] = set()  # the ids of the responses this server answered (a follow-up continues one)
+        self.huge_sent = False
 
     def parse(self, text: str | bytes) -> dict[str, Any]:
         try:
@@ -147,7 +148,9 @@ def _index(events: list[dict[str, Any]], kind: str) -> int | None:
     return next((index for index, event in enumerate(events) if event["type"] == kind), None)
 
 
-def create_app(faults: Faults, chunks: int = 1) -> Starlette:
+def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False) -> Starlette:
+    """The server's app; `huge_first_event`: its first stream over SSE opens with one event of HUGE_EVENT_MB (a
+    hostile server, beyond one broken duty)."""
     service = ResponsesService(faults, chunks)
 
     async def post(request: Request) -> Response:
@@ -164,7 +167,9 @@ def create_app(faults: Faults, chunks: int = 1) -> Starlette:
             return _refused(refusal)
         if body.get("stream") is True:
             events = service.events(body)
-            return StreamingResponse(_sse(events), media_type="text/event-stream")
+            huge = huge_first_event and not service.huge_sent
+            service.huge_sent = service.huge_sent or huge
+            return StreamingResponse(_sse(events, huge=huge), media_type="text/event-stream")
         return JSONResponse(service.response(body))
 
     async def socket(websocket: WebSocket) -> None:
@@ -191,7 +196,15 @@ def _refused(refusal: Refusal) -> JSONResponse:
     return JSONResponse(error_body(refusal.message, code=refusal.code, param=refusal.param), status_code=400)
 
 
-async def _sse(events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+HUGE_EVENT_MB = 100
+
+
+async def _sse(events: list[dict[str, Any]], *, huge: bool = False) -> AsyncIterator[bytes]:
+    if huge:  # one event of HUGE_EVENT_MB, made as it is sent (the server never holds it whole)
+        yield b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"'
+        for _ in range(HUGE_EVENT_MB):
+            yield b"x" * (1 << 20)
+        yield b'"}\n\n'
     for event in events:
         yield encode_event(event)
 
@@ -204,15 +217,16 @@ class ResponsesServer(LoopbackServer):
     correct server, which rewrites that one header in the first response head each connection carries and
     passes every other byte through as it is (HTTP answers have no such header and go through unchanged)."""
 
-    def __init__(self, faults: Faults | None = None, *, chunks: int = 1) -> None:
+    def __init__(self, faults: Faults | None = None, *, chunks: int = 1, huge_first_event: bool = False) -> None:
         super().__init__()
         self.faults, self.chunks = faults or Faults(), chunks  # chunks: the text deltas of a reply
+        self.huge_first_event = huge_first_event
         self._relay: asyncio.Server | None = None
         self._relayed: set[asyncio.StreamWriter] = set()  # both ends of each relayed connection
         self._relaying: set[asyncio.Task[None]] = set()
 
     def app(self) -> ASGIApp:
-        return create_app(self.faults, self.chunks)
+        return create_app(self.faults, self.chunks, self.huge_first_event)
 
     @property
     def url(self) -> str:

@@ -34,7 +34,8 @@ class Ending(StrEnum):
     """How an answer ended."""
 
     WHOLE = "whole"  # the body (or the response's frames, up to an ending event) arrived
-    CUT = "cut"  # the connection broke before the body ended (or the body went past MAX_BODY)
+    CUT = "cut"  # the connection broke before the body ended
+    TOO_LARGE = "too large"  # the answer (or one event of it) went past what is read of one answer
     CLOSED = "closed"  # the WebSocket closed before an ending event
     TIMEOUT = "timeout"  # nothing ended it in time
     UNSENT = "unsent"  # the request could not be sent (the upgrade failed, say)
@@ -125,11 +126,14 @@ class RemoteServer:
                 return _ended(exchange, events)
             except TimeoutError:
                 return _broken(exchange, Ending.TIMEOUT, f"no end within {_waited(idle, deadline)}", events)
-            except (httpx.TransportError, SSEMessageTooLong) as error:
+            except httpx.TransportError as error:
                 return _broken(exchange, Ending.CUT, f"{type(error).__name__}: {error}", events)
+            except SSEMessageTooLong:
+                too_long = f"one event went past {self.max_body} bytes, the most read of one answer"
+                return _broken(exchange, Ending.TOO_LARGE, too_long, events)
             events += (_recorded(started, message.data, message.event, message.comment) for message in messages)
             if read > self.max_body:
-                return _broken(exchange, Ending.CUT, f"the stream went past {self.max_body} bytes", events)
+                return _broken(exchange, Ending.TOO_LARGE, f"the stream went past {self.max_body} bytes", events)
 
     async def _body(
         self, response: httpx.Response, exchange: RecordedExchange, idle: float, deadline: float | None
@@ -140,7 +144,7 @@ class RemoteServer:
             while True:
                 data += await asyncio.wait_for(anext(chunks), _wait(idle, deadline))
                 if len(data) > self.max_body:
-                    return _broken(exchange, Ending.CUT, f"the body went past {self.max_body} bytes")
+                    return _broken(exchange, Ending.TOO_LARGE, f"the body went past {self.max_body} bytes")
         except StopAsyncIteration:
             pass
         except TimeoutError:

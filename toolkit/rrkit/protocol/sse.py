@@ -69,6 +69,8 @@ class SSEDecoder:
         self.keep_comments = keep_comments
         self.max_message = max_message  # bytes an unfinished line or message may reach (None: any)
         self._buffer = b""
+        self._held: list[bytes] = []  # chunks without a line end, after the unfinished line: joined once, later
+        self._held_size = 0
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
@@ -81,13 +83,27 @@ class SSEDecoder:
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
-        buffer = self._buffer + chunk if self._buffer else chunk
+        if (self._buffer or self._held) and b"\n" not in chunk and b"\r" not in chunk:
+            # no line can end in this chunk: keep it aside, so that a long unfinished line costs linear work
+            self._held.append(chunk)
+            self._held_size += len(chunk)
+            self._check_size()
+            return []
+        if self._held:
+            buffer = b"".join([self._buffer, *self._held, chunk])
+            self._held, self._held_size = [], 0
+        else:
+            buffer = self._buffer + chunk if self._buffer else chunk
         messages: list[SSEMessage] = []
         start = 0 if b"\r" in buffer else self._frames(buffer, messages)
         self._buffer = buffer[self._lines(buffer, start, len(buffer), messages) :]
-        if self.max_message is not None and len(self._buffer) + sum(map(len, self._data)) > self.max_message:
-            raise SSEMessageTooLong(f"an SSE line or message longer than {self.max_message} bytes, still unfinished")
+        self._check_size()
         return messages
+
+    def _check_size(self) -> None:
+        unfinished = len(self._buffer) + self._held_size + sum(map(len, self._data))
+        if self.max_message is not None and unfinished > self.max_message:
+            raise SSEMessageTooLong(f"an SSE line or message longer than {self.max_message} bytes, still unfinished")
 
     def _frames(self, buffer: bytes, messages: list[SSEMessage]) -> int:
         """Whole messages of LF-only bytes in the common forms (`event: X` then `data: Y`, a lone `data: Y`, a
@@ -154,14 +170,14 @@ class SSEDecoder:
 
     def close(self) -> list[SSEMessage]:
         """End of stream: a message without its terminating blank line is discarded (per spec)."""
-        self._buffer = b""
+        self._buffer, self._held, self._held_size = b"", [], 0
         self._data, self._event = [], ""
         return []
 
     @property
     def has_partial(self) -> bool:
         """True if bytes of an unfinished message are buffered (the stream was cut mid-message)."""
-        return bool(self._buffer or self._data or self._event)
+        return bool(self._buffer or self._held or self._data or self._event)
 
     def _line(self, line: str) -> SSEMessage | None:
         if not line:

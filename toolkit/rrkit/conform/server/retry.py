@@ -21,8 +21,8 @@ def retry_delay(answer: Answer) -> float | None:
     """Seconds to wait before sending `answer`'s step again, or None when a client would not send it again."""
     if answer.ending in (Ending.CUT, Ending.CLOSED, Ending.TIMEOUT):
         return 0.0
-    if answer.ending in (Ending.UNSENT, Ending.SKIPPED):
-        return None
+    if answer.ending in (Ending.UNSENT, Ending.SKIPPED, Ending.TOO_LARGE):
+        return None  # nothing sent, or an answer no client reads whole: sending it again shows nothing more
     if answer.transport == "http" and answer.status is not None and answer.status >= 400:
         body = answer.body if isinstance(answer.body, dict) else None
         return _delay(classify_http_error(answer.status, body, answer.headers))
