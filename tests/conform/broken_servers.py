@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import re
+import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, fields
 from typing import Any, Self
@@ -148,9 +149,10 @@ def _index(events: list[dict[str, Any]], kind: str) -> int | None:
     return next((index for index, event in enumerate(events) if event["type"] == kind), None)
 
 
-def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False) -> Starlette:
+def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False, gzip: bool = False) -> Starlette:
     """The server's app; `huge_first_event`: its first stream over SSE opens with one event of HUGE_EVENT_MB (a
-    hostile server, beyond one broken duty)."""
+    hostile server, beyond one broken duty); `gzip`: streams are sent gzip-encoded, flushed after each event (as
+    a compressing proxy does; correct, and read by the official SDK)."""
     service = ResponsesService(faults, chunks)
 
     async def post(request: Request) -> Response:
@@ -169,6 +171,9 @@ def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False) 
             events = service.events(body)
             huge = huge_first_event and not service.huge_sent
             service.huge_sent = service.huge_sent or huge
+            if gzip:
+                headers = {"content-encoding": "gzip"}
+                return StreamingResponse(_gzipped(_sse(events)), media_type="text/event-stream", headers=headers)
             return StreamingResponse(_sse(events, huge=huge), media_type="text/event-stream")
         return JSONResponse(service.response(body))
 
@@ -209,6 +214,13 @@ async def _sse(events: list[dict[str, Any]], *, huge: bool = False) -> AsyncIter
         yield encode_event(event)
 
 
+async def _gzipped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    packer = zlib.compressobj(wbits=31)  # the gzip container
+    async for chunk in chunks:
+        yield packer.compress(chunk) + packer.flush(zlib.Z_SYNC_FLUSH)
+    yield packer.flush()
+
+
 class ResponsesServer(LoopbackServer):
     """The server on a loopback port, in the background thread (`with`), broken as `faults` says.
 
@@ -217,16 +229,18 @@ class ResponsesServer(LoopbackServer):
     correct server, which rewrites that one header in the first response head each connection carries and
     passes every other byte through as it is (HTTP answers have no such header and go through unchanged)."""
 
-    def __init__(self, faults: Faults | None = None, *, chunks: int = 1, huge_first_event: bool = False) -> None:
+    def __init__(
+        self, faults: Faults | None = None, *, chunks: int = 1, huge_first_event: bool = False, gzip: bool = False
+    ) -> None:
         super().__init__()
         self.faults, self.chunks = faults or Faults(), chunks  # chunks: the text deltas of a reply
-        self.huge_first_event = huge_first_event
+        self.huge_first_event, self.gzip = huge_first_event, gzip
         self._relay: asyncio.Server | None = None
         self._relayed: set[asyncio.StreamWriter] = set()  # both ends of each relayed connection
         self._relaying: set[asyncio.Task[None]] = set()
 
     def app(self) -> ASGIApp:
-        return create_app(self.faults, self.chunks, self.huge_first_event)
+        return create_app(self.faults, self.chunks, self.huge_first_event, self.gzip)
 
     @property
     def url(self) -> str:

@@ -1,5 +1,6 @@
-"""A referee a hostile server cannot knock over: one answer too large to read is that probe's finding, every
-other probe still runs, and the report and its JUnit file are written."""
+"""A referee a hostile server cannot knock over nor fool: one answer too large to read is that probe's finding,
+every other probe still runs, and the report and its JUnit file are written; a correct stream sent gzip-encoded
+is read as the official SDK reads it, with no finding."""
 
 from __future__ import annotations
 
@@ -55,3 +56,11 @@ def test_reading_a_100_mb_event_costs_the_referee_a_bounded_amount_of_memory(hug
         tracemalloc.stop()
     assert not report.ok
     assert peak < 6 * MAX_BODY, f"the referee peaked at {peak} bytes reading a {100 << 20}-byte event"
+
+
+def test_a_correct_stream_sent_gzip_encoded_gets_no_finding(serve: Serve) -> None:
+    server = serve.guard(ResponsesServer(gzip=True).start_in_thread())
+    report = run_server(Target(server.url, timeout=TIMEOUT), transports=("http",), only=CREATE_PROBES)
+    assert report.ok and [str(finding) for finding in report.findings if finding.severity == "must"] == []
+    streamed = [answer for result in report.results for answer in result.answers if answer.streamed]
+    assert streamed and all(answer.headers.get("content-encoding") == "gzip" for answer in streamed)
