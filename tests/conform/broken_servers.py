@@ -149,10 +149,13 @@ def _index(events: list[dict[str, Any]], kind: str) -> int | None:
     return next((index for index, event in enumerate(events) if event["type"] == kind), None)
 
 
-def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False, gzip: bool = False) -> Starlette:
+def create_app(
+    faults: Faults, chunks: int = 1, huge_first_event: bool = False, gzip: bool = False, latin1: bool = False
+) -> Starlette:
     """The server's app; `huge_first_event`: its first stream over SSE opens with one event of HUGE_EVENT_MB (a
     hostile server, beyond one broken duty); `gzip`: streams are sent gzip-encoded, flushed after each event (as
-    a compressing proxy does; correct, and read by the official SDK)."""
+    a compressing proxy does; correct, and read by the official SDK); `latin1`: the reply's text goes out in
+    Latin-1 bytes over SSE (not UTF-8: the official SDKs refuse it)."""
     service = ResponsesService(faults, chunks)
 
     async def post(request: Request) -> Response:
@@ -174,7 +177,7 @@ def create_app(faults: Faults, chunks: int = 1, huge_first_event: bool = False, 
             if gzip:
                 headers = {"content-encoding": "gzip"}
                 return StreamingResponse(_gzipped(_sse(events)), media_type="text/event-stream", headers=headers)
-            return StreamingResponse(_sse(events, huge=huge), media_type="text/event-stream")
+            return StreamingResponse(_sse(events, huge=huge, latin1=latin1), media_type="text/event-stream")
         return JSONResponse(service.response(body))
 
     async def socket(websocket: WebSocket) -> None:
@@ -204,14 +207,15 @@ def _refused(refusal: Refusal) -> JSONResponse:
 HUGE_EVENT_MB = 100
 
 
-async def _sse(events: list[dict[str, Any]], *, huge: bool = False) -> AsyncIterator[bytes]:
+async def _sse(events: list[dict[str, Any]], *, huge: bool = False, latin1: bool = False) -> AsyncIterator[bytes]:
     if huge:  # one event of HUGE_EVENT_MB, made as it is sent (the server never holds it whole)
         yield b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"'
         for _ in range(HUGE_EVENT_MB):
             yield b"x" * (1 << 20)
         yield b'"}\n\n'
     for event in events:
-        yield encode_event(event)
+        encoded = encode_event(event)
+        yield encoded.decode().encode("latin-1", "replace").replace(b"Hello", b"H\xe9llo") if latin1 else encoded
 
 
 async def _gzipped(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -230,17 +234,23 @@ class ResponsesServer(LoopbackServer):
     passes every other byte through as it is (HTTP answers have no such header and go through unchanged)."""
 
     def __init__(
-        self, faults: Faults | None = None, *, chunks: int = 1, huge_first_event: bool = False, gzip: bool = False
+        self,
+        faults: Faults | None = None,
+        *,
+        chunks: int = 1,
+        huge_first_event: bool = False,
+        gzip: bool = False,
+        latin1: bool = False,
     ) -> None:
         super().__init__()
         self.faults, self.chunks = faults or Faults(), chunks  # chunks: the text deltas of a reply
-        self.huge_first_event, self.gzip = huge_first_event, gzip
+        self.huge_first_event, self.gzip, self.latin1 = huge_first_event, gzip, latin1
         self._relay: asyncio.Server | None = None
         self._relayed: set[asyncio.StreamWriter] = set()  # both ends of each relayed connection
         self._relaying: set[asyncio.Task[None]] = set()
 
     def app(self) -> ASGIApp:
-        return create_app(self.faults, self.chunks, self.huge_first_event, self.gzip)
+        return create_app(self.faults, self.chunks, self.huge_first_event, self.gzip, self.latin1)
 
     @property
     def url(self) -> str:

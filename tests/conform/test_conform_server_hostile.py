@@ -1,6 +1,7 @@
 """A referee a hostile server cannot knock over nor fool: one answer too large to read is that probe's finding,
 every other probe still runs, and the report and its JUnit file are written; a correct stream sent gzip-encoded
-is read as the official SDK reads it, with no finding."""
+is read as the official SDK reads it, with no finding, and one that is not UTF-8 text is a finding, as the SDK
+refuses it."""
 
 from __future__ import annotations
 
@@ -64,3 +65,12 @@ def test_a_correct_stream_sent_gzip_encoded_gets_no_finding(serve: Serve) -> Non
     assert report.ok and [str(finding) for finding in report.findings if finding.severity == "must"] == []
     streamed = [answer for result in report.results for answer in result.answers if answer.streamed]
     assert streamed and all(answer.headers.get("content-encoding") == "gzip" for answer in streamed)
+
+
+def test_a_stream_that_is_not_utf8_text_is_a_must_finding_over_http(serve: Serve) -> None:
+    server = serve.guard(ResponsesServer(latin1=True).start_in_thread())
+    report = run_server(Target(server.url, timeout=TIMEOUT), transports=("http",), only=CREATE_PROBES)
+    musts = [finding for finding in report.findings if finding.severity == "must"]
+    assert not report.ok and musts
+    assert {finding.reason for finding in musts} == {"a stream is UTF-8 text (the official SDKs refuse any other)"}
+    assert all(finding.evidence.startswith("byte ") for finding in musts)

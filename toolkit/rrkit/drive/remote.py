@@ -5,6 +5,7 @@ WebSockets, each answer read to its end, bounded in bytes and time, and kept as 
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import json
 import time
@@ -52,6 +53,7 @@ class Sent:
     late: list[dict[str, Any]] = field(default_factory=list)  # frames of the previous response, after its end
     closed_code: int | None = None  # a WebSocket the server closed: its close code (None: no close frame)
     closed: bool = False  # the WebSocket is gone
+    not_utf8: str | None = None  # where a stream's bytes stopped being UTF-8 text, as the official SDKs read it
 
 
 @dataclass
@@ -113,17 +115,21 @@ class RemoteServer:
         self, response: httpx.Response, exchange: RecordedExchange, idle: float, deadline: float | None
     ) -> Sent:
         decoder, read, events = SSEDecoder(keep_comments=True, max_message=self.max_body), 0, list[RecordedEvent]()
+        text, not_utf8 = codecs.getincrementaldecoder("utf-8")(), None
         started = time.monotonic()
         chunks = response.aiter_bytes()
         while True:
             try:
                 chunk = await asyncio.wait_for(anext(chunks), _wait(idle, deadline))
+                not_utf8 = not_utf8 or _not_utf8(text, chunk, read)
                 read += len(chunk)
                 messages = decoder.feed(chunk)
             except StopAsyncIteration:
                 messages = decoder.close()
                 events += (_recorded(started, message.data, message.event, message.comment) for message in messages)
-                return _ended(exchange, events)
+                ended = _ended(exchange, events)
+                ended.not_utf8 = not_utf8 or _not_utf8(text, b"", read, final=True)
+                return ended
             except TimeoutError:
                 return _broken(exchange, Ending.TIMEOUT, f"no end within {_waited(idle, deadline)}", events)
             except httpx.TransportError as error:
@@ -227,6 +233,15 @@ class RemoteServer:
                 message = await connection.recv()
                 frames.append(_event(message if isinstance(message, str) else message.decode("utf-8", "replace")))
         return frames
+
+
+def _not_utf8(text: codecs.IncrementalDecoder, chunk: bytes, read: int, *, final: bool = False) -> str | None:
+    """Where `chunk` (at byte `read` of the stream) stops being UTF-8, or None."""
+    try:
+        text.decode(chunk, final=final)
+    except UnicodeDecodeError as error:
+        return f"byte {read + error.start}: {error.reason}"
+    return None
 
 
 def _content(request: RecordedExchange) -> bytes | None:

@@ -27,6 +27,7 @@ class Answer:
     headers: dict[str, str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)  # the stream's events (frames), in order
     unreadable: list[tuple[int, str]] = field(default_factory=list)  # (place, text) of data that is no JSON object
+    not_utf8: str | None = None  # where the stream's bytes stopped being UTF-8 text
     body: Any = None  # a whole JSON body (not a stream)
     body_text: str | None = None  # a whole body's text (JSON or not)
     ending: Ending = Ending.WHOLE
@@ -60,7 +61,7 @@ class Answer:
                 self.body = json.loads(self.body_text) if self.body_text.strip() else None
             except ValueError:
                 self.body = None
-        self.ending, self.error = sent.ending, sent.error
+        self.ending, self.error, self.not_utf8 = sent.ending, sent.error, sent.not_utf8
 
     @property
     def summary(self) -> str:

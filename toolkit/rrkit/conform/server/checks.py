@@ -42,6 +42,8 @@ def _ended_whole(found: Found) -> bool:
 
 
 def _events_readable(found: Found) -> None:
+    if found.answer.not_utf8 is not None:
+        found.add(Severity.MUST, "a stream is UTF-8 text (the official SDKs refuse any other)", found.answer.not_utf8)
     for place, text in found.answer.unreadable:
         found.add(Severity.MUST, "every data line (every frame) is one JSON object", f"got {text!r}", event=place)
 
