@@ -23,7 +23,7 @@ import time
 import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -159,7 +159,9 @@ def recover_journals(cassette: Path, lock_timeout: float = LOCK_TIMEOUT) -> int:
     return total
 
 
-def _records(journal: Path, content: bytes) -> list[dict[str, Any]]:
+def _records(journal: Path, content: bytes) -> list[tuple[int, dict[str, Any]]]:
+    """Each record with its line number; a line that is not a JSON object is a CassetteError naming it (but the
+    last line, which a crash may have cut short)."""
     records = []
     lines = content.split(b"\n")
     for number, line in enumerate(lines, start=1):
@@ -176,35 +178,59 @@ def _records(journal: Path, content: bytes) -> list[dict[str, Any]]:
             ) from None
         if not isinstance(record, dict):
             raise CassetteError(f"{journal}: line {number}: a journal record is a JSON object")
-        records.append(record)
+        records.append((number, record))
     return records
+
+
+M = TypeVar("M", RecordedExchange, RecordedConnection)
+
+
+def _whole(journal: Path, number: int, model: type[M], value: Any) -> M:
+    """A record's exchange or connection as the cassette holds it; anything else names its line."""
+    try:
+        return model.model_validate(value)
+    except ValueError as error:
+        first = str(error).splitlines()[1:3]
+        raise CassetteError(
+            f"{journal}: line {number}: not a whole {model.__name__.removeprefix('Recorded').lower()} "
+            f"({'; '.join(line.strip() for line in first)}): fix or remove that line, then recover again"
+        ) from None
+
+
+def _started(journal: Path, number: int, value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise CassetteError(f"{journal}: line {number}: started_at is {value!r}, not a number of seconds: fix that line")
 
 
 def _recover(cassette: Path, journal: Path, fd: int) -> int:
     records = _records(journal, journal.read_bytes())
-    header = records[0] if records else {}
+    header = records[0][1] if records else {}
     if header.get("rrkit_journal") != JOURNAL_VERSION:
         raise CassetteError(
             f"{journal}: not an rrkit journal this rrkit reads (its first line should be the header with "
             f'"rrkit_journal": {JOURNAL_VERSION}); move it away to open {cassette.name}'
         )
-    saved = {record["saved"] for record in records if "saved" in record}
+    saved = {str(record["saved"]) for _, record in records if "saved" in record}
     if saved and cassette.exists() and hashlib.sha256(cassette.read_bytes()).hexdigest() in saved:
         journal.unlink()  # the session wrote its cassette and stopped just before removing its journal
         return 0
-    exchanges: dict[int, dict[str, Any]] = {}  # by the session's exchange id: the last record of each counts
-    connections: dict[int, dict[str, Any]] = {}
-    for record in records[1:]:
+    # by the session's exchange (connection) id: the last record of each counts
+    exchanges: dict[int, tuple[RecordedExchange, Any]] = {}
+    connections: dict[int, tuple[RecordedConnection, float]] = {}
+    for number, record in records[1:]:
         if isinstance(record.get("exchange"), dict):
-            exchanges[int(record["exchange"]["id"])] = record
+            exchange = _whole(journal, number, RecordedExchange, record["exchange"])
+            exchanges[exchange.id] = exchange, record.get("onto")
         elif isinstance(record.get("connection"), dict):
-            connections[int(record["connection"]["id"])] = record
+            connection = _whole(journal, number, RecordedConnection, record["connection"])
+            connections[connection.id] = connection, _started(journal, number, record.get("started_at", 0.0))
     if not exchanges:
         journal.unlink()
         return 0
-    fresh = _fresh(header, list(exchanges.values()), list(connections.values()), journal)
+    fresh = _fresh(header, [exchange for exchange, _ in exchanges.values()], list(connections.values()), journal)
     base = None if header.get("replaces") or not cassette.exists() else load_cassette(cassette)
-    merged = _onto(base, fresh, [record.get("onto") for record in exchanges.values()])
+    merged = _onto(base, fresh, [onto for _, onto in exchanges.values()])
 
     def mark(digest: str) -> None:
         _write_all(fd, _line({"saved": digest}))
@@ -222,22 +248,23 @@ def _recover(cassette: Path, journal: Path, fd: int) -> int:
 
 
 def _fresh(
-    header: dict[str, Any], exchanges: list[dict[str, Any]], connections: list[dict[str, Any]], journal: Path
+    header: dict[str, Any],
+    exchanges: list[RecordedExchange],
+    connections: list[tuple[RecordedConnection, float]],
+    journal: Path,
 ) -> Cassette:
-    starts = [float(r["exchange"].get("started_at", 0.0)) for r in exchanges]
-    starts += [float(r.get("started_at", 0.0)) for r in connections]
-    origin = min(starts)
+    origin = min([exchange.started_at for exchange in exchanges] + [started for _, started in connections])
     try:
         cassette = Cassette(
             name=str(header.get("name") or ""),
             source=str(header.get("source") or ""),
             recorded_at=str(header.get("started") or ""),
             redaction=Redaction.model_validate(header["redaction"]) if header.get("redaction") else None,
-            connections=[RecordedConnection.model_validate(r["connection"]) for r in connections],
-            exchanges=[RecordedExchange.model_validate(r["exchange"]) for r in exchanges],
+            connections=[connection for connection, _ in connections],
+            exchanges=exchanges,
         )
     except ValueError as error:
-        raise CassetteError(f"{journal}: a record is not a valid exchange or connection: {error}") from None
+        raise CassetteError(f"{journal}: line 1: the header is not a valid journal header: {error}") from None
     for exchange in cassette.exchanges:
         exchange.started_at = round(max(0.0, exchange.started_at - origin), 6)
     return cassette
