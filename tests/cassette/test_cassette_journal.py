@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from rrkit.cassette.format import CassetteWarning
-from rrkit.cassette.journal import journal_paths, recover_journals
+from rrkit.cassette.journal import Journal, journal_paths, recover_journals
 from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.replay import CassetteSource
 from rrkit.cassette.store import load_cassette, save_cassette
@@ -32,6 +32,17 @@ from rrkit.server.capture import Capture, SentEvent
 from ..errortrap import Serve
 
 BIG = 2**70
+
+
+def one_exchange_recording(cassette: Path) -> tuple[CassetteDeck, Capture, Journal]:
+    """A recording into `cassette` that has journaled one exchange (the client left), still running."""
+    deck = CassetteDeck.open(cassette, "all", upstream=Script())
+    capture = Capture()
+    journal = deck.journal_to(capture)
+    assert journal is not None
+    exchange = capture.new_exchange("http", {}, {"model": "m", "input": "hi"})
+    exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+    return deck, capture, journal
 
 
 @contextmanager
@@ -152,12 +163,7 @@ def test_a_journal_whose_cassette_was_written_just_before_the_crash_is_dropped_n
     tmp_path: Path,
 ) -> None:
     cassette = tmp_path / "c.json"
-    deck = CassetteDeck.open(cassette, "all", upstream=Script())
-    capture = Capture()
-    journal = deck.journal_to(capture)
-    assert journal is not None
-    exchange = capture.new_exchange("http", {}, {"model": "m", "input": "hi"})
-    exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+    deck, capture, journal = one_exchange_recording(cassette)
     final = deck.recorded(capture.exchanges, capture.connections)
     assert final is not None
     save_cassette(final, cassette, before_replace=journal.mark_saved)  # what `save` does, then the process dies

@@ -14,22 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cassette.journal import recover_journals
-from rrkit.cassette.modes import CassetteDeck
 from rrkit.cli import main
 from rrkit.protocol.exceptions import CassetteError
-from rrkit.protocol.outcome import Outcome, OutcomeKind
-from rrkit.script.models import Script
-from rrkit.server.capture import Capture
+
+from .test_cassette_journal import one_exchange_recording
 
 
 def _crashed_recording(cassette: Path) -> Path:
     """A recording of one exchange whose process died: its journal left next to the cassette, unlocked."""
-    deck = CassetteDeck.open(cassette, "all", upstream=Script())
-    capture = Capture()
-    journal = deck.journal_to(capture)
-    assert journal is not None
-    exchange = capture.new_exchange("http", {}, {"model": "m", "input": "hi"})
-    exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+    _, _, journal = one_exchange_recording(cassette)
     os.close(journal._fd)
     journal._live.release()
     return journal.path
