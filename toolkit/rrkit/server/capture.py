@@ -15,7 +15,7 @@ from ..protocol.events import ENDING_TYPES, ITEM_DONE
 from ..protocol.exceptions import SettingError
 from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
-from ..protocol.outcome import Outcome
+from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.plan import event_of_wire, type_of_wire
 from ..protocol.routes import CREATE
 from ..protocol.vocabulary import ClosedBy, Transport
@@ -178,6 +178,14 @@ class Exchange:
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
     ended_at: float | None = None  # when the outcome was known (epoch seconds, as `started_at`)
+    ending: Outcome | None = None
+    """How the server is ending the exchange itself (a cut, a stall), known before it awaits the end: what the
+    outcome is if the client's leaving cancels the answer meanwhile (`left`)."""
+
+    def left(self) -> Outcome:
+        """The outcome of an exchange whose answer was cancelled because its client left: the server's own ending
+        when it had begun one (the client left because the server cut or stalled it), else `disconnected`."""
+        return self.ending or Outcome(OutcomeKind.DISCONNECTED, len(self.events))
 
     @property
     def duration(self) -> float | None:

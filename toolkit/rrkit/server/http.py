@@ -20,7 +20,7 @@ from ..protocol.exceptions import BodyEncodingError, BodyTooLarge
 from ..protocol.headers import TURN_STATE_HEADER, is_header_value
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.limits import shown_size
-from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_body
+from ..protocol.outcome import STATED_KINDS, OutcomeKind, outcome_of_body
 from ..protocol.plan import NO_FAULT, ResponsePlan, StreamFault
 from ..protocol.routes import Route, api_path, route_of
 from ..protocol.sse import encode_json
@@ -80,7 +80,7 @@ class _Answer(Response):
             if watcher is not None:
                 watcher.cancel()
             if exchange.outcome is None:
-                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
+                exchange.outcome = exchange.left()
 
     async def _answer(
         self,

@@ -215,8 +215,9 @@ async def _play(plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Out
                         return ended
                 await sender.flush()
     except StreamCut as cut:  # raised between runs: nothing is pending
+        outcome = _ending(exchange, Outcome(OutcomeKind.DROPPED, sender.sent))
         await channel.cut(cut.close, cut.code, cut.reason)
-        return Outcome(OutcomeKind.DROPPED, sender.sent)
+        return outcome
     except ChannelGone:
         return Outcome(OutcomeKind.DISCONNECTED, sender.sent)
     except Exception as error:  # the plan's events broke (a bug, a broken source): the client sees a cut stream
@@ -239,9 +240,11 @@ async def _play_run(run: Sequence[PlannedEvent], fault: StreamFault, sender: _Se
         if index in (stall_at, cut_at) or planned.delay:
             await sender.flush()
             if index == stall_at:
+                outcome = _ending(sender.exchange, Outcome(OutcomeKind.STALLED, sender.sent))
                 await channel.stall()
-                return Outcome(OutcomeKind.STALLED, sender.sent)
+                return outcome
             if index == cut_at:
+                _ending(sender.exchange, Outcome(OutcomeKind.DROPPED, sender.sent))
                 at = time.monotonic() - sender.start
                 cut = await _cut(channel, fault, planned, sender.exchange.events, at)
                 return Outcome(OutcomeKind.DROPPED, sender.sent + cut)
@@ -274,17 +277,26 @@ async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: i
     """Every event was sent: a scripted fault at (or past) the end still applies (chaos's does not); else the
     response ends normally."""
     if fault.past_end and fault.stall_after is not None and fault.stall_after >= sent:
+        outcome = _ending(exchange, Outcome(OutcomeKind.STALLED, sent))
         await channel.stall()
-        return Outcome(OutcomeKind.STALLED, sent)
+        return outcome
     if fault.past_end and fault.drop_after is not None and fault.drop_after >= sent:
+        outcome = _ending(exchange, Outcome(OutcomeKind.DROPPED, sent))
         await channel.cut(fault.close, fault.close_code, fault.close_reason)
-        return Outcome(OutcomeKind.DROPPED, sent)
+        return outcome
     try:
         await channel.finish()
     except ChannelGone:
         return Outcome(OutcomeKind.DISCONNECTED, sent)
     # Verbatim events may end without a terminal event: to the client that is a cut stream.
     return _stated_outcome(exchange.events) or Outcome(OutcomeKind.DROPPED, sent)
+
+
+def _ending(exchange: Exchange, outcome: Outcome) -> Outcome:
+    """Note how the server ends the exchange before it awaits the end: the client may leave (and its answer be
+    cancelled, `until_client_leaves`) before the cut or the stall returns."""
+    exchange.ending = outcome
+    return outcome
 
 
 def _stated_outcome(events: SentEvents) -> Outcome | None:

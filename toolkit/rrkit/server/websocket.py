@@ -121,7 +121,7 @@ class _AcceptedSocket:
             return False
         finally:
             if exchange.outcome is None:  # cancelled: the client left while the answer waited on its source
-                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED, len(exchange.events))
+                exchange.outcome = exchange.left()
         if exchange.outcome.kind not in STATED_KINDS and exchange.outcome.kind not in _KEEP_OPEN:
             return False
         limit = self.handshake.close_after if self.handshake else None
