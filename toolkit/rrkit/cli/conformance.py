@@ -9,11 +9,11 @@ from typing import Any
 
 import click
 
+from ..conform.timeouts import ANSWER_TIMEOUT, DEFAULT_TIMEOUT
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from .cassettes import ThenCommand, client_command
 from .common import SECONDS, FileError, fixtures_directory, fixtures_option
 from .group import failed, main
-from .options import timeout_option
 from .reporting import ReportOutputs, conclude_report, report_options
 
 
@@ -50,7 +50,12 @@ SERVER_ONLY = ("model", "api_key_env")
     show_default=True,
     help="Play each scenario over HTTP SSE, over WebSocket, or both (a scenario runs only where it applies).",
 )
-@timeout_option(60.0, "scenario and transport", "; one still running then is stopped (and breaks `ends`)")
+@click.option(
+    "--timeout",
+    type=SECONDS,
+    help=f"Seconds (more than 0) a client may run per scenario and transport, then stopped (and breaks `ends`); "
+    f"with --server, an answer may take per step.  [default: {DEFAULT_TIMEOUT:g}; {ANSWER_TIMEOUT:g} with --server]",
+)
 @click.option(
     "--profile",
     metavar="NAME|FILE",
@@ -79,7 +84,7 @@ def conform(
     only: tuple[str, ...],
     profile: str | None,
     transport: str,
-    timeout: float,
+    timeout: float | None,
     outputs: ReportOutputs,
 ) -> None:
     """Judge a Responses client: play each scenario of the catalogue on a fresh fake server, run the client
@@ -123,12 +128,14 @@ def conform(
     if server_url is not None:
         if command or given & set(CLIENT_ONLY):
             raise click.UsageError("--server judges a server: give no client command and no --profile with it")
-        target = ServerTarget(server_url, model or "gpt-4.1-mini", api_key_env or "OPENAI_API_KEY", timeout)
+        target = ServerTarget(
+            server_url, model or "gpt-4.1-mini", api_key_env or "OPENAI_API_KEY", timeout or ANSWER_TIMEOUT
+        )
         _conform_server(target, list_only, only, transports, outputs)
         return
     if given & set(SERVER_ONLY):
         raise click.UsageError("--model and --api-key-env go with --server: a client picks its own model and key")
-    _conform_client(command, list_only, only, profile, transports, timeout, outputs)
+    _conform_client(command, list_only, only, profile, transports, timeout or DEFAULT_TIMEOUT, outputs)
 
 
 def _conform_client(

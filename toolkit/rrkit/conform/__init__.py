@@ -16,15 +16,17 @@ if TYPE_CHECKING:
     from .checks import ConformRun, ScenarioResult, Verdict, judge
     from .drive import play
     from .profile import Profile, load_profile
-    from .report import DEFAULT_TIMEOUT, ConformReport, run
+    from .report import ConformReport, run
     from .scenario import Expectation, Scenario, catalogue, load_scenario, select
+    from .timeouts import DEFAULT_TIMEOUT
 
 _HOMES = {
     ".checks": ("ConformRun", "ScenarioResult", "Verdict", "judge"),
     "..drive": ("ClientEnd", "ClientUnderTest", "CommandClient", "FunctionClient", "ReferenceClient"),
     ".drive": ("play",),
     ".profile": ("Profile", "load_profile"),
-    ".report": ("DEFAULT_TIMEOUT", "ConformReport", "run"),
+    ".report": ("ConformReport", "run"),
+    ".timeouts": ("DEFAULT_TIMEOUT",),
     "..protocol.exceptions": ("ConformError",),
     ".scenario": ("Expectation", "Scenario", "catalogue", "load_scenario", "select"),
 }

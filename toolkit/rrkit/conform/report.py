@@ -12,9 +12,7 @@ from .checks import ScenarioResult, Verdict, judge
 from .drive import play
 from .profile import Profile, load_profile
 from .scenario import Scenario, catalogue, select
-
-DEFAULT_TIMEOUT = 60.0
-"""Seconds a client gets per scenario and transport."""
+from .timeouts import DEFAULT_TIMEOUT
 
 
 @dataclass(frozen=True)

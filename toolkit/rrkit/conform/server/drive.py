@@ -20,6 +20,7 @@ from ...protocol import events as ev
 from ...protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA
 from ...protocol.vocabulary import Transport
 from ...relay.settings import endpoints
+from ..timeouts import ANSWER_TIMEOUT
 from .answer import Answer
 from .probe import Probe, ProbeStep
 from .retry import RETRIES, retry_delay
@@ -32,7 +33,7 @@ class Target:
     base_url: str
     model: str = "gpt-4.1-mini"
     api_key: str = field(default="rrkit-conform", repr=False)  # sent to the server, never shown
-    timeout: float = 30.0
+    timeout: float = ANSWER_TIMEOUT
 
     def __post_init__(self) -> None:
         endpoints(self.base_url, "server URL")  # a bad one fails here, before anything is sent
