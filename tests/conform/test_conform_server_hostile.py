@@ -1,11 +1,14 @@
 """A referee a hostile server cannot knock over nor fool: one answer too large to read is that probe's finding,
-every other probe still runs, and the report and its JUnit file are written; a correct stream sent gzip-encoded
+every other probe still runs, and the report and its JUnit file are written; a server that never answers costs
+the run its budget, the probes left reported not run; a correct stream sent gzip-encoded
 is read as the official SDK reads it, with no finding, and one that is not UTF-8 text is a finding, as the SDK
 refuses it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import tracemalloc
 from pathlib import Path
 from xml.etree import ElementTree
@@ -14,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
-from rrkit.conform.server import Target, run_server
+from rrkit.conform.server import Target, probe_catalogue, run_server
 from rrkit.drive.remote import MAX_BODY
 
 from ..errortrap import Serve
@@ -74,3 +77,57 @@ def test_a_stream_that_is_not_utf8_text_is_a_must_finding_over_http(serve: Serve
     assert not report.ok and musts
     assert {finding.reason for finding in musts} == {"a stream is UTF-8 text (the official SDKs refuse any other)"}
     assert all(finding.evidence.startswith("byte ") for finding in musts)
+
+
+class SilentServer:
+    """Accepts every connection, reads what comes, and never answers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def _serve(self) -> asyncio.Server:
+        async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.writers.append(writer)
+            while await reader.read(65536):
+                pass
+
+        return await asyncio.start_server(hold, "127.0.0.1", 0)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(self._serve(), self.loop).result(10)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    def __exit__(self, *_: object) -> None:
+        async def stop() -> None:
+            self.server.close()
+            for writer in self.writers:
+                writer.transport.abort()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_a_silent_server_costs_the_run_its_budget_and_the_probes_left_are_reported_not_run(tmp_path: Path) -> None:
+    junit = tmp_path / "server.xml"
+    with SilentServer() as url:
+        args = ["conform", "--server", url, "--transport", "http", "--timeout", "0.2", "--budget", "1", "--json"]
+        result = CliRunner().invoke(main, [*args, "--junit", str(junit), *ONLY])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    over_http = {
+        probe.name for probe in probe_catalogue() if probe.name in CREATE_PROBES and "http" in probe.transports
+    }
+    assert {case["name"] for case in report["cases"]} == over_http
+    not_run = [
+        case["name"]
+        for case in report["cases"]
+        if any("the run's budget of 1 s was spent" in finding["evidence"] for finding in case["findings"])
+    ]
+    assert not_run and not any(case["ok"] for case in report["cases"])
+    assert "the whole run 1 s" in result.stderr
+    assert ElementTree.parse(junit).getroot().get("tests") == str(len(report["cases"]))

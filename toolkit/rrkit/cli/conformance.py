@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..conform.timeouts import ANSWER_TIMEOUT, DEFAULT_TIMEOUT
+from ..conform.timeouts import ANSWER_TIMEOUT, DEFAULT_TIMEOUT, RUN_BUDGET
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from .cassettes import ThenCommand, client_command
 from .common import SECONDS, FileError, fixtures_directory, fixtures_option
@@ -22,7 +22,7 @@ class ConformCommand(ThenCommand):
 
     SECTIONS = (
         ("Judging a client (the reference client, or the command after --)", ("--profile",)),
-        ("Judging a server (--server URL)", ("--server", "--model", "--api-key-env")),
+        ("Judging a server (--server URL)", ("--server", "--model", "--api-key-env", "--budget")),
         ("The report", ("--json", "--junit", "--html", "--github")),
     )
 
@@ -37,7 +37,7 @@ class ConformCommand(ThenCommand):
 
 
 CLIENT_ONLY = ("profile",)
-SERVER_ONLY = ("model", "api_key_env")
+SERVER_ONLY = ("model", "api_key_env", "budget")
 
 
 @main.command(cls=ConformCommand)
@@ -69,6 +69,12 @@ SERVER_ONLY = ("model", "api_key_env")
 )
 @click.option("--model", help="The model every probe names.  [default: gpt-4.1-mini]")
 @click.option(
+    "--budget",
+    type=SECONDS,
+    help=f"Seconds the whole --server run may take; the probes left then are reported not run (a `must`).  "
+    f"[default: {RUN_BUDGET:g}]",
+)
+@click.option(
     "--api-key-env",
     metavar="VAR",
     help="The environment variable holding the API key sent (a placeholder when unset).  [default: OPENAI_API_KEY]",
@@ -80,6 +86,7 @@ def conform(
     server_url: str | None,
     model: str | None,
     api_key_env: str | None,
+    budget: float | None,
     list_only: bool,
     only: tuple[str, ...],
     profile: str | None,
@@ -129,12 +136,16 @@ def conform(
         if command or given & set(CLIENT_ONLY):
             raise click.UsageError("--server judges a server: give no client command and no --profile with it")
         target = ServerTarget(
-            server_url, model or "gpt-4.1-mini", api_key_env or "OPENAI_API_KEY", timeout or ANSWER_TIMEOUT
+            server_url,
+            model or "gpt-4.1-mini",
+            api_key_env or "OPENAI_API_KEY",
+            timeout or ANSWER_TIMEOUT,
+            budget or RUN_BUDGET,
         )
         _conform_server(target, list_only, only, transports, outputs)
         return
     if given & set(SERVER_ONLY):
-        raise click.UsageError("--model and --api-key-env go with --server: a client picks its own model and key")
+        raise click.UsageError("--model, --api-key-env and --budget go with --server: give --server URL, or leave them")
     _conform_client(command, list_only, only, profile, transports, timeout or DEFAULT_TIMEOUT, outputs)
 
 
@@ -185,6 +196,7 @@ class ServerTarget:
     model: str
     key_env: str
     timeout: float
+    budget: float
 
 
 def _conform_server(
@@ -210,7 +222,14 @@ def _conform_server(
     def said(result: Any) -> None:
         progress.print(f"{result.probe} [{result.transport}] {'ok' if result.ok else 'FAILED'}", markup=False)
 
-    report = run_server(target, only=only, transports=transports, probes=probes, on_result=said)
+    runs = sum(1 for probe in probes for name in transports if name in probe.transports)
+    progress.print(
+        f"rrkit conform --server: {runs} probe run(s); an answer may take {given.timeout:g} s, the whole run "
+        f"{given.budget:g} s (--timeout, --budget)",
+        markup=False,
+        soft_wrap=True,
+    )
+    report = run_server(target, only=only, transports=transports, probes=probes, on_result=said, budget=given.budget)
     conclude_report(report.to_report(), outputs)
 
 

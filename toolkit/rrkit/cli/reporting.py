@@ -55,6 +55,18 @@ def report_options(command: Callable[..., None]) -> Callable[..., None]:
     return with_outputs
 
 
+LOG_WIDTH = 160
+"""Columns a report is laid out in when it goes to a log, not a terminal (rich would take 80: a CI log would show
+`failed-insufficient-q / uota`); COLUMNS still wins."""
+
+
+def _width() -> int | None:
+    import os
+    import sys
+
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else LOG_WIDTH
+
+
 def conclude_report(report: Report, outputs: ReportOutputs, render: Callable[[Console], None] | None = None) -> None:
     """Write a judge's report where `outputs` says (JUnit, HTML, JSON, annotations), show it for a person unless
     it went out as JSON (`render`, else the report's own table), then end the command: exit status 1 when a rule
@@ -80,7 +92,7 @@ def conclude_report(report: Report, outputs: ReportOutputs, render: Callable[[Co
 
         from ..report.terminal import render as render_report
 
-        console = Console(highlight=False)
+        console = Console(highlight=False, width=_width())
         (render or (lambda shown: render_report(report, shown)))(console)
     if not report.ok:
         failed()

@@ -8,3 +8,6 @@ DEFAULT_TIMEOUT = 150.0
 judged as hanging."""
 ANSWER_TIMEOUT = 30.0
 """Seconds a server's answer to one probe step may take (`rrkit conform --server`)."""
+RUN_BUDGET = 600.0
+"""Seconds a whole `rrkit conform --server` run may take: a server that answers slowly, or never, costs at most
+this (the probes left are reported not run), not every step's timeout over the whole battery."""

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 from ...protocol.exceptions import ServerUnreachable
 from ...protocol.vocabulary import TRANSPORTS, Transport
-from ...report import Case, Finding, Report, Severity
+from ...report import Case, Finding, Place, Report, Severity
+from ..timeouts import RUN_BUDGET
 from .answer import Answer
 from .checks import judge_answer, upgrade_broken
 from .drive import Target, read_target_upgrade, run_probe
@@ -93,6 +94,17 @@ class ServerReport:
         )
 
 
+def _not_run(probe: str, transport: Transport, budget: float) -> ProbeResult:
+    spent = f"not run: the run's budget of {budget:g} s was spent (see the findings before it; --budget)"
+    finding = Finding(
+        rule="budget",
+        place=Place(label=f"{probe} [{transport}]"),
+        reason="every probe is judged within the run's budget",
+        evidence=spent,
+    )
+    return ProbeResult(probe, transport, (), (finding,))
+
+
 def _reachable(target: Target) -> None:
     """ServerUnreachable unless something accepts connections where the server should be."""
     parts = urlsplit(target.http_url)
@@ -114,6 +126,7 @@ class RunOptions(TypedDict, total=False):
     transports: Sequence[Transport]
     probes: Sequence[Probe] | None
     on_result: Callable[[ProbeResult], None] | None
+    budget: float
 
 
 def run_server(target: Target, **options: Unpack[RunOptions]) -> ServerReport:
@@ -129,9 +142,12 @@ async def judge_server(
     transports: Sequence[Transport] = TRANSPORTS,
     probes: Sequence[Probe] | None = None,
     on_result: Callable[[ProbeResult], None] | None = None,
+    budget: float = RUN_BUDGET,
 ) -> ServerReport:
     """`run_server`, on the running event loop: every probe of `probes` (the catalogue), `only` the named ones, over
-    each of `transports` a probe applies to; `on_result` is called as each one ends."""
+    each of `transports` a probe applies to; `on_result` is called as each one ends. Once `budget` seconds are
+    spent (a server that answers slowly, or never), the probes left are not run, each a `must` finding: a probe
+    not judged does not pass."""
     chosen = select_probes(list(probes) if probes is not None else probe_catalogue(), tuple(only))
     await asyncio.to_thread(_reachable, target)
     checked = "ws" in transports and any(
@@ -140,8 +156,15 @@ async def judge_server(
     )
     upgrade_reported = checked and upgrade_broken(await read_target_upgrade(target))
     results = []
+    ends = asyncio.get_running_loop().time() + budget
     for probe in chosen:
         for transport in (t for t in transports if t in probe.transports):
+            if asyncio.get_running_loop().time() >= ends:
+                result = _not_run(probe.name, transport, budget)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+                continue
             answers = await run_probe(probe, transport, target)
             findings = [
                 finding
