@@ -54,8 +54,12 @@ class CassetteFile:
     def open(self, *, read: bool = True) -> Cassette | None:
         """Recover what crashed recordings left, then the cassette as it is: None when there is no such file, or
         when not `read` (a recording that replaces it, checked to be no script)."""
-        if not read or self._shipped:
+        if self._shipped:
             self._refuse_a_script(" (it is not overwritten)")
+        if not read and self.path.exists():  # about to be replaced: read once, to be sure it is no script
+            from ..files.kind import file_kind
+
+            self._refuse_a_script(" (it is not overwritten)", seemed=file_kind(self.path))
         self.recover()
         return self.current() if read else None
 
@@ -66,8 +70,8 @@ class CassetteFile:
             self._refuse_a_script()
         try:
             return load_cassette(self.path)
-        except CassetteError:
-            self._refuse_a_script()
+        except CassetteError as error:
+            self._refuse_a_script(seemed=error.seemed)
             raise
 
     def current(self) -> Cassette | None:
@@ -79,10 +83,10 @@ class CassetteFile:
         """A shipped script's name (`fixture:NAME`), which no cassette has."""
         return str(self.path).startswith("fixture:")
 
-    def _refuse_a_script(self, then: str = "") -> None:
-        from ..files.kind import not_a_cassette  # reads the file again: only when it is in doubt
+    def _refuse_a_script(self, then: str = "", seemed: str | None = None) -> None:
+        from ..files.kind import not_a_cassette
 
-        if problem := not_a_cassette(self.path, self.hint + then):
+        if problem := not_a_cassette(self.path, self.hint + then, seemed):
             raise CassetteError(problem)
 
     def start_journal(self, *, replaces: bool, name: str, source: str, redaction: Redaction | None) -> Journal:

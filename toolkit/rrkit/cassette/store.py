@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from ..files.atomic import plain_mode, replacing
 from ..files.invalid import json_place
+from ..files.kind import kind_of
 from ..files.text import file_limit, read_utf8
 from ..protocol.exceptions import CassetteError
 from ..protocol.jsontext import UnsafeJSON
@@ -40,7 +41,8 @@ def parse_cassette(data: Any, path: Path | str = "<cassette>") -> Cassette:
     if not isinstance(data, dict):
         raise CassetteError(f"{path}: a cassette is a JSON object, got {type(data).__name__}")
     if "rrkit_cassette" not in data:
-        raise CassetteError(f"{path}: not an rrkit cassette (no `rrkit_cassette` version field)")
+        seemed = kind_of(data)
+        raise CassetteError(f"{path}: not an rrkit cassette (no `rrkit_cassette` version field)", seemed=seemed)
     version = data["rrkit_cassette"]
     if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise CassetteError(

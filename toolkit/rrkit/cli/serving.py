@@ -127,7 +127,7 @@ def _script(path: Path | None) -> Script | None:
     except ScriptError as error:
         from ..files.kind import not_a_script
 
-        raise FileError(not_a_script(path, f"use --cassette {path}") or str(error)) from None
+        raise FileError(not_a_script(path, f"use --cassette {path}", error.seemed) or str(error)) from None
 
 
 def _relayed(server: ServerOptions, url: str) -> UpstreamSource:

@@ -32,11 +32,21 @@ class RRKitError(Exception):
     """The root of every error rrkit raises for its user to handle: a script, a cassette, a client run."""
 
 
-class ScriptError(RRKitError, ValueError):
+class FileKindError(RRKitError, ValueError):
+    """A file of rrkit's that cannot be used; `seemed` is the kind of rrkit file its content looks like
+    (`script`, `cassette`), when the loader got as far as parsing it: a file given where another kind is
+    expected is named as such from that one parse, never read again."""
+
+    def __init__(self, message: str, *, seemed: str | None = None) -> None:
+        super().__init__(message)
+        self.seemed = seemed
+
+
+class ScriptError(FileKindError):
     """A script file that cannot be used; the message says which file, where in it, and what is wrong."""
 
 
-class CassetteError(RRKitError, ValueError):
+class CassetteError(FileKindError):
     """A cassette that cannot be used; the message names the file, the place in it and the problem."""
 
 

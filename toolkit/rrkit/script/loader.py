@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ..files.documents import parse_document, read_document
 from ..files.invalid import Vocabulary, validate_document
+from ..files.kind import kind_of
 from ..protocol.exceptions import ScriptError
 from ..protocol.request import COMPACTION_TRIGGER
 from . import default_reply, models, outputs
@@ -35,7 +36,10 @@ against."""
 
 
 def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | None = None) -> Script:
-    return validate_document(Script, data, Path(path), tree, "rrkit script", ScriptError, SCRIPT_WORDS)
+    try:
+        return validate_document(Script, data, Path(path), tree, "rrkit script", ScriptError, SCRIPT_WORDS)
+    except ScriptError as error:  # what the file seems to be instead, from this one parse
+        raise ScriptError(str(error), seemed=kind_of(data)) from None
 
 
 def script_of_text(text: str, place: str, *, as_yaml: bool, json_hint: str = "") -> Script:
