@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 from ..differential.observation import Attempt
 from ..protocol.routes import CANCEL, COMPACT, ROUTE_NAMES
@@ -49,6 +48,10 @@ class ConformRun:
     compaction: AfterCompaction | None = None
     repeated: tuple[str, ...] = ()
     """Items a create sent that the conversation it named already held."""
+    called: tuple[str, ...] = ()
+    """The names of the tools the server's responses called."""
+    declared: tuple[str, ...] = ()
+    """The names of the tools the client's requests declared."""
 
     @property
     def requests(self) -> tuple[Attempt, ...]:
@@ -71,17 +74,8 @@ class Verdict:
     seen: str
     why: str
     strength: str = "must"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "transport": self.transport,
-            "expectation": self.expectation,
-            "strength": self.strength,
-            "held": self.held,
-            "seen": self.seen,
-            "why": self.why,
-        }
+    na: str = ""
+    """Why the expectation could not apply to this client (empty: it applied): neither held nor broken."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +87,12 @@ class ScenarioResult:
 
     @property
     def ok(self) -> bool:
-        return all(verdict.held for verdict in self.verdicts)
+        return all(verdict.held or verdict.na for verdict in self.verdicts)
+
+    @property
+    def not_applicable(self) -> str:
+        """Why the scenario could not be judged for this client (empty: it was)."""
+        return next((verdict.na for verdict in self.verdicts if verdict.na), "")
 
 
 def _outcome(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
@@ -332,6 +331,21 @@ def unobserved(run: ConformRun) -> str | None:
     return None
 
 
+def not_applicable(run: ConformRun) -> str | None:
+    """Why the scenario cannot apply to this client (None: it can): the server called a tool the client never
+    declared, and the client answered no call; a client without that tool cannot answer it."""
+    if not run.calls_sent or run.outputs_sent:
+        return None
+    missing = [name for name in run.called if name not in run.declared]
+    if not missing:
+        return None
+    declared = ", ".join(run.declared) or "none"
+    return (
+        f"the scenario calls the tool {', '.join(missing)}, which the client did not declare (its tools: "
+        f"{declared}): a client without that tool cannot answer the call"
+    )
+
+
 def judge(scenario: Scenario, run: ConformRun, profile: Profile | None = None) -> ScenarioResult:
     """The scenario's musts, then the profile's rules for every scenario and for this one, held against the run
     (those for its transport); none holds when the server saw nothing of what the scenario is about
@@ -341,13 +355,12 @@ def judge(scenario: Scenario, run: ConformRun, profile: Profile | None = None) -
         rules = [*profile.every, *profile.rules.get(scenario.name, [])]
         chosen += [(f"profile {profile.name}", rule) for rule in rules]
     verdicts = []
-    missing = unobserved(run)
+    missing, na = unobserved(run), not_applicable(run)
     for strength, expectation in chosen:
         if expectation.applies(run.transport):
             held, seen = _JUDGES[expectation.check](expectation, run)
             if held and missing is not None:
                 held, seen = False, f"{seen}; but {missing}"
-            verdicts.append(
-                Verdict(scenario.name, run.transport, expectation.label, held, seen, expectation.why, strength)
-            )
+            verdict = Verdict(scenario.name, run.transport, expectation.label, held, seen, expectation.why, strength)
+            verdicts.append(replace(verdict, held=False, na=na) if na else verdict)
     return ScenarioResult(run, tuple(verdicts))

@@ -75,6 +75,8 @@ def play(scenario: Scenario, transport: str, client: ClientUnderTest, timeout: f
         end.outcome,
         calls_sent=seen_in.calls_sent(exchanges),
         outputs_sent=seen_in.outputs_sent(exchanges),
+        called=seen_in.names_called(exchanges),
+        declared=seen_in.tools_declared(exchanges),
         detail=end.detail,
         compaction=seen_in.after_compaction(exchanges),
         repeated=seen_in.repeated_in_conversation(exchanges),

@@ -30,16 +30,21 @@ class ConformReport:
 
     @property
     def failures(self) -> list[Verdict]:
-        return [verdict for result in self.results for verdict in result.verdicts if not verdict.held]
+        return [
+            verdict for result in self.results for verdict in result.verdicts if not verdict.held and not verdict.na
+        ]
 
     def to_report(self) -> Report:
         """The findings model every judge shares: a case per scenario and transport, a finding per broken
         expectation, the held ones listed; `detail` keeps each run's flow as the server saw it."""
         cases = tuple(_case(result) for result in self.results)
         kinds = "musts" if self.profile is None else f"musts and {self.profile} rules"
-        total = sum(len(result.verdicts) for result in self.results)
+        judged = [result for result in self.results if not result.not_applicable]
+        total = sum(len(result.verdicts) for result in judged)
         held = total - len(self.failures)
-        summary = f"{self.client}: {held} of {total} {kinds} held in {len(self.results)} scenario run(s)"
+        summary = f"{self.client}: {held} of {total} {kinds} held in {len(judged)} scenario run(s)"
+        if skipped := len(self.results) - len(judged):
+            summary += f"; {skipped} not applicable to this client"
         detail = {
             "profile": self.profile,
             "results": [
@@ -77,13 +82,11 @@ def _case(result: ScenarioResult) -> Case:
     )
     held = tuple(Held(rule=verdict.expectation, evidence=verdict.seen) for verdict in result.verdicts if verdict.held)
     ended = f"the client: {run.outcome}" + (f" ({run.detail})" if run.detail else "")
-    return Case(
-        group=f"rrkit.conform.{run.transport}",
-        name=run.scenario,
-        findings=findings,
-        held=held,
-        output=f"{ended}; the server saw: {run.flow}",
-    )
+    output = f"{ended}; the server saw: {run.flow}"
+    group = f"rrkit.conform.{run.transport}"
+    if result.not_applicable:
+        return Case(group=group, name=run.scenario, output=output, skipped=result.not_applicable)
+    return Case(group=group, name=run.scenario, findings=findings, held=held, output=output)
 
 
 def run(

@@ -62,6 +62,33 @@ def calls_sent(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
     )
 
 
+def names_called(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
+    """The names of the tool calls in completed responses, each once."""
+    return tuple(
+        dict.fromkeys(
+            str(item.get("name"))
+            for exchange in exchanges
+            for item in _output(exchange)
+            if item.get("type") in TOOL_OUTPUT_TYPES and item.get("name")
+        )
+    )
+
+
+def tools_declared(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
+    """The names of the tools the client's requests declared (`tools`: a function's `name`, or its `function`'s)."""
+    names: dict[str, None] = {}
+    for exchange in exchanges:
+        request = exchange.logical_request or exchange.wire_request or {}
+        tools = request.get("tools")
+        for tool in tools if isinstance(tools, list) else ():
+            if isinstance(tool, dict):
+                inner = tool.get("function")
+                name = tool.get("name") or (inner.get("name") if isinstance(inner, dict) else None)
+                if isinstance(name, str):
+                    names[name] = None
+    return tuple(names)
+
+
 def outputs_sent(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
     """The call_ids of the tool outputs the requests' input carried (the logical input: an incremental's too)."""
     answers = set(TOOL_OUTPUT_TYPES.values())

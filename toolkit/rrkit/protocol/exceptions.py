@@ -2,9 +2,10 @@
 all). Each names the file, field, request or setting at fault and says what to do::
 
     RRKitError
-    ├── ScriptError              a script (scenario, profile) file that cannot be used
-    ├── CassetteError            a cassette file that cannot be used, read or written
-    │   └── LockHeld             another process writing cassettes in the folder for too long
+    ├── FileKindError            a file of rrkit's that cannot be used (`seemed`: what it looks like instead)
+    │   ├── ScriptError          ... a script (scenario, profile) file
+    │   └── CassetteError        ... a cassette file that cannot be used, read or written
+    │       └── LockHeld         ... another process writing cassettes in the folder for too long
     ├── ConformError             a conformance scenario or profile that cannot be used
     ├── SettingError             an option, keyword argument or configuration key that cannot be used
     │   └── LimitError           ... a `--limit` / RRKIT_LIMITS setting that cannot be read

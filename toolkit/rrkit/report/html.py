@@ -79,10 +79,13 @@ def _counted(report: Report) -> str:
 
 
 def _case(case: Case, index: int) -> Iterator[str]:
-    state = "ok" if case.ok else "bad"
+    state = "warn" if case.skipped is not None else "ok" if case.ok else "bad"
     yield f'<section class="exchange sev-{state}" id="case-{index}">\n'
     yield f'<h3><span class="title">{escape(case.name)}</span> <span class="dim">{escape(case.group)}</span>'
-    yield f' <span class="badge">{"ok" if case.ok else "FAILED"}</span></h3>\n'
+    badge = "n/a" if case.skipped is not None else "ok" if case.ok else "FAILED"
+    yield f' <span class="badge">{badge}</span></h3>\n'
+    if case.skipped is not None:
+        yield f'<p class="text-warn">not judged: {escape(case.skipped)}</p>\n'
     if case.output:
         yield f'<p class="dim">{escape(case.output)}</p>\n'
     if case.findings or case.held:

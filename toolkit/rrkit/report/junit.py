@@ -18,7 +18,7 @@ def to_junit(report: Report) -> str:
         tests=str(len(report.cases)),
         failures=str(sum(not case.ok for case in report.cases)),
         errors="0",
-        skipped="0",
+        skipped=str(sum(case.skipped is not None for case in report.cases)),
     )
     properties = ElementTree.SubElement(suite, "properties")
     for name, value in {"subject": report.subject, **report.properties}.items():
@@ -28,6 +28,8 @@ def to_junit(report: Report) -> str:
         if case.file:
             element.set("file", _xml(case.file))
         notes = [case.output] if case.output else []
+        if case.skipped is not None:
+            ElementTree.SubElement(element, "skipped", message=_xml(case.skipped))
         for finding in case.findings:
             if finding.severity is Severity.MUST:
                 message = f"{finding.rule} ({finding.strength}): {finding.evidence}"

@@ -97,11 +97,14 @@ class Case(_Frozen):
     held: tuple[Held, ...] = Field((), description="the rules it held (listed by the judges that show them)")
     output: str = Field("", description="what the judged thing did or printed, as text")
     file: str | None = Field(None, description="the file judged, where there is one (annotations point at it)")
+    skipped: str | None = Field(
+        None, description="why it could not be judged for this subject (neither passed nor failed); None: judged"
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
-        """No finding that fails the run."""
+        """No finding that fails the run (a case not judged fails nothing)."""
         return not any(finding.severity is Severity.MUST for finding in self.findings)
 
 
@@ -128,13 +131,14 @@ class Report(_Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def counts(self) -> dict[str, int]:
-        """Cases and failed cases; findings by severity; rules held."""
+        """Cases, failed cases and cases not judged; findings by severity; rules held."""
         findings = [finding for case in self.cases for finding in case.findings]
         return {
             "cases": len(self.cases),
             "failed": sum(not case.ok for case in self.cases),
             **{severity.value: sum(f.severity is severity for f in findings) for severity in Severity},
             "held": sum(len(case.held) for case in self.cases),
+            "skipped": sum(case.skipped is not None for case in self.cases),
         }
 
     @property

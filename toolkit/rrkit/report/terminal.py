@@ -22,6 +22,9 @@ def render(report: Report, console: Console, *, held: bool = True) -> None:
         table.add_column(column, overflow="fold")
     names = _names(report)
     for case, name in zip(report.cases, names, strict=True):
+        if case.skipped is not None:
+            table.add_row(name, "", _safe(case.skipped), "[yellow]n/a[/yellow]")
+            continue
         for finding in case.findings[:FINDINGS_PER_CASE]:
             verdict = "[bold red]FAILED[/]" if finding.severity is Severity.MUST else "[yellow]should[/]"
             rule = finding.rule + (f" ({finding.profile})" if finding.profile else "")
