@@ -111,6 +111,35 @@ def test_a_full_disk_at_the_final_write_keeps_the_journal_and_recover_makes_the_
         assert len(load_cassette(cassette).exchanges) == 20 and journal_paths(cassette) == []
 
 
+def test_a_disk_full_from_the_first_exchange_is_said_true_nothing_could_be_kept(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "small", "1m") as folder:
+        cassette = folder / "session.json"
+        argv = ["serve", "--cassette", str(cassette), "--record-mode", "all", "--script", "fixture:text", "--port", "0"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rrkit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert process.stdout is not None
+            url = next(line.split()[-1] for line in process.stdout if "HTTP base URL:" in line)
+            with contextlib.suppress(OSError), (folder / "filler").open("wb") as filler:
+                while True:  # the journal's header is written; nothing else fits
+                    filler.write(b"\0" * 4096)
+                    filler.flush()
+            with httpx.Client(trust_env=False, timeout=30) as client:
+                for number in range(3):
+                    body = {"model": "m", "input": f"question {number}", "stream": True}
+                    assert client.post(url + "/responses", json=body).status_code == 200
+            process.send_signal(signal.SIGTERM)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate(timeout=30)
+    said = " ".join(err.split())
+    assert process.returncode == 1 and "nothing could be kept" in said and "holds no exchange" in said, err
+    assert "3 could not be journaled: they are lost" in said and "rrkit recover" not in said
+
+
 def test_recording_into_a_read_only_folder_is_refused_at_the_start_naming_it(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "small", "1m") as folder:
         subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)

@@ -106,6 +106,10 @@ class CassetteDeck:
     replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
     _capture: Capture | None = field(default=None, init=False, repr=False)
     _journaled_connections: set[int] = field(default_factory=set, init=False, repr=False)
+    journaled: int = field(default=0, init=False)
+    """Exchanges the journal holds (each written whole as it ended)."""
+    unjournaled: int = field(default=0, init=False)
+    """Exchanges the journal could not take (a full disk): kept in memory only, until a clean stop."""
 
     def __post_init__(self) -> None:
         if self.mode is RecordMode.NONE and self.existing is None:
@@ -304,7 +308,9 @@ class CassetteDeck:
             return
         try:
             journal.append(*self._journal_records(exchange, capture))
+            self.journaled += 1
         except Exception as error:  # never fail the server; the exchange is still written at a clean stop
+            self.unjournaled += 1
             warnings.warn(
                 f"{journal.path}: exchange {exchange.id} could not be journaled ({type(error).__name__}: {error}); "
                 "it is written to the cassette at a clean stop only",

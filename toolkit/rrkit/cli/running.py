@@ -201,14 +201,22 @@ def save_recording(deck: CassetteDeck, server: FakeServer) -> Path | None:
     try:
         return deck.save(server.exchanges, server.connections)
     except (OSError, CassetteError) as error:
-        kept = (
-            f"its journal {deck.journal.path} keeps every exchange: free the space or fix the path, then run "
-            f"`rrkit recover {deck.path}`"
-            if deck.journal is not None
-            else "nothing was recorded"
-        )
         message = getattr(error, "strerror", None) or error
-        raise click.ClickException(f"cannot write the cassette {deck.path}: {message}; {kept}") from None
+        raise click.ClickException(f"cannot write the cassette {deck.path}: {message}; {_kept(deck)}") from None
+
+
+def _kept(deck: CassetteDeck) -> str:
+    """Where the exchanges of a recording whose cassette could not be written are, truly: the journal's count."""
+    if deck.journal is None:
+        return "nothing was recorded"
+    if not deck.journaled:
+        lost = f" ({deck.unjournaled} could not be journaled: they are lost)" if deck.unjournaled else ""
+        return f"nothing could be kept: its journal {deck.journal.path} holds no exchange{lost}"
+    lost = f" ({deck.unjournaled} more could not be journaled: they are lost)" if deck.unjournaled else ""
+    return (
+        f"its journal {deck.journal.path} keeps {deck.journaled} exchange(s){lost}: free the space or fix the path, "
+        f"then run `rrkit recover {deck.path}`"
+    )
 
 
 def report_unplayed(deck: CassetteDeck, source: ReplySource) -> None:
