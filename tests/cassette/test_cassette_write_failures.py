@@ -27,6 +27,14 @@ from rrkit.server.capture import Capture
 from .test_cassette_journal import journaled_exchanges
 
 
+def fill(folder: Path) -> None:
+    """Take every byte left in `folder`'s file system."""
+    with contextlib.suppress(OSError), (folder / "filler").open("wb") as filler:
+        while True:
+            filler.write(b"\0" * 4096)
+            filler.flush()
+
+
 def recover(cassette: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "rrkit", "recover", str(cassette)], capture_output=True, text=True, timeout=120
@@ -48,10 +56,10 @@ def test_a_cassette_path_that_became_a_directory_keeps_the_journal_and_recover_m
 
 
 def serve_until_stopped(
-    cassette: Path, questions: int, *, breaking: Callable[[Path], object], size: int = 100
+    cassette: Path, questions: int, *, breaking: Callable[[Path], object], size: int = 100, first: bool = False
 ) -> tuple[str, int]:
-    """Record `questions` exchanges, then break something (`breaking(cassette)`), then stop with SIGTERM: (stderr,
-    exit status)."""
+    """Record `questions` exchanges, then break something (`breaking(cassette)`; `first`: before the first
+    exchange), then stop with SIGTERM: (stderr, exit status)."""
     argv = ["serve", "--cassette", str(cassette), "--record-mode", "all", "--script", "fixture:text", "--port", "0"]
     process = subprocess.Popen(
         [sys.executable, "-m", "rrkit", *argv],
@@ -62,15 +70,18 @@ def serve_until_stopped(
     try:
         assert process.stdout is not None
         url = next(line.split()[-1] for line in process.stdout if "HTTP base URL:" in line)
+        if first:
+            breaking(cassette)
         with httpx.Client(trust_env=False, timeout=30) as client:
             for number in range(questions):
                 body = {"model": "m", "input": f"question {number} " + "x" * size, "stream": True}
                 assert client.post(url + "/responses", json=body).status_code == 200
-        deadline = time.monotonic() + 60
-        while journaled_exchanges(cassette) < questions and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert journaled_exchanges(cassette) == questions
-        breaking(cassette)
+        if not first:
+            deadline = time.monotonic() + 60
+            while journaled_exchanges(cassette) < questions and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert journaled_exchanges(cassette) == questions
+            breaking(cassette)
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     finally:
@@ -96,13 +107,8 @@ def test_a_full_disk_at_the_final_write_keeps_the_journal_and_recover_makes_the_
     with small_tmpfs(tmp_path / "small", "1m") as folder:
         cassette = folder / "session.json"
 
-        def fill(path: Path) -> None:  # what the 20 exchanges' journal left free, taken
-            with contextlib.suppress(OSError), (folder / "filler").open("wb") as filler:
-                while True:
-                    filler.write(b"\0" * 4096)
-                    filler.flush()
-
-        err, code = serve_until_stopped(cassette, 20, breaking=fill, size=2000)
+        # what the 20 exchanges' journal left free, taken
+        err, code = serve_until_stopped(cassette, 20, breaking=lambda _: fill(folder), size=2000)
         assert code == 1 and f"cannot write the cassette {cassette}" in err and "No space left on device" in err, err
         assert f"rrkit recover {cassette}" in err and journaled_exchanges(cassette) == 20
         assert [path.name for path in folder.iterdir() if path.name.endswith(".tmp")] == []  # no half-written file
@@ -112,31 +118,10 @@ def test_a_full_disk_at_the_final_write_keeps_the_journal_and_recover_makes_the_
 
 
 def test_a_disk_full_from_the_first_exchange_is_said_true_nothing_could_be_kept(tmp_path: Path) -> None:
-    with small_tmpfs(tmp_path / "small", "1m") as folder:
-        cassette = folder / "session.json"
-        argv = ["serve", "--cassette", str(cassette), "--record-mode", "all", "--script", "fixture:text", "--port", "0"]
-        process = subprocess.Popen(
-            [sys.executable, "-m", "rrkit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        try:
-            assert process.stdout is not None
-            url = next(line.split()[-1] for line in process.stdout if "HTTP base URL:" in line)
-            with contextlib.suppress(OSError), (folder / "filler").open("wb") as filler:
-                while True:  # the journal's header is written; nothing else fits
-                    filler.write(b"\0" * 4096)
-                    filler.flush()
-            with httpx.Client(trust_env=False, timeout=30) as client:
-                for number in range(3):
-                    body = {"model": "m", "input": f"question {number}", "stream": True}
-                    assert client.post(url + "/responses", json=body).status_code == 200
-            process.send_signal(signal.SIGTERM)
-            _, err = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate(timeout=30)
+    with small_tmpfs(tmp_path / "small", "1m") as folder:  # the journal's header is written; nothing else fits
+        err, code = serve_until_stopped(folder / "session.json", 3, breaking=lambda _: fill(folder), first=True)
     said = " ".join(err.split())
-    assert process.returncode == 1 and "nothing could be kept" in said and "holds no exchange" in said, err
+    assert code == 1 and "nothing could be kept" in said and "holds no exchange" in said, err
     assert "3 could not be journaled: they are lost" in said and "rrkit recover" not in said
 
 
