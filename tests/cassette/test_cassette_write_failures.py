@@ -125,6 +125,15 @@ def test_a_disk_full_from_the_first_exchange_is_said_true_nothing_could_be_kept(
     assert "3 could not be journaled: they are lost" in said and "rrkit recover" not in said
 
 
+def test_a_cassette_path_through_a_file_is_refused_at_the_start_naming_that_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    cassette = tmp_path / "afile" / "s.json"
+    argv = ["serve", "--cassette", str(cassette), "--record-mode", "all", "--script", "fixture:text", "--port", "0"]
+    done = subprocess.run([sys.executable, "-m", "rrkit", *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "HTTP base URL" not in done.stdout
+    assert f"{tmp_path / 'afile'} is a file, not a folder" in " ".join(done.stderr.split()), done.stderr
+
+
 def test_recording_into_a_read_only_folder_is_refused_at_the_start_naming_it(tmp_path: Path) -> None:
     with small_tmpfs(tmp_path / "small", "1m") as folder:
         subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files.text import why_not_writable
 from ..protocol.exceptions import CassetteError
 from .format import Cassette, Redaction
 from .journal import Journal, journal_paths, recover_journals
@@ -98,9 +99,8 @@ class CassetteFile:
                     self.path, replaces=replaces, name=name, source=source, redaction=redaction
                 )
             except OSError as error:
-                raise CassetteError(
-                    f"{self.path}: cannot write the recording's journal next to it: {error.strerror or error}"
-                ) from None
+                why = why_not_writable(self.path, error)
+                raise CassetteError(f"{self.path}: cannot write the recording's journal next to it: {why}") from None
         return self.journal
 
     def append(self, *records: dict[str, Any]) -> None:

@@ -201,7 +201,9 @@ def save_recording(deck: CassetteDeck, server: FakeServer) -> Path | None:
     try:
         return deck.save(server.exchanges, server.connections)
     except (OSError, CassetteError) as error:
-        message = getattr(error, "strerror", None) or error
+        from ..files.text import why_not_writable
+
+        message = why_not_writable(deck.path, error) if isinstance(error, OSError) else error
         raise click.ClickException(f"cannot write the cassette {deck.path}: {message}; {_kept(deck)}") from None
 
 

@@ -60,3 +60,14 @@ def decode_utf8(
             f"{place}: byte offset {error.start}: not UTF-8 (bytes {bad.hex(' ')}: {error.reason}); "
             f"{remedy or f're-save the {what} as UTF-8'}"
         ) from None
+
+
+def why_not_writable(path: Path, error: OSError) -> str:
+    """What an OSError writing `path` (or a file beside it) means for a person: a folder on its way that is a file
+    is named as such (the OS says only `File exists` or `Not a directory`)."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder: give a path in a folder"
+            break
+    return str(error.strerror or error)
