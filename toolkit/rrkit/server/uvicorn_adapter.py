@@ -232,6 +232,18 @@ def mark_denial_sent(scope: Scope) -> None:
         owner.handshake_complete = True
 
 
+class _PeersFault(logging.Filter):
+    """A client's own fault that uvicorn logs with its traceback (text frames that are not UTF-8: it closes the
+    socket with 1007, as it should) is a line, not a traceback: a peer's bad bytes are no server error."""
+
+    LINES = ("Invalid UTF-8 sequence received from client.",)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.getMessage() in self.LINES:
+            record.exc_info, record.exc_text, record.levelno, record.levelname = None, None, logging.INFO, "INFO"
+        return True
+
+
 def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) -> uvicorn.Config:
     """The one configuration rrkit runs uvicorn with (loaded, ready to serve). uvicorn's logging configuration is
     installed once, again only when its stderr handler is gone or writes to a stderr since swapped (pytest's
@@ -251,6 +263,9 @@ def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) ->
         ws_max_size=ws_max_size,
         access_log=False,
     )
+    error_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(one, _PeersFault) for one in error_log.filters):
+        error_log.addFilter(_PeersFault())
     if in_place:
         level = uvicorn.config.LOG_LEVELS[log_level.lower()]
         for name in ("uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
