@@ -332,3 +332,30 @@ def test_a_snapshot_without_filters_keeps_the_cassette_layout(pytester: pytest.P
     pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)
     (stored,) = _stored(pytester)
     assert '"exchanges": [' in stored.read_text()
+
+
+RAISING_SOURCE = """
+import httpx
+from rrkit.script.select import ReplySource
+
+class Boom(ReplySource):
+    async def select(self, request):
+        raise RuntimeError("the test's own source is broken")
+
+def test_expects_the_500(rrkit_server):
+    rrkit_server.server.state.source = Boom()
+    assert httpx.post(rrkit_server.http_url + "/responses", json={"model": "m", "input": "hi"}).status_code == 500
+
+def test_unmatched(rrkit_server):
+    assert httpx.post(rrkit_server.http_url + "/responses", json={"model": "m", "input": "hi"}).status_code == 400
+"""
+
+
+def test_a_reply_source_that_raises_fails_the_test_at_teardown_as_an_unmatched_request_does(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_sources=RAISING_SOURCE)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(["*test_expects_the_500: exchange 0 (http): rrkit: the reply source Boom failed: RuntimeError*"])
+    result.stdout.fnmatch_lines(["*test_unmatched: exchange 0 (http) was answered by nothing*"])

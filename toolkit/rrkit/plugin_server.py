@@ -25,6 +25,7 @@ from .script.select import ReplySource
 from .server.app import NO_MATCH_CODE
 from .server.capture import Connection, Exchange
 from .server.runner import FakeServer
+from .server.stream import server_failed
 
 
 class Handle:
@@ -87,12 +88,24 @@ class Handle:
     def problems(self, shown: str = "") -> list[str]:
         """What the teardown checks find wrong, each message saying what to do about it. A closest-match
         report already in `shown` (the test's failure, when its client raised the 400 it got) is not repeated."""
-        found = self._unmatched(shown) if self.options.assert_all_matched else []
+        found = self._failed()
+        found += self._unmatched(shown) if self.options.assert_all_matched else []
         if self.options.assert_all_used and self.deck is None:
             found += self._unused()
         if self.options.assert_all_played and self.deck is not None and not self.deck.records:
             found += self._unplayed()
         return found
+
+    def _failed(self) -> list[str]:
+        """The requests the server itself failed on (a reply source of the test's that raised): as much the test's
+        problem as a request nothing matched, whatever its client did with the 500 or the cut."""
+        return [
+            f"{self.options.test}: exchange {exchange.id} ({exchange.transport}): "
+            f"{exchange.outcome.message if exchange.outcome else ''}; the traceback is in the log above: fix what "
+            "raised (a reply source of the test's, or rrkit: then report it)"
+            for exchange in self.exchanges
+            if server_failed(exchange.outcome)
+        ]
 
     def _unmatched(self, shown: str) -> list[str]:
         """The requests nothing answered."""

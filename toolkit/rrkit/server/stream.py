@@ -18,6 +18,20 @@ from .capture import Exchange, SentEvents, begun_here
 log = logging.getLogger("rrkit.server")
 
 SERVER_ERROR_CODE = "server_error"
+FAILED_MARK = "rrkit: "
+"""How rrkit's own words for a failure of its own begin (a reply source that raised, a bug): a scripted
+`server_error` is worded as the service words it."""
+
+
+def failure_message(error: BaseException, what: str = "the server failed") -> str:
+    return f"{FAILED_MARK}{what}: {type(error).__name__}: {error}"
+
+
+def server_failed(outcome: Outcome | None) -> bool:
+    """Whether an exchange ended so because the server itself failed on it (not a scripted failure)."""
+    return outcome is not None and outcome.code == SERVER_ERROR_CODE and (outcome.message or "").startswith(FAILED_MARK)
+
+
 INTERNAL_ERROR = 1011  # the WebSocket close code for "the server met an unexpected condition"
 
 
@@ -120,7 +134,7 @@ async def until_client_leaves(work: Coroutine[Any, Any, T], gone: Gone, grace: f
 def server_error_outcome(error: BaseException, events_sent: int, *, streaming: bool) -> Outcome:
     """What an exchange the server failed on ended as: a 500 before its answer began, a cut stream once it had,
     with the error named (`rrkit show` prints it)."""
-    message = f"rrkit: the server failed: {type(error).__name__}: {error}"
+    message = failure_message(error)
     if streaming or events_sent:
         return Outcome(OutcomeKind.DROPPED, events_sent, code=SERVER_ERROR_CODE, message=message)
     return Outcome(OutcomeKind.REFUSED, 0, code=SERVER_ERROR_CODE, message=message, status=500)
