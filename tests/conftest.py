@@ -10,6 +10,8 @@ from pathlib import Path
 import httpcore  # noqa: F401  (see below)
 import httpcore2  # noqa: F401
 import pytest
+import uvicorn.protocols.http.httptools_impl
+import uvicorn.protocols.websockets.websockets_sansio_impl  # noqa: F401
 
 from .errortrap import Serve
 
@@ -17,6 +19,8 @@ from .errortrap import Serve
 # pytester run in this process, the run's end would drop the module from sys.modules (pytester restores them) while
 # the transports made since keep the old one: their errors would no longer be mapped to httpx's (a ConnectError
 # escaping `except httpx.HTTPError`) in every later test of the worker. Imported here, they are in every snapshot.
+# Likewise uvicorn's httptools protocol: re-imported after such a run, it would catch a new `HttpParserUpgrade`
+# class while the C parser raises the old one, and every later WebSocket upgrade in the worker would fail.
 from .rrkit_process import kill_left
 
 

@@ -357,5 +357,7 @@ def test_a_reply_source_that_raises_fails_the_test_at_teardown_as_an_unmatched_r
     pytester.makepyfile(test_sources=RAISING_SOURCE)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, errors=2)
-    result.stdout.fnmatch_lines(["*test_expects_the_500: exchange 0 (http): rrkit: the reply source Boom failed: RuntimeError*"])
+    result.stdout.fnmatch_lines(
+        ["*test_expects_the_500: exchange 0 (http): rrkit: the reply source Boom failed: RuntimeError*"]
+    )
     result.stdout.fnmatch_lines(["*test_unmatched: exchange 0 (http) was answered by nothing*"])
