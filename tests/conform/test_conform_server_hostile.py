@@ -7,6 +7,7 @@ refuses it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import tracemalloc
@@ -15,10 +16,12 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
+from websockets.utils import accept_key
 
 from rrkit.cli import main
 from rrkit.conform.server import Target, probe_catalogue, run_server
-from rrkit.drive.remote import MAX_BODY
+from rrkit.conform.server.sdk import known_event_types
+from rrkit.drive.remote import MAX_BODY, MAX_EVENTS
 
 from ..errortrap import Serve
 from .broken_servers import ResponsesServer
@@ -87,11 +90,15 @@ class SilentServer:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.writers: list[asyncio.StreamWriter] = []
 
+    async def answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            pass
+
     async def _serve(self) -> asyncio.Server:
         async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.writers.append(writer)
-            while await reader.read(65536):
-                pass
+            with contextlib.suppress(OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                await self.answer(reader, writer)
 
         return await asyncio.start_server(hold, "127.0.0.1", 0)
 
@@ -131,3 +138,61 @@ def test_a_silent_server_costs_the_run_its_budget_and_the_probes_left_are_report
     assert not_run and not any(case["ok"] for case in report["cases"])
     assert "the whole run 1 s" in result.stderr
     assert ElementTree.parse(junit).getroot().get("tests") == str(len(report["cases"]))
+
+
+FLOOD_BYTES = 64 << 20
+"""What a flooding server sends one connection at most (four times what the referee reads of one answer)."""
+
+
+class FloodServer(SilentServer):
+    """Reads a request's head, then never reads again: a WebSocket upgrade gets its 101 and pings without end
+    (each one asks the referee for a pong nobody reads); an HTTP request gets a stream of SSE comments (`: p`, the
+    cheapest event there is, each one kept by a careless referee)."""
+
+    async def answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        key = next(
+            (
+                line.split(b":", 1)[1].strip()
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"sec-websocket-key:")
+            ),
+            None,
+        )
+        if key is not None:
+            writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
+            writer.write(b"Sec-WebSocket-Accept: " + accept_key(key.decode()).encode() + b"\r\n\r\n")
+            burst = (b"\x89\x7d" + b"p" * 125) * 512  # unmasked ping frames, 125 bytes each
+        else:
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+            comments = b": p\n\n" * 12_000
+            burst = b"%x\r\n" % len(comments) + comments + b"\r\n"
+        for _ in range(FLOOD_BYTES // len(burst)):
+            writer.write(burst)
+            await writer.drain()
+
+
+@pytest.mark.parametrize(
+    ("transport", "probe", "timeout", "ending"),
+    [
+        ("ws", "codex-request", 1.0, "no terminal event or error frame"),  # pings are no events: silence, to time
+        ("http", "sse-text", TIMEOUT, f"past {MAX_EVENTS} events"),
+    ],
+)
+def test_a_flooding_server_that_never_reads_costs_the_referee_bounded_memory(
+    transport: str, probe: str, timeout: float, ending: str
+) -> None:
+    known_event_types()  # the official SDK's types, loaded once per process: not the flood's cost
+    with FloodServer() as url:
+        tracemalloc.start()
+        try:
+            report = run_server(Target(url, timeout=timeout), transports=(transport,), only=[probe])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    evidence = [finding.evidence for finding in report.findings if finding.severity == "must"]
+    assert not report.ok and any(ending in text for text in evidence), evidence
+    # Pings unanswered cost what websockets queues before reading stops (32 KiB); comments, MAX_EVENTS kept ones
+    # (about 450 bytes each) at most: before the bounds, 300 MB and 1.1 GB.
+    bound = 16 << 20 if transport == "ws" else MAX_EVENTS * 600
+    assert peak < bound, f"the referee peaked at {peak} bytes under a {transport} flood"

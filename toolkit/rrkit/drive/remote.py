@@ -29,6 +29,9 @@ from ..relay.settings import endpoints
 
 MAX_BODY = 16 * 1024 * 1024
 """Bytes of one answer read at most (a server that never stops is cut there)."""
+MAX_EVENTS = 200_000
+"""Events (comments included) kept of one answer: a flood of tiny events costs the referee memory per event, far
+more than its bytes; twice the largest answers users stream."""
 
 
 class Ending(StrEnum):
@@ -140,6 +143,8 @@ class RemoteServer:
             events += (_recorded(started, message.data, message.event, message.comment) for message in messages)
             if read > self.max_body:
                 return _broken(exchange, Ending.TOO_LARGE, f"the stream went past {self.max_body} bytes", events)
+            if len(events) > MAX_EVENTS:
+                return _broken(exchange, Ending.TOO_LARGE, f"the stream went past {MAX_EVENTS} events", events)
 
     async def _body(
         self, response: httpx.Response, exchange: RecordedExchange, idle: float, deadline: float | None
@@ -177,6 +182,8 @@ class RemoteServer:
                 proxy=None,
                 open_timeout=None,
                 max_size=self.max_body,
+                close_timeout=min(self.timeout, 10.0),
+                create_connection=_Bounded,
             )
             connection = await asyncio.wait_for(opening, self.timeout)
         except InvalidStatus as refused:
@@ -212,6 +219,8 @@ class RemoteServer:
                 events.append(RecordedEvent.of(time.monotonic() - started, event))
                 if event.get("type") in ev.ENDING_TYPES:
                     break
+                if len(events) > MAX_EVENTS:
+                    return _broken(exchange, Ending.TOO_LARGE, f"the answer went past {MAX_EVENTS} frames", events)
         except TimeoutError:
             waited = f"no terminal event or error frame within {_waited(idle, deadline)}"
             return _broken(exchange, Ending.TIMEOUT, waited, events, sent.late)
@@ -233,6 +242,28 @@ class RemoteServer:
                 message = await connection.recv()
                 frames.append(_event(message if isinstance(message, str) else message.decode("utf-8", "replace")))
         return frames
+
+
+class _Bounded(ClientConnection):
+    """A connection a server cannot hold the referee on. It stops reading while what it must send waits unread
+    (websockets answers each ping with a pong, queued without bound): a server that floods pings and never reads
+    gets its pings left unread. Its close gives up after `close_timeout` even when the close frame cannot be sent
+    (websockets waits for that without a bound), and drops the connection."""
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.recv_messages.paused:  # the message queue's own flow control keeps reading paused
+            self.transport.resume_reading()
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        try:
+            await asyncio.wait_for(super().close(code, reason), self.close_timeout)
+        except TimeoutError:
+            self.transport.abort()
 
 
 def _not_utf8(text: codecs.IncrementalDecoder, chunk: bytes, read: int, *, final: bool = False) -> str | None:

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from ..protocol.exceptions import LimitError
-from ..protocol.limits import LIMITS_ENV, configured, shown_size
+from ..protocol.limits import LIMITS_ENV, configured, read_at_most, shown_size
 
 
 def file_limit(path: Path, what: str, error_type: type[Exception], setting: str) -> int:
@@ -39,7 +39,7 @@ def read_utf8(path: Path, what: str, error_type: type[Exception], setting: str =
     limit = file_limit(path, what, error_type, setting)
     try:
         with path.open("rb") as handle:
-            content = handle.read(limit + 1)  # bounded, for what has no size on disk (a pipe)
+            content = read_at_most(handle, limit + 1)  # bounded, for what has no size on disk (a pipe)
     except OSError as error:
         raise error_type(f"{path}: cannot read {what}: {error.strerror or error}") from None
     if len(content) > limit:

@@ -12,6 +12,7 @@ import zstandard
 
 from .exceptions import BodyEncodingError, BodyTooLarge
 from .headers import media_type
+from .limits import read_at_most
 
 ENCODINGS = ("gzip", "deflate", "zstd", "identity")
 MAX_DECODED = 256 * 1024 * 1024
@@ -42,7 +43,7 @@ def _decode_one(body: bytes, coding: str, limit: int) -> bytes:
             return decoded
         if coding == "zstd":
             with zstandard.ZstdDecompressor().stream_reader(body) as reader:
-                decoded = reader.read(limit + 1)
+                decoded = read_at_most(reader, limit + 1)
             if len(decoded) > limit:
                 raise BodyTooLarge(f"the zstd body decodes to more than {limit} bytes")
             return decoded

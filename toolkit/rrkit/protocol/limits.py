@@ -10,6 +10,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from .exceptions import LimitError
 from .names import did_you_mean
@@ -112,3 +113,18 @@ def shown_size(size: int) -> str:
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
     return f"{size} bytes"
+
+
+class Readable(Protocol):
+    """A binary file, or a decompressing reader."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_at_most(handle: Readable, size: int) -> bytes:
+    """Up to `size` bytes, read a MiB at a time: `read(size)` allocates all of `size` at once, even for a small file."""
+    parts: list[bytes] = []
+    while size > 0 and (part := handle.read(min(size, 1 << 20))):
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
