@@ -14,6 +14,7 @@ import uvicorn.protocols.http.httptools_impl
 import uvicorn.protocols.websockets.websockets_sansio_impl  # noqa: F401
 
 from .errortrap import Serve
+from .hostile import commands_without_traceback, pytest_runtest_makereport  # noqa: F401  (hooks, fixture)
 
 # httpx (and the openai SDK's httpx2) import their httpcore only when a transport is first made. Were that inside a
 # pytester run in this process, the run's end would drop the module from sys.modules (pytester restores them) while

@@ -19,6 +19,8 @@ from rrkit.protocol.exceptions import CassetteError
 
 from .test_cassette_journal import one_exchange_recording
 
+pytestmark = pytest.mark.hostile
+
 
 def _crashed_recording(cassette: Path) -> Path:
     """A recording of one exchange whose process died: its journal left next to the cassette, unlocked."""

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from rrkit.cli import main
 
+pytestmark = pytest.mark.hostile
+
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "cassettes" / "text.http.json"
 

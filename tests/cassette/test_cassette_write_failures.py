@@ -26,6 +26,8 @@ from rrkit.server.capture import Capture
 
 from .test_cassette_journal import journaled_exchanges
 
+pytestmark = pytest.mark.hostile
+
 
 def fill(folder: Path) -> None:
     """Take every byte left in `folder`'s file system."""

@@ -10,8 +10,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from rrkit.drive import Assignment, CommandClient, ServerURLs, run_process
 from rrkit.drive.process import KEPT_BYTES
+
+pytestmark = pytest.mark.hostile
 
 GONE_WITHIN = 20.0
 """Seconds a stopped process may take to be reaped (SIGKILL is immediate on an idle machine)."""

@@ -32,7 +32,7 @@ TIMEOUT = 10.0
 PADS = st.sampled_from([0, 1000, 3900, 4096, 4200, 7000, 8192, 9000, 20_000])
 """Padding around the limits (4 KiB as sent, 8 KiB decoded): what gzip makes small decodes past them."""
 
-pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
+pytestmark = [pytest.mark.hostile, pytest.mark.filterwarnings("ignore:Generating overly large repr")]
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from rrkit.server import FakeServer
 
 from ..errortrap import Serve
 
+pytestmark = pytest.mark.hostile
+
 STREAMS = 2_000
 """Streams at once, as the issue saw the miscount (the engine test `test_engine_ending.py` holds the cause on its
 own, whatever the load)."""

@@ -15,6 +15,8 @@ from rrkit.protocol.vocabulary import CloseKind
 from rrkit.server.capture import Capture
 from rrkit.server.stream import Gone, play, until_client_leaves
 
+pytestmark = pytest.mark.hostile
+
 SLOW = 30.0
 """Seconds the channel's cut or stall takes: far beyond the grace, so the answer is always cancelled first."""
 

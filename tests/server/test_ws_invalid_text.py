@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
 from rrkit.script import Script
 
 from ..errortrap import Serve
+
+pytestmark = pytest.mark.hostile
 
 
 class Kept(logging.Handler):
