@@ -24,6 +24,7 @@ from rrkit.conform.server.sdk import known_event_types
 from rrkit.drive.remote import MAX_BODY, MAX_EVENTS
 
 from ..errortrap import Serve
+from ..hostile import taking_at_most
 from .broken_servers import ResponsesServer
 from .test_conform_server_broken import CREATE_PROBES, ONLY, TIMEOUT
 
@@ -39,7 +40,8 @@ def test_a_100_mb_event_is_one_probe_s_finding_and_every_other_probe_runs(
 ) -> None:
     server, junit = huge, tmp_path / "server.xml"
     args = ["conform", "--server", server.url, "--transport", "http", "--timeout", str(TIMEOUT), "--json"]
-    result = CliRunner().invoke(main, [*args, "--junit", str(junit), *ONLY])
+    with taking_at_most(30.0, "the run against a 100 MB event"):  # idle: 1.4 s
+        result = CliRunner().invoke(main, [*args, "--junit", str(junit), *ONLY])
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     failed = [case for case in report["cases"] if not case["ok"]]
@@ -121,7 +123,7 @@ class SilentServer:
 
 def test_a_silent_server_costs_the_run_its_budget_and_the_probes_left_are_reported_not_run(tmp_path: Path) -> None:
     junit = tmp_path / "server.xml"
-    with SilentServer() as url:
+    with SilentServer() as url, taking_at_most(20.0, "a run of a 1 s budget"):  # idle: 1.8 s
         args = ["conform", "--server", url, "--transport", "http", "--timeout", "0.2", "--budget", "1", "--json"]
         result = CliRunner().invoke(main, [*args, "--junit", str(junit), *ONLY])
     assert result.exit_code == 1, result.output
@@ -172,6 +174,7 @@ class FloodServer(SilentServer):
             await writer.drain()
 
 
+@pytest.mark.load
 @pytest.mark.parametrize(
     ("transport", "probe", "timeout", "ending"),
     [
@@ -183,7 +186,7 @@ def test_a_flooding_server_that_never_reads_costs_the_referee_bounded_memory(
     transport: str, probe: str, timeout: float, ending: str
 ) -> None:
     known_event_types()  # the official SDK's types, loaded once per process: not the flood's cost
-    with FloodServer() as url:
+    with FloodServer() as url, taking_at_most(150.0, f"the probe under a {transport} flood"):  # idle: 9-12 s
         tracemalloc.start()
         try:
             report = run_server(Target(url, timeout=timeout), transports=(transport,), only=[probe])

@@ -68,6 +68,7 @@ def _metric(server: FakeServer, outcome: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
+@pytest.mark.load
 @pytest.mark.usefixtures("enough_open_files")
 def test_every_chaos_drop_is_counted_dropped_as_the_clients_saw_it(serve: Serve, tmp_path: Path) -> None:
     deck = CassetteDeck.open(tmp_path / "chaos.json", "all", upstream=Script(default=SHORT))
