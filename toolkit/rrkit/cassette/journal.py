@@ -44,8 +44,18 @@ def journal_paths(cassette: Path) -> list[Path]:
     return sorted(cassette.parent.glob(glob.escape(cassette.name) + ".*" + SUFFIX))
 
 
+class Verbatim(str):
+    """JSON text a record holds as it is: an exchange made into its line once (`exchange_line`), its events not
+    parsed again."""
+
+
 def _line(record: dict[str, Any]) -> bytes:
-    return (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    fields = ",".join(f"{json.dumps(key)}:{_json(value)}" for key, value in record.items())
+    return ("{" + fields + "}\n").encode("utf-8")
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, Verbatim) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _write_all(fd: int, data: bytes) -> None:

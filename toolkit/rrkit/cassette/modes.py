@@ -4,6 +4,8 @@ answers from, and what gets written."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import time
 import warnings
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,12 +21,13 @@ from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Capture, Connection, Exchange
 from .file import ANY_HINT, CassetteFile
 from .format import Cassette, CassetteWarning, RecordedExchange
-from .journal import Journal
+from .journal import Journal, Verbatim
 from .match import MatchConfig
 from .record import append, cassette_from_capture, recorded_connection, recorded_exchange
 from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
+from .store import exchange_line
 
 
 @dataclass
@@ -106,6 +109,8 @@ class CassetteDeck:
     replay: CassetteSource | None = field(default=None, init=False)  # what replays the cassette, once `source()` ran
     _capture: Capture | None = field(default=None, init=False, repr=False)
     _journaled_connections: set[int] = field(default_factory=set, init=False, repr=False)
+    _journaling: concurrent.futures.ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
+    _pending: list[concurrent.futures.Future[None]] = field(default_factory=list, init=False, repr=False)
     journaled: int = field(default=0, init=False)
     """Exchanges the journal holds (each written whole as it ended)."""
     unjournaled: int = field(default=0, init=False)
@@ -212,12 +217,16 @@ class CassetteDeck:
     def save(self, exchanges: Sequence[Exchange], connections: Sequence[Connection]) -> Path | None:
         """Write the cassette when this deck records (`CassetteFile.save_onto`: atomically, under the folder's
         lock, onto the file as it is then), then remove the recording's journal."""
+        self.settle_journal()
         build = self._recording(exchanges, connections)
         if build is None:
             return None
         written = self.file.save_onto(build) if self._appends else self.file.save(build(None))
         if self._capture is not None and self._exchange_ended in self._capture.listeners:
             self._capture.listeners.remove(self._exchange_ended)
+        if self._journaling is not None:
+            self._journaling.shutdown()
+            self._journaling = None
         return written
 
     def _recording(
@@ -298,16 +307,30 @@ class CassetteDeck:
         # On the server's loop the outcome is set a moment before the last fields (a collected body): journal it
         # on the loop's next turn, once the handler has run on to its next await.
         try:
-            asyncio.get_running_loop().call_soon(self._journal_exchange, exchange)
+            asyncio.get_running_loop().call_soon(self._journal_aside, exchange)
         except RuntimeError:
             self._journal_exchange(exchange)
 
-    def _journal_exchange(self, exchange: Exchange) -> None:
+    def _journal_aside(self, exchange: Exchange) -> None:
+        """Journal a finished exchange on the journal's own thread, in the order they ended: writing down one of
+        100,000 events takes a second, which the loop spends forwarding the next stream instead."""
+        if self._journaling is None:
+            self._journaling = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rrkit-journal")
+        self._pending = [future for future in self._pending if not future.done()]
+        self._pending.append(self._journaling.submit(self._journal_exchange, exchange, _give_way))
+
+    def settle_journal(self) -> None:
+        """Wait until every exchange that ended is in the journal (or known not to be)."""
+        for future in list(self._pending):
+            future.result()
+        self._pending.clear()
+
+    def _journal_exchange(self, exchange: Exchange, between: Callable[[], None] | None = None) -> None:
         journal, capture = self.journal, self._capture
         if journal is None or capture is None or exchange.replayed:
             return
         try:
-            journal.append(*self._journal_records(exchange, capture))
+            journal.append(*self._journal_records(exchange, capture, between))
             self.journaled += 1
         except Exception as error:  # never fail the server; the exchange is still written at a clean stop
             self.unjournaled += 1
@@ -318,7 +341,9 @@ class CassetteDeck:
                 stacklevel=1,
             )
 
-    def _journal_records(self, exchange: Exchange, capture: Capture) -> list[dict[str, Any]]:
+    def _journal_records(
+        self, exchange: Exchange, capture: Capture, between: Callable[[], None] | None
+    ) -> list[dict[str, Any]]:
         connection_id = exchange.connection_id
         onto = self._replayed_connections([exchange]).get(connection_id)
         records: list[dict[str, Any]] = []
@@ -327,7 +352,7 @@ class CassetteDeck:
             live = next((c for c in capture.connections if c.id == connection_id), None)
         single = Cassette(
             connections=[recorded_connection(live)] if live is not None else [],
-            exchanges=[recorded_exchange(exchange, 0.0)],  # absolute start times: rebased on recovery
+            exchanges=[recorded_exchange(exchange, 0.0, between)],  # absolute start times: rebased on recovery
         )
         single = self.redactor.apply(single)
         recorded = single.exchanges[0]
@@ -336,5 +361,15 @@ class CassetteDeck:
         if live is not None:
             self._journaled_connections.add(live.id)
             records.append({"connection": single.connections[0].model_dump(mode="json"), "started_at": live.started_at})
-        records.append({"exchange": recorded.model_dump(mode="json"), **({"onto": onto} if onto is not None else {})})
+        records.append({"exchange": Verbatim(exchange_line(recorded)), **({"onto": onto} if onto is not None else {})})
         return records
+
+
+def _give_way() -> None:
+    """Between slices of an exchange journaled on the journal's thread: hand the interpreter to the server's loop
+    (a thread that computes holds it for 5 ms at a time, each time the loop asks for it)."""
+    time.sleep(GIVE_WAY)
+
+
+GIVE_WAY = 0.001
+"""Seconds the journal's thread leaves the loop between two slices of an exchange's events."""

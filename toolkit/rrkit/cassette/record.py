@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import warnings
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TypeVar
 
@@ -59,14 +59,21 @@ def encodable(value: _V, exchange_id: int, field: str) -> _V:
     return result
 
 
-def _events(exchange: Exchange) -> RecordedEvents:
+EVENTS_PER_SLICE = 100
+"""Events made into a cassette's between two calls of `between` (about a millisecond of work)."""
+
+
+def _events(exchange: Exchange, between: Callable[[], None] | None = None) -> RecordedEvents:
     """An exchange's events as a cassette holds them: each one's compact JSON text at its offset (to the
-    microsecond), what no JSON file can hold escaped (`encodable`)."""
+    microsecond), what no JSON file can hold escaped (`encodable`); `between` is called after each slice of
+    EVENTS_PER_SLICE events."""
     ats: array[float] = array("d")
     texts: list[bytes] = []
     sent = exchange.events  # a capture's SentEvents, or any sequence of SentEvent given in their place
     timed = sent.timed() if isinstance(sent, SentEvents) else ((one.at, one.event) for one in sent)
     for index, (at, event) in enumerate(timed):
+        if between is not None and index and not index % EVENTS_PER_SLICE:
+            between()
         try:
             text = orjson.dumps(event)
         except TypeError:  # orjson cannot: a lone surrogate, or an integer beyond 64 bits (kept exact)
@@ -85,7 +92,9 @@ def _response_id(exchange: Exchange) -> str | None:
     return response_id_of(sent.event for sent in exchange.events)
 
 
-def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
+def recorded_exchange(exchange: Exchange, origin: float, between: Callable[[], None] | None = None) -> RecordedExchange:
+    """The exchange as a cassette holds it, its start `origin` seconds on; `between` is called between slices of
+    its events (a caller on another thread than the server's gives the server its turn)."""
     body = exchange.response_body
     content_type = next((v for k, v in exchange.response_headers.items() if k.lower() == "content-type"), "")
     number = exchange.id
@@ -108,7 +117,7 @@ def recorded_exchange(exchange: Exchange, origin: float) -> RecordedExchange:
         response_headers=encodable(dict(exchange.response_headers), number, "response_headers"),
         response_id=encodable(_response_id(exchange), number, "response_id") or None,
         response_body=RecordedBody.of(body, content_type) if body is not None else None,
-        events=_events(exchange),
+        events=_events(exchange, between),
         outcome=exchange.outcome,
     )
 
