@@ -24,6 +24,7 @@ from benchmarks.common import Profile, Row, as_json, profile_of, profile_parser,
 BENCHMARKS = [
     "server_stream",
     "proxy",
+    "proxy_readers",
     "replay",
     "first_event",
     "cassette",

@@ -8,6 +8,8 @@ CPU time is its own (/proc/<pid>/stat). Kinds:
 - `replay CASSETTE`: FakeServer replaying a cassette (repeats allowed);
 - `record N CASSETTE`: records one SSE and one WebSocket response of N deltas into CASSETTE, then exits;
 - `proxy BASE_URL`: FakeServer(source=UpstreamSource(BASE_URL)), the recording proxy in front of BASE_URL;
+- `record-proxy BASE_URL`: the same with a cassette deck journaling each exchange as it ends, what `rrkit record`
+  runs (the cassette, in a temporary folder, is never saved);
 - `bare-sse N`: a bare uvicorn + Starlette endpoint streaming the same events, pre-encoded, as SSE;
 - `bare-ws N`: a bare `websockets` server sending the same events, pre-encoded, as text frames;
 - `limit-sse N`: the same pre-encoded SSE bytes in the runs rrkit's engine writes (`runs_of`), one body chunk per
@@ -129,6 +131,22 @@ def record(size: str, cassette: str) -> None:
         server.settle()
         save_cassette(cassette_from_capture(server.exchanges, server.connections), cassette)
     print(0, flush=True)
+
+
+def record_proxy(base_url: str) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from rrkit.cassette.modes import CassetteDeck
+    from rrkit.relay import UpstreamSource
+    from rrkit.server import FakeServer
+
+    with tempfile.TemporaryDirectory() as folder:
+        cassette = Path(folder) / "recorded.json"
+        deck = CassetteDeck.open(cassette, "rewrite", upstream=UpstreamSource(base_url), source_name="proxy")
+        server = FakeServer(source=deck.source())
+        deck.journal_to(server.state.capture)  # as `rrkit record` does: each exchange journaled as it ends
+        _serve_fake(server)
 
 
 def proxy(base_url: str) -> None:
@@ -286,6 +304,7 @@ KINDS: dict[str, Callable[..., None]] = {
     "replay": replay,
     "record": record,
     "proxy": proxy,
+    "record-proxy": record_proxy,
     "bare-sse": bare_sse,
     "bare-ws": bare_ws,
     "limit-sse": limit_sse,
