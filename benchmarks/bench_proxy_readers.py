@@ -73,8 +73,10 @@ def sdk_stream(base_url: str, watch: Sequence[Watched]) -> StreamRun:
     return StreamRun(count, wall, first, [server.cpu() - b for server, b in zip(watch, before, strict=True)])
 
 
-def one_after_another(client: httpx.Client, base_url: str) -> float:
-    """Two requests, the second sent as soon as the first one's last line was read: the second's first event."""
+def one_after_another(client: httpx.Client, base_url: str, watch: Sequence[Watched]) -> float:
+    """Two requests on idle servers, the second sent as soon as the first one's last line was read: the second's
+    first event."""
+    until_idle(watch)
     for index in range(2):
         start = time.perf_counter()
         with client.stream("POST", base_url + "/responses", json=STREAM_BODY) as response:
@@ -101,7 +103,7 @@ def size_rows(size: int, rounds: int) -> list[Row]:
             runs[f"{end} httpx lines"] = lambda s=server, w=watch: lines_stream(client, s.base_url, w)
             runs[f"{end} openai SDK"] = lambda s=server, w=watch: sdk_stream(s.base_url, w)
             runs[f"{end} websockets"] = lambda s=server, w=watch: ws_stream(s.ws_url, w)
-            runs[f"{end} back to back"] = lambda s=server, w=watch: (until_idle(w), one_after_another(client, s.base_url))[1]
+            runs[f"{end} back to back"] = lambda s=server, w=watch: one_after_another(client, s.base_url, w)
         got = interleaved(runs, rounds)
     label = f"{size // 1000}k events"
     out = []
