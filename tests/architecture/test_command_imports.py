@@ -20,15 +20,18 @@ JUDGES = (
     "rrkit.client",
 )
 """The judges of peers (the CLI knows only `rrkit.conform.timeouts`, the defaults its help shows)."""
+WEB = ("uvicorn", "starlette", "httpx", "websockets", "openai", "rrkit.server", "rrkit.relay.http")
+"""The web stack: servers, clients, the official SDK."""
 BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conform --server URL --list": (
         ("conform", "--server", "http://127.0.0.1:9/v1", "--list"),
-        (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive.client"),
+        (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive.client", "rrkit.drive.remote", *WEB),
     ),
     "conform --list": (("conform", "--list"), ("rrkit.conform.server", "rrkit.drive.remote")),
     "validate": (("validate", "cassettes/text.http.json"), JUDGES),
     "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), JUDGES),
-    "--help": (("--help",), (*JUDGES, "rrkit.report")),
+    "--help": (("--help",), (*JUDGES, "rrkit.report", *WEB, "yaml", "pydantic", "rich")),
+    "fixtures": (("fixtures",), (*JUDGES, *WEB, "pydantic", "rrkit.script.models")),
 }
 """Command -> (its arguments, the module prefixes it may not load): a judge of servers loads nothing of the
 clients' side, a judge of clients nothing of the servers', a cassette check no judge of peers."""

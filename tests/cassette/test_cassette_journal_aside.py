@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rrkit.cassette.journal import Journal
+from rrkit.cassette.journal import Journal, exchange_line
 from rrkit.cassette.modes import CassetteDeck
-from rrkit.cassette.store import exchange_line, load_cassette
+from rrkit.cassette.store import load_cassette
 from rrkit.script import Script, reply, text
 
 from ..errortrap import Serve

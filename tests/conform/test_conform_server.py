@@ -27,7 +27,7 @@ from rrkit.conform.server import (
 from rrkit.conform.server.answer import Answer
 from rrkit.conform.server.checks import judge_answer
 from rrkit.conform.server.retry import LONGEST_WAIT, retry_delay
-from rrkit.drive.remote import Ending
+from rrkit.drive.ending import Ending
 from rrkit.protocol.exceptions import ConformError, ServerUnreachable, SettingError
 from rrkit.report import Severity
 from rrkit.script import load_script

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from filelock import FileLock, Timeout
 
 from ..protocol.exceptions import CassetteError
-from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, loads_exact
+from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, compact, loads_exact
 from .lock import LOCK_TIMEOUT, directory_lock, lock_of
 from .record import append
 from .store import load_cassette, save_cassette
@@ -45,8 +45,15 @@ def journal_paths(cassette: Path) -> list[Path]:
 
 
 class Verbatim(str):
-    """JSON text a record holds as it is: an exchange made into its line once (`exchange_line`), its events not
-    parsed again."""
+    """JSON text a record holds as it is (`exchange_line`)."""
+
+
+def exchange_line(exchange: RecordedExchange) -> Verbatim:
+    """An exchange as compact JSON on one line (its journal record's value), its events' texts put in as they are
+    held: none is parsed again."""
+    head = json.dumps(exchange.model_dump(mode="json", exclude={"events"}), ensure_ascii=False, separators=(",", ":"))
+    events = ",".join([f'{{"at":{at!r},"event":{raw}}}' for at, raw in compact(exchange.events).timed()])
+    return Verbatim(f'{head[:-1]}{"," if head != "{}" else ""}"events":[{events}]}}')
 
 
 def _line(record: dict[str, Any]) -> bytes:

@@ -21,13 +21,12 @@ from ..script.select import NoMatch, ReplySource, RequestView, ScriptState
 from ..server.capture import Capture, Connection, Exchange
 from .file import ANY_HINT, CassetteFile
 from .format import Cassette, CassetteWarning, RecordedExchange
-from .journal import Journal, Verbatim
+from .journal import Journal, exchange_line
 from .match import MatchConfig
 from .record import append, cassette_from_capture, recorded_connection, recorded_exchange
 from .recordmode import RecordMode, parse_record_mode
 from .redact import Redactor
 from .replay import CassetteSource
-from .store import exchange_line
 
 
 @dataclass
@@ -361,7 +360,7 @@ class CassetteDeck:
         if live is not None:
             self._journaled_connections.add(live.id)
             records.append({"connection": single.connections[0].model_dump(mode="json"), "started_at": live.started_at})
-        records.append({"exchange": Verbatim(exchange_line(recorded)), **({"onto": onto} if onto is not None else {})})
+        records.append({"exchange": exchange_line(recorded), **({"onto": onto} if onto is not None else {})})
         return records
 
 

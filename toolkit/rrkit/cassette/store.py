@@ -270,13 +270,6 @@ def _exchange_text(exchange: RecordedExchange) -> str:
     return f"{body}\n        {lines}\n      ]\n    }}"
 
 
-def exchange_line(exchange: RecordedExchange) -> str:
-    """An exchange as compact JSON on one line (a journal's record), its events' texts put in as they are held."""
-    head = json.dumps(exchange.model_dump(mode="json", exclude={"events"}), ensure_ascii=False, separators=(",", ":"))
-    events = ",".join([f'{{"at":{at!r},"event":{raw}}}' for at, raw in compact(exchange.events).timed()])
-    return f'{head[:-1]}{"," if head != "{}" else ""}"events":[{events}]}}'
-
-
 def dump_cassette(cassette: Cassette) -> Iterator[str]:
     """The cassette's file text: its head, then one piece per exchange (written with one write each)."""
     left_out = {"exchanges"} if cassette.match_presets else {"exchanges", "match_presets"}

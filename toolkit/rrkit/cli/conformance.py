@@ -208,13 +208,16 @@ def _conform_server(
 ) -> None:
     from rich.console import Console
 
-    from ..conform.server import Target, probe_catalogue, run_server, select_probes
+    from ..conform.server.probe import probe_catalogue, select_probes
     from ..conform.server.render import render_probes
 
     probes = select_probes(probe_catalogue(), only)
     if list_only:
         render_probes(probes, Console(highlight=False))
         return
+    from ..conform.server.drive import Target
+    from ..conform.server.report import run_server
+
     key = os.environ.get(given.key_env) or "rrkit-conform"
     target = Target(given.url, model=given.model, api_key=key, timeout=given.timeout)
     progress = Console(stderr=True, highlight=False)

@@ -86,15 +86,17 @@ def fixtures() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from ..script.loader import load_script
+    from ..files.documents import read_document
+    from ..protocol.exceptions import ScriptError
     from ..script.shipped import shipped_fixtures
 
     table = Table(box=None, pad_edge=False, show_header=False)
     table.add_column("name", no_wrap=True, style="bold")
     table.add_column("what it does", overflow="fold")
     for name, path in shipped_fixtures().items():
-        script = load_script(path)
-        table.add_row(name, " ".join(script.description.split()).split(". ")[0].rstrip(".") + ".")
+        data, _ = read_document(path, "script", ScriptError)  # its description only: no script model is built
+        description = str(data.get("description", "")) if isinstance(data, dict) else ""
+        table.add_row(name, " ".join(description.split()).split(". ")[0].rstrip(".") + ".")
     Console(highlight=False, markup=False).print(table)
 
 

@@ -16,16 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..protocol.limits import Limits
-from ..server.exchange_log import JournalFile, LinePrinter, when_settled
-from ..server.runner import FakeServer, LoopbackServer
-
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
 # `rrkit serve` starts without them.
 if TYPE_CHECKING:
     from ..cassette.modes import CassetteDeck
+    from ..protocol.limits import Limits
     from ..relay import UpstreamSource
     from ..script.select import ReplySource
+    from ..server.runner import FakeServer, LoopbackServer
 
 
 class _StopSignals:
@@ -81,6 +79,8 @@ def _write_ready_file(path: Path, running: LoopbackServer) -> None:
     port = urlsplit(running.http_url).port
     ready = {"port": port, "http_url": running.http_url, "ws_url": running.ws_url, "pid": os.getpid()}
     ready["admin_url"] = running.admin_url
+    from ..server.runner import FakeServer
+
     token = running.admin_token if isinstance(running, FakeServer) else None
     if token is not None:
         ready["admin_token"] = token
@@ -110,6 +110,8 @@ class Observe:
 @contextmanager
 def _observed(server: FakeServer, quiet: bool, journal_path: Path | None) -> Iterator[None]:
     """A line per exchange on stdout (unless `quiet`) and the `--journal`, while the server runs."""
+    from ..server.exchange_log import JournalFile, LinePrinter, when_settled
+
     capture = server.state.capture
     printer = None if quiet else LinePrinter(click.echo)
     try:

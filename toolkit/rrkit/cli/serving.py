@@ -10,8 +10,6 @@ import click
 
 from ..cassette.recordmode import RecordMode, parse_record_mode
 from ..protocol.exceptions import ScriptError, SettingError
-from ..script import default_reply
-from ..server.runner import FakeServer
 
 # The cassette modules (and the cassette models, filelock) load in the commands that use a cassette: a plain
 # `rrkit serve` starts without them.
@@ -22,6 +20,7 @@ if TYPE_CHECKING:
     from ..relay import UpstreamSource
     from ..script.models import Script
     from ..script.select import ReplySource
+    from ..server.runner import FakeServer
 from .common import FileError
 from .group import main
 from .running import in_foreground, report_unplayed, save_recording
@@ -88,6 +87,9 @@ def serve(
     match = server.match() if cassette_path is not None or server.matching_given else None
     script = _script(script_path)
     if cassette_path is None:
+        from ..script import default_reply
+        from ..server.runner import FakeServer
+
         try:
             fake = FakeServer(script, keep=keep, **server.settings)  # without --script, the default script
         except SettingError as error:
@@ -213,6 +215,7 @@ def cassette_server(
     a script named as one with `hint`), and the server answering from it, journaling what it records."""
     from ..cassette.modes import CassetteDeck
     from ..protocol.exceptions import CassetteError
+    from ..server.runner import FakeServer
 
     try:
         deck = CassetteDeck.open(path, mode, upstream=upstream, match=match, hint=hint, **opening)

@@ -11,7 +11,6 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -26,24 +25,13 @@ from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of
 from ..protocol.plan import event_of_data
 from ..protocol.sse import SSEDecoder
 from ..relay.settings import endpoints
+from .ending import Ending
 
 MAX_BODY = 16 * 1024 * 1024
 """Bytes of one answer read at most (a server that never stops is cut there)."""
 MAX_EVENTS = 200_000
 """Events (comments included) kept of one answer: a flood of tiny events costs the referee memory per event, far
 more than its bytes; twice the largest answers users stream."""
-
-
-class Ending(StrEnum):
-    """How an answer ended."""
-
-    WHOLE = "whole"  # the body (or the response's frames, up to an ending event) arrived
-    CUT = "cut"  # the connection broke before the body ended
-    TOO_LARGE = "too large"  # the answer (or one event of it) went past what is read of one answer
-    CLOSED = "closed"  # the WebSocket closed before an ending event
-    TIMEOUT = "timeout"  # nothing ended it in time
-    UNSENT = "unsent"  # the request could not be sent (the upgrade failed, say)
-    SKIPPED = "skipped"  # not sent: the step it follows was not answered, so there is nothing to continue
 
 
 @dataclass

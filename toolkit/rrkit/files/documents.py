@@ -25,7 +25,19 @@ def yaml_document(text: str) -> tuple[Any, yaml.Node | None]:
     """A YAML text's data and node tree, refused (AliasBomb) when its aliases expand past MAX_YAML_VALUES."""
     import yaml
 
-    tree = yaml.compose(text, Loader=yaml.SafeLoader)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # libyaml's parser where PyYAML has it
+    try:
+        tree = loader.get_single_node()
+        _check_aliases(tree)
+        return (loader.construct_document(tree) if tree is not None else None), tree
+    finally:
+        loader.dispose()
+
+
+def _check_aliases(tree: yaml.Node | None) -> None:
+    """AliasBomb when the tree's aliases expand past MAX_YAML_VALUES (checked before any value is made)."""
+    import yaml
+
     sizes: dict[int, int] = {}
 
     def expanded(node: yaml.Node) -> int:
@@ -42,7 +54,6 @@ def yaml_document(text: str) -> tuple[Any, yaml.Node | None]:
             f"its aliases expand to {count:,} values, more than {MAX_YAML_VALUES:,} (an alias bomb?): "
             "write the values out, or use fewer aliases"
         )
-    return yaml.safe_load(text), tree
 
 
 def read_document(path: Path, what: str, error_type: type[Exception]) -> tuple[Any, yaml.Node | None]:
@@ -70,6 +81,10 @@ def parse_document(
             f"{place}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}{hint}"
         ) from None
     except yaml.YAMLError as error:
+        if "maximum nesting depth" in str(error):  # libyaml's bound (1,000 levels), where Python would recurse
+            raise error_type(
+                f"{place}: nested too deeply to read (over 1,000 levels); is it an rrkit {what}?"
+            ) from None
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         raise error_type(f"{place}: {where}invalid YAML: {getattr(error, 'problem', None) or error}") from None

@@ -15,7 +15,8 @@ from urllib.parse import parse_qsl, urlencode
 from websockets.asyncio.client import ClientConnection
 
 from ..cassette.format import Cassette, RecordedConnection, RecordedEvent, RecordedExchange, RecordedHandshake
-from ..drive.remote import Ending, RemoteServer
+from ..drive.ending import Ending
+from ..drive.remote import RemoteServer
 from ..protocol import events as ev
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.vocabulary import ClosedBy

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...drive.remote import Ending, Sent
-from ...drive.upgrade import Upgrade
+from ...drive.ending import Ending
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.headers import media_type
 from ...protocol.vocabulary import Transport
+
+if TYPE_CHECKING:
+    from ...drive.remote import Sent
+    from ...drive.upgrade import Upgrade
 
 
 @dataclass

@@ -6,10 +6,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...drive.remote import Ending
-from ...drive.upgrade import Upgrade
+from ...drive.ending import Ending
 from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.order import check_order
@@ -21,6 +20,9 @@ from .probe import Expect
 from .retry import RETRIES, retry_delay
 from .route_checks import check_ok, check_page, check_status
 from .sdk import body_problems, event_problems
+
+if TYPE_CHECKING:
+    from ...drive.upgrade import Upgrade
 
 WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 """RFC 6455 section 4.2.2: what the accept key hashes with the client's key."""

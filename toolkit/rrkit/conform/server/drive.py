@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 from websockets.asyncio.client import ClientConnection
 
 from ...cassette.format import RecordedExchange
-from ...drive.remote import Ending, RemoteServer
+from ...drive.ending import Ending
+from ...drive.remote import RemoteServer
 from ...drive.upgrade import Upgrade, read_upgrade
 from ...protocol import events as ev
 from ...protocol.headers import OPENAI_BETA_HEADER, RESPONSES_WEBSOCKETS_BETA

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...drive.remote import Ending
+from ...drive.ending import Ending
 from ...protocol import events as ev
 from ...protocol.errors import Classification, classify_failure, classify_http_error
 from .answer import Answer
