@@ -32,6 +32,7 @@ BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), JUDGES),
     "--help": (("--help",), (*JUDGES, "rrkit.report", *WEB, "yaml", "pydantic", "rich")),
     "fixtures": (("fixtures",), (*JUDGES, *WEB, "pydantic", "rrkit.script.models")),
+    "schema script": (("schema", "script"), (*JUDGES, *WEB, "pydantic", "yaml", "rrkit.script.models")),
 }
 """Command -> (its arguments, the module prefixes it may not load): a judge of servers loads nothing of the
 clients' side, a judge of clients nothing of the servers', a cassette check no judge of peers."""
