@@ -20,16 +20,26 @@ JUDGES = (
     "rrkit.client",
 )
 """The judges of peers (the CLI knows only `rrkit.conform.timeouts`, the defaults its help shows)."""
-WEB = ("uvicorn", "starlette", "httpx", "websockets", "openai", "rrkit.server", "rrkit.relay.http")
-"""The web stack: servers, clients, the official SDK."""
+WEB = (
+    "uvicorn",
+    "starlette",
+    "httpx",
+    "websockets",
+    "openai",
+    "rrkit.server.app",
+    "rrkit.server.runner",
+    "rrkit.relay.http",
+)
+"""The web stack: servers, clients, the official SDK (a capture's types, `rrkit.server.capture`, are no web stack)."""
 BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conform --server URL --list": (
         ("conform", "--server", "http://127.0.0.1:9/v1", "--list"),
         (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive.client", "rrkit.drive.remote", *WEB),
     ),
-    "conform --list": (("conform", "--list"), ("rrkit.conform.server", "rrkit.drive.remote")),
-    "validate": (("validate", "cassettes/text.http.json"), JUDGES),
-    "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), JUDGES),
+    "conform --list": (("conform", "--list"), ("rrkit.conform.server", "rrkit.drive", "rrkit.conform.report", *WEB)),
+    "validate": (("validate", "cassettes/text.http.json"), (*JUDGES, *WEB)),
+    "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), (*JUDGES, *WEB)),
+    "show": (("show", "cassettes/text.http.json"), (*JUDGES, *WEB)),
     "--help": (("--help",), (*JUDGES, "rrkit.report", *WEB, "yaml", "pydantic", "rich")),
     "fixtures": (("fixtures",), (*JUDGES, *WEB, "pydantic", "rrkit.script.models")),
     "schema script": (("schema", "script"), (*JUDGES, *WEB, "pydantic", "yaml", "rrkit.script.models")),

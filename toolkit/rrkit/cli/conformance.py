@@ -160,9 +160,9 @@ def _conform_client(
 ) -> None:
     from rich.console import Console
 
-    from ..conform import catalogue, run, select
     from ..conform.profile import load_profile, shipped_profiles
     from ..conform.render import render_list
+    from ..conform.scenario import catalogue, select
 
     every = catalogue(opt_in=bool(only) or list_only)  # an opt-in scenario runs when named; --list shows it
     scenarios = select(every, only)
@@ -170,6 +170,8 @@ def _conform_client(
     if list_only:
         render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
         return
+    from ..conform.report import run
+
     progress = Console(stderr=True, highlight=False)
 
     def said(result: Any) -> None:
