@@ -21,9 +21,9 @@ def file_kind(path: Path | str) -> FileKind | None:
     try:
         text = Path(path).read_text(encoding="utf-8")
         if Path(path).suffix.lower() in YAML_SUFFIXES:
-            import yaml  # only for a YAML file: opening a cassette loads no YAML parser
+            from .documents import yaml_document  # bounded as every YAML rrkit reads (an alias bomb is refused)
 
-            return kind_of(yaml.safe_load(text))
+            return kind_of(yaml_document(text)[0])
         return kind_of(json.loads(text))
     except Exception:  # unreadable, not UTF-8, no JSON or YAML, nested too deep: nothing to name it by
         return None

@@ -30,7 +30,7 @@ from ..script.select import NoMatch, ReplySource, RequestView
 from .admin_guard import AdminPolicy
 from .capture import Capture, Exchange, ExchangeCounts
 from .store import HTTP_STORE_SIZE, WS_STORE_SIZE, ResponseStore, Stored, store_ended
-from .stream import SERVER_ERROR_CODE, failure_message
+from .stream import SERVER_ERROR_CODE, own_failure
 
 __all__ = ["HTTP_STORE_SIZE", "WS_STORE_SIZE", "ResponseStore", "Stored", "store_ended"]
 
@@ -267,6 +267,6 @@ class Responder:
 
 def server_error(error: BaseException, what: str = "the server failed") -> RequestRefused:
     """An unexpected error as the answer a client gets (500 `server_error`), its traceback logged once."""
-    message = failure_message(error, what)
+    message = own_failure(error, what)
     log.error("%s", message, exc_info=error)
     return RequestRefused(500, errors.error_body(message, type="server_error", code=SERVER_ERROR_CODE))

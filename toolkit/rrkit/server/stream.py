@@ -23,7 +23,7 @@ FAILED_MARK = "rrkit: "
 `server_error` is worded as the service words it."""
 
 
-def failure_message(error: BaseException, what: str = "the server failed") -> str:
+def own_failure(error: BaseException, what: str = "the server failed") -> str:
     return f"{FAILED_MARK}{what}: {type(error).__name__}: {error}"
 
 
@@ -134,7 +134,7 @@ async def until_client_leaves(work: Coroutine[Any, Any, T], gone: Gone, grace: f
 def server_error_outcome(error: BaseException, events_sent: int, *, streaming: bool) -> Outcome:
     """What an exchange the server failed on ended as: a 500 before its answer began, a cut stream once it had,
     with the error named (`rrkit show` prints it)."""
-    message = failure_message(error)
+    message = own_failure(error)
     if streaming or events_sent:
         return Outcome(OutcomeKind.DROPPED, events_sent, code=SERVER_ERROR_CODE, message=message)
     return Outcome(OutcomeKind.REFUSED, 0, code=SERVER_ERROR_CODE, message=message, status=500)
