@@ -30,6 +30,7 @@ BENCHMARKS = [
     "cassette",
     "plugin_overhead",
     "launch",
+    "commands",
     "import",
     "diff",
     "soak",

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 import rrkit.script as builders
-from rrkit.cli import main
+from rrkit.cli import commands
 from rrkit.drive import ServerURLs
 from rrkit.schema import json_schema
 from rrkit.script import Reply, Script, parse_script
@@ -122,9 +122,9 @@ def _options_of(command: click.Command) -> set[str]:
 def _check_rrkit(words: list[str]) -> list[str]:
     """What is wrong with an `rrkit ...` command line: an unknown command, or an option it does not have."""
     name = words[1]
-    if name not in main.commands:
+    if name not in commands():
         return [f"no command rrkit {name}"]
-    known = _options_of(main.commands[name]) | {"--help"}
+    known = _options_of(commands()[name]) | {"--help"}
     given = [word.split("=", 1)[0] for word in words[2:] if word.startswith("--")]
     given = given[: given.index("--")] if "--" in given else given
     return [f"rrkit {name} has no option {option}" for option in given if option not in known]
@@ -206,9 +206,9 @@ USAGE = re.compile(r"^rrkit ([a-z-]+) ", re.M)
 @pytest.mark.parametrize("block", [block for block in _of("text") if USAGE.match(block.text)], ids=str)
 def test_a_usage_line_names_only_options_its_command_has(block: Block) -> None:
     (name,) = set(USAGE.findall(block.text))
-    assert name in main.commands
+    assert name in commands()
     shown = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", block.text))
-    assert sorted(shown - _options_of(main.commands[name])) == []
+    assert sorted(shown - _options_of(commands()[name])) == []
 
 
 def test_the_schema_line_an_editor_reads_names_a_schema_rrkit_ships() -> None:

@@ -70,3 +70,10 @@ def test_a_command_loads_only_its_own_stack(command: str) -> None:
     args, forbidden = BUDGETS[command]
     loaded = _loaded(args)
     assert [name for name in loaded if name.startswith(forbidden)] == [], command
+
+
+def test_each_command_is_defined_by_the_module_the_group_loads_for_it() -> None:
+    from rrkit.cli.group import COMMAND_MODULES, commands
+
+    defined = {name: command.callback.__module__ for name, command in commands().items() if command.callback}
+    assert defined == {name: f"rrkit.cli.{module}" for name, module in COMMAND_MODULES.items()}

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cassette import RecordedEvent, load_cassette, save_cassette
-from rrkit.cli import main
+from rrkit.cli import commands, main
 from rrkit.cli.group import EXIT_STATUSES, ExitStatus, exit_status
 from rrkit.protocol.exceptions import CassetteError, CodexNotFound, LockHeld, RRKitError, ScriptError
 
@@ -186,13 +186,13 @@ def test_each_command_exits_with_the_status_the_table_gives(case: Case, tmp_path
 
 def _documented(command: str) -> set[ExitStatus]:
     """The statuses a command's help names in its `Exit status:` paragraph."""
-    help_text = main.commands[command].help or ""
+    help_text = commands()[command].help or ""
     said = re.search(r"Exit status:(.*?)(?:\n\s*\n|$)", help_text, re.S)
     assert said, f"`rrkit {command} --help` does not say its exit statuses"
     return {ExitStatus(int(number)) for number in re.findall(r"\b([012]) ", said.group(1))}
 
 
-@pytest.mark.parametrize("command", sorted(main.commands))
+@pytest.mark.parametrize("command", sorted(commands()))
 def test_every_command_documents_its_exit_statuses_and_each_is_tested(command: str) -> None:
     tested = {case.status for case in CASES if case.command == command}
     tested |= {status for name, status in PROCESS_CASES if name == command}

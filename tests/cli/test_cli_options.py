@@ -11,7 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from rrkit.cli import main
+from rrkit.cli import commands, main
 
 CASSETTES = Path(__file__).parents[2] / "cassettes"
 CASSETTE = CASSETTES / "text.http.json"
@@ -63,7 +63,7 @@ def test_a_bad_option_is_one_usage_error_naming_it_without_a_traceback(
 
 
 def test_log_level_accepts_every_uvicorn_level_in_any_case() -> None:
-    option = next(param for param in main.commands["serve"].params if param.name == "log_level")
+    option = next(param for param in commands()["serve"].params if param.name == "log_level")
     assert isinstance(option.type, click.Choice)
     assert list(option.type.choices) == ["critical", "error", "warning", "info", "debug", "trace"]
     assert option.type.convert("DEBUG", option, None) == "debug"
@@ -142,7 +142,7 @@ def test_a_file_of_neither_kind_keeps_the_loaders_own_message(tmp_path: Path) ->
 # -- help --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [None, *sorted(main.commands)])
+@pytest.mark.parametrize("command", [None, *sorted(commands())])
 def test_every_commands_help_shows_an_example(command: str | None) -> None:
     result = invoke(*([command] if command else []), "--help")
     assert result.exit_code == 0, result.output

@@ -184,7 +184,7 @@ def test_against_a_server_scripted_differently_names_the_event(serve: Serve) -> 
         cassette = str(GOLDEN / "tool-loop.http.json")
         result = CliRunner().invoke(cli, ["replay", "--json", "--against", server.http_url, cassette])
     assert result.exit_code == 1, result.output
-    (report,) = json.loads(result.output)["detail"]["replays"]
+    (report,) = json.loads(result.stdout)["detail"]["replays"]
     events = [d for d in report["report"]["differences"] if d["kind"] in ("events", "event_field")]
     assert events and events[0]["a"]["exchange"] == 0 and events[0]["a"]["event"] is not None
 

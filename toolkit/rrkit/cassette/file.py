@@ -7,14 +7,16 @@ import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..files.text import why_not_writable
 from ..protocol.exceptions import CassetteError
 from .format import Cassette, Redaction
-from .journal import Journal, journal_paths, recover_journals
 from .lock import LOCK_TIMEOUT, directory_lock
 from .store import load_cassette, save_cassette
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 ANY_HINT = "give the path of a cassette (a script is never overwritten as one)"
 """What to do about a script given as a cassette, unless the caller says better (a command names its option)."""
@@ -45,11 +47,15 @@ class CassetteFile:
 
     def journals(self) -> list[Path]:
         """The journals beside the cassette: live recordings' and crashes' leftovers alike."""
+        from .journal import journal_paths  # the journal's machinery loads on a write or recovery, not a read
+
         return journal_paths(self.path)
 
     def recover(self) -> int:
         """Merge the journals crashed recordings left into the cassette (`journal.recover_journals`): the number
         of exchanges recovered, each journal named in a CassetteWarning."""
+        from .journal import recover_journals
+
         return recover_journals(self.path, self.lock_timeout)
 
     def open(self, *, read: bool = True) -> Cassette | None:
@@ -93,6 +99,8 @@ class CassetteFile:
     def start_journal(self, *, replaces: bool, name: str, source: str, redaction: Redaction | None) -> Journal:
         """The journal of a recording into the cassette (`journal.Journal`), until `save`; CassetteError naming
         the cassette when its folder cannot hold it (refused before any exchange)."""
+        from .journal import Journal
+
         if self.journal is None:
             try:
                 self.journal = Journal.start(

@@ -31,13 +31,14 @@ def show(cassette_path: Path, html_path: Path | None) -> None:
       rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
     """
     from ..tools.show import build_timeline
-    from ..tools.show_html import write_html
     from ..tools.show_terminal import print_timeline
 
     cassette = read_cassette(cassette_path)
     timeline = build_timeline(cassette, path=str(cassette_path))
     print_timeline(timeline)
     if html_path is not None:
+        from ..tools.show_html import write_html
+
         written = write_file(html_path, "the HTML page", lambda: write_html(timeline, html_path))
         click.echo(f"rrkit: wrote {written}")
 
@@ -159,14 +160,18 @@ def replay(
     """
     import asyncio
 
-    from ..tools.diff import VIEWS
-    from ..tools.replay import replay_report, run_replays, show_replays
-
     command = client_command(ctx)
     if command and against_url:
         raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
+    who = (
+        f"the server at {against_url}" if against_url is not None else " ".join(command or ()) or "the reference client"
+    )
     match = match_config(match_presets, match_ignore, match_normalize, allow_repeats)
     loaded = [(path, read_cassette(path)) for path in _cassette_files(cassettes)]
+    click.echo(f"rrkit replay: {len(loaded)} cassette(s), each against {who}", err=True)
+    from ..tools.diff import VIEWS
+    from ..tools.replay import replay_report, run_replays, show_replays
+
     results = asyncio.run(
         run_replays(
             loaded,
@@ -178,9 +183,6 @@ def replay(
             ignore=ignore,
             timeout=timeout,
         )
-    )
-    who = (
-        f"the server at {against_url}" if against_url is not None else " ".join(command or ()) or "the reference client"
     )
     report = replay_report(results, who)
     conclude_report(report, outputs, lambda console: show_replays(results, who, console))

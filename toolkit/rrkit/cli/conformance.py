@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,13 @@ def _conform_client(
     timeout: float,
     outputs: ReportOutputs,
 ) -> None:
+    if not list_only:
+        judged = shlex.join(command) if command else "rrkit's reference client"
+        click.echo(
+            f"rrkit conform: judging {judged} over {' and '.join(transports)}, each scenario on a fresh fake server; "
+            f"a run may take {timeout:g} s (--timeout)",
+            err=True,
+        )
     from rich.console import Console
 
     from ..conform.profile import load_profile, shipped_profiles
@@ -208,6 +216,12 @@ def _conform_server(
     transports: tuple[Transport, ...],
     outputs: ReportOutputs,
 ) -> None:
+    if not list_only:
+        click.echo(
+            f"rrkit conform --server: judging {given.url} over {' and '.join(transports)}; an answer may take "
+            f"{given.timeout:g} s, the whole run {given.budget:g} s (--timeout, --budget)",
+            err=True,
+        )
     from rich.console import Console
 
     from ..conform.server.probe import probe_catalogue, select_probes
@@ -227,13 +241,6 @@ def _conform_server(
     def said(result: Any) -> None:
         progress.print(f"{result.probe} [{result.transport}] {'ok' if result.ok else 'FAILED'}", markup=False)
 
-    runs = sum(1 for probe in probes for name in transports if name in probe.transports)
-    progress.print(
-        f"rrkit conform --server: {runs} probe run(s); an answer may take {given.timeout:g} s, the whole run "
-        f"{given.budget:g} s (--timeout, --budget)",
-        markup=False,
-        soft_wrap=True,
-    )
     report = run_server(target, only=only, transports=transports, probes=probes, on_result=said, budget=given.budget)
     conclude_report(report.to_report(), outputs)
 
@@ -281,8 +288,6 @@ def compare_codex(
       rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
     """
     from ..differential.codex import find_codex
-    from ..differential.fixtures import compare_scripts, format_comparisons, summary
-    from ..differential.settings import Budgets
     from ..script.shipped import script_files
 
     codex = find_codex(codex_path)
@@ -292,6 +297,9 @@ def compare_codex(
         named = f" named {', '.join(only)}" if only else ""
         raise FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")
     click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
+    from ..differential.fixtures import compare_scripts, format_comparisons, summary
+    from ..differential.settings import Budgets
+
     budgets = Budgets(idle_timeout=idle_timeout)
     results = compare_scripts(paths, codex, transports=transports or TRANSPORTS, budgets=budgets)
     click.echo(format_comparisons(results, verbose=verbose))

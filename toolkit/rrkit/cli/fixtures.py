@@ -44,9 +44,12 @@ def demo(
     from rich.console import Console
     from rich.progress import Progress
 
+    directory = fixtures_directory(fixtures_dir)
+    out = Console(highlight=False, markup=False)
+    if not as_json:
+        out.print(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
     from ..demo import demo_table, rows_json, run_demo, summary
 
-    directory = fixtures_directory(fixtures_dir)
     errors = Console(stderr=True)
     with Progress(console=errors, transient=True, disable=not errors.is_terminal) as progress:
         task = progress.add_task("starting", total=None)
@@ -62,8 +65,6 @@ def demo(
     if as_json:
         click.echo(json.dumps(rows_json(rows), indent=2))
     else:
-        out = Console(highlight=False, markup=False)
-        out.print(f"rrkit demo: the reference client against the fake server, scripts from {directory}")
         out.print(demo_table(rows))
         out.print(summary(rows))
     if record_dir is not None and not as_json:

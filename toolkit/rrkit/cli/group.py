@@ -3,6 +3,7 @@ cannot turn into a kill)."""
 
 from __future__ import annotations
 
+import importlib
 import signal
 from enum import IntEnum
 from typing import Any, NoReturn
@@ -75,7 +76,40 @@ def failed() -> NoReturn:
     raise SystemExit(ExitStatus.FAILED)
 
 
+COMMAND_MODULES: dict[str, str] = {
+    "compare-codex": "conformance",
+    "conform": "conformance",
+    "demo": "fixtures",
+    "diff": "cassettes",
+    "fixtures": "fixtures",
+    "record": "serving",
+    "recover": "cassettes",
+    "replay": "cassettes",
+    "schema": "fixtures",
+    "serve": "serving",
+    "show": "cassettes",
+    "validate": "cassettes",
+}
+"""Each command -> the module of this package that defines it, loaded when the command runs (or a help lists them
+all): a command loads its own module's stack, not every command's."""
+
+
+def commands() -> dict[str, click.Command]:
+    """Every command of the group, each module loaded."""
+    for module in sorted(set(COMMAND_MODULES.values())):
+        importlib.import_module(f"{__package__}.{module}")
+    return dict(main.commands)
+
+
 class _Group(click.Group):
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            importlib.import_module(f"{__package__}.{COMMAND_MODULES[cmd_name]}")  # registers its commands
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
