@@ -34,9 +34,12 @@ WEB = (
 BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conform --server URL --list": (
         ("conform", "--server", "http://127.0.0.1:9/v1", "--list"),
-        (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive.client", "rrkit.drive.remote", *WEB),
+        (*CLIENT_CONFORMANCE, "rrkit.conform.scenario", "rrkit.drive", "rrkit.conform.server.probe", "pydantic", *WEB),
     ),
-    "conform --list": (("conform", "--list"), ("rrkit.conform.server", "rrkit.drive", "rrkit.conform.report", *WEB)),
+    "conform --list": (
+        ("conform", "--list"),
+        ("rrkit.conform.server", "rrkit.drive", "rrkit.conform.report", "rrkit.conform.scenario", "pydantic", *WEB),
+    ),
     "validate": (("validate", "cassettes/text.http.json"), (*JUDGES, *WEB)),
     "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), (*JUDGES, *WEB)),
     "show": (("show", "cassettes/text.http.json"), (*JUDGES, *WEB)),

@@ -102,6 +102,25 @@ def test_the_catalogue_and_the_profiles_cover_both_transports_and_every_check_ki
         assert all(must.why.strip() for must in scenario.musts)
 
 
+def test_the_list_shows_each_scenario_profile_and_probe_as_its_model_reads_it_without_building_one() -> None:
+    from rrkit.conform.listing import listed_probes, listed_profiles, listed_scenarios
+    from rrkit.conform.profile import shipped_profiles
+    from rrkit.conform.server.probe import probe_catalogue
+
+    modelled = [
+        (scenario.name, scenario.description, tuple(scenario.transports), scenario.opt_in)
+        for scenario in catalogue(opt_in=True)
+    ]
+    assert [(s.name, s.description, s.transports, s.opt_in) for s in listed_scenarios()] == modelled
+    profiles = [load_profile(name) for name in shipped_profiles()]
+    assert [(p.name, p.description) for p in listed_profiles()] == [(p.name, p.description) for p in profiles]
+    assert [s.name for s in listed_scenarios(("text", "tool-loop"))] == ["text", "tool-loop"]
+    probes = [(p.name, p.description, tuple(p.transports)) for p in probe_catalogue()]
+    assert [(p.name, p.description, p.transports) for p in listed_probes()] == probes
+    with pytest.raises(ConformError, match=r"no scenario named 'txet'.*conform --list"):
+        listed_scenarios(("txet",))
+
+
 def test_the_reference_client_keeps_every_must_and_the_codex_profile_over_both_transports(
     scenarios: list[Scenario],
 ) -> None:

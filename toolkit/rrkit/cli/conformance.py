@@ -168,18 +168,16 @@ def _conform_client(
         )
     from rich.console import Console
 
-    from ..conform.profile import load_profile, shipped_profiles
-    from ..conform.render import render_list
-    from ..conform.scenario import catalogue, select
-
-    every = catalogue(opt_in=bool(only) or list_only)  # an opt-in scenario runs when named; --list shows it
-    scenarios = select(every, only)
-    judged_by = load_profile(profile) if profile is not None else None
     if list_only:
-        render_list(scenarios, [load_profile(name) for name in shipped_profiles()], Console(highlight=False))
+        from ..conform.listing import listed_profiles, listed_scenarios
+        from ..conform.render import render_list
+
+        render_list(listed_scenarios(only), listed_profiles(), Console(highlight=False))
         return
+    from ..conform.profile import load_profile
     from ..conform.report import run
 
+    judged_by = load_profile(profile) if profile is not None else None
     progress = Console(stderr=True, highlight=False)
 
     def said(result: Any) -> None:
@@ -188,7 +186,6 @@ def _conform_client(
 
     report = run(
         command or None,
-        scenarios=every,
         only=only,
         transports=transports,
         timeout=timeout,
@@ -224,12 +221,11 @@ def _conform_server(
         )
     from rich.console import Console
 
-    from ..conform.server.probe import probe_catalogue, select_probes
-    from ..conform.server.render import render_probes
-
-    probes = select_probes(probe_catalogue(), only)
     if list_only:
-        render_probes(probes, Console(highlight=False))
+        from ..conform.listing import listed_probes
+        from ..conform.server.render import render_probes
+
+        render_probes(listed_probes(only), Console(highlight=False))
         return
     from ..conform.server.drive import Target
     from ..conform.server.report import run_server
@@ -241,7 +237,7 @@ def _conform_server(
     def said(result: Any) -> None:
         progress.print(f"{result.probe} [{result.transport}] {'ok' if result.ok else 'FAILED'}", markup=False)
 
-    report = run_server(target, only=only, transports=transports, probes=probes, on_result=said, budget=given.budget)
+    report = run_server(target, only=only, transports=transports, on_result=said, budget=given.budget)
     conclude_report(report.to_report(), outputs)
 
 

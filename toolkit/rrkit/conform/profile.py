@@ -13,10 +13,8 @@ from ..files.invalid import validate_document
 from ..protocol.exceptions import ConformError
 from ..protocol.names import did_you_mean
 from ..script.loader import SCRIPT_WORDS
+from .listing import PROFILES
 from .scenario import Expectation, Scenario
-
-PROFILES = Path(__file__).parent / "profiles"
-"""The profiles shipped with rrkit (`rrkit conform --list`)."""
 
 
 class Profile(BaseModel):

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from .profile import Profile
-from .scenario import Scenario
+from .listing import Listed
 
 
-def render_list(scenarios: Sequence[Scenario], profiles: Sequence[Profile], console: Console) -> None:
+def render_list(scenarios: Sequence[Listed], profiles: Sequence[Listed], console: Console) -> None:
     table = Table(show_lines=False, box=None, pad_edge=False)
     for column in ("scenario", "over", "what the server does"):
         table.add_column(column, overflow="fold")

@@ -17,10 +17,8 @@ from ..protocol.exceptions import ConformError, ScriptError
 from ..protocol.vocabulary import TRANSPORTS, Transport
 from ..script.loader import SCRIPT_WORDS, load_script
 from ..script.models import Script
+from .listing import CATALOGUE
 from .named import select_named
-
-CATALOGUE = Path(__file__).parent / "scenarios"
-"""The scenario files shipped with rrkit (`rrkit conform --list`)."""
 
 CheckKind = Literal[
     "outcome",

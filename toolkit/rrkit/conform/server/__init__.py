@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from ...lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..listing import PROBES
     from .checks import CHECKS, accept_key
     from .drive import Target
-    from .probe import PROBES, Expect, Probe, ProbeStep, load_probe, probe_catalogue, select_probes
+    from .probe import Expect, Probe, ProbeStep, load_probe, probe_catalogue, select_probes
     from .report import ProbeResult, ServerReport, judge_server, run_server
 
 __all__ = [
@@ -32,9 +33,10 @@ __all__ = [
 ]
 
 _HOMES = {
+    "..listing": ("PROBES",),
     ".checks": ("CHECKS", "accept_key"),
     ".drive": ("Target",),
-    ".probe": ("PROBES", "Expect", "Probe", "ProbeStep", "load_probe", "probe_catalogue", "select_probes"),
+    ".probe": ("Expect", "Probe", "ProbeStep", "load_probe", "probe_catalogue", "select_probes"),
     ".report": ("ProbeResult", "ServerReport", "judge_server", "run_server"),
 }
 

@@ -15,6 +15,7 @@ from ...protocol.order import check_order
 from ...protocol.routes import resumed_after
 from ...report import Finding, Severity
 from .answer import Answer
+from .check_texts import CHECK_TEXTS
 from .found import Found
 from .probe import Expect
 from .retry import RETRIES, retry_delay
@@ -335,24 +336,19 @@ def _upgrade(found: Found, expect: Expect) -> None:
         )
 
 
-CHECKS: dict[str, tuple[Check, str]] = {
-    "stream": (
-        _stream,
-        "the stream's events follow the order rules of every event family and parse as the SDK's types",
-    ),
-    "completed": (_completed, "the request is answered: a completed response"),
-    "response_object": (_response_object, "one JSON response object, consistent, for a request without `stream`"),
-    "refused": (_refused, "refused with the status and the OpenAI error shape (HTTP body or WebSocket error frame)"),
-    "no_output": (_no_output, "a warmup (`generate: false`) answered without output"),
-    "upgrade": (_upgrade, "the WebSocket upgrade as RFC 6455 says (101, Upgrade, Connection, the accept key)"),
-    "ok": (check_ok, "another route of the resource answered 2xx with one JSON object of its type (`object`)"),
-    "status": (check_status, "a response object in one of the statuses allowed (`statuses`): a background lifecycle"),
-    "resumed": (
-        check_resumed,
-        "a resumed stream (`starting_after`) continues at starting_after + 1 with no gap and no repeat, to its end",
-    ),
-    "page": (check_page, "a page of input items: at most `limit`, in the order asked, after `after`, `has_more` right"),
+_RUNS: dict[str, Check] = {
+    "stream": _stream,
+    "completed": _completed,
+    "response_object": _response_object,
+    "refused": _refused,
+    "no_output": _no_output,
+    "upgrade": _upgrade,
+    "ok": check_ok,
+    "status": check_status,
+    "resumed": check_resumed,
+    "page": check_page,
 }
+CHECKS: dict[str, tuple[Check, str]] = {name: (run, CHECK_TEXTS[name]) for name, run in _RUNS.items()}
 """Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
 
 

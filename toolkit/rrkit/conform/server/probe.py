@@ -13,10 +13,8 @@ from ...files.documents import read_document
 from ...files.invalid import Vocabulary, validate_document
 from ...protocol.exceptions import ConformError
 from ...protocol.vocabulary import TRANSPORTS, Transport
+from ..listing import PROBES
 from ..named import select_named
-
-PROBES = Path(__file__).parent / "probes"
-"""The probe files shipped with rrkit (`rrkit conform --server URL --list`)."""
 
 CheckName = Literal[
     "stream", "completed", "response_object", "refused", "no_output", "upgrade", "ok", "resumed", "page", "status"

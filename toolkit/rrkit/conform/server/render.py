@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from .checks import CHECKS
-from .probe import Probe
+from ..listing import Listed
+from .check_texts import CHECK_TEXTS
 
 
-def render_probes(probes: Sequence[Probe], console: Console) -> None:
+def render_probes(probes: Sequence[Listed], console: Console) -> None:
     table = Table(box=None, pad_edge=False)
     for column in ("probe", "over", "what it sends and checks"):
         table.add_column(column, overflow="fold")
@@ -21,6 +21,6 @@ def render_probes(probes: Sequence[Probe], console: Console) -> None:
     checks = Table(box=None, pad_edge=False)
     for column in ("check", "what it holds an answer to"):
         checks.add_column(column, overflow="fold")
-    for name, (_, what) in CHECKS.items():
+    for name, what in CHECK_TEXTS.items():
         checks.add_row(name, what)
     console.print(checks)
