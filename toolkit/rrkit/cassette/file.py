@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..files.text import why_not_writable
 from ..protocol.exceptions import CassetteError
 from .format import Cassette, Redaction
+from .journal_files import journal_paths
 from .lock import LOCK_TIMEOUT, directory_lock
 from .store import load_cassette, save_cassette
 
@@ -47,8 +48,6 @@ class CassetteFile:
 
     def journals(self) -> list[Path]:
         """The journals beside the cassette: live recordings' and crashes' leftovers alike."""
-        from .journal import journal_paths  # the journal's machinery loads on a write or recovery, not a read
-
         return journal_paths(self.path)
 
     def recover(self) -> int:

@@ -14,7 +14,6 @@ is a crash's leftover.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -29,19 +28,14 @@ from filelock import FileLock, Timeout
 
 from ..protocol.exceptions import CassetteError
 from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, compact, loads_exact
+from .journal_files import SUFFIX, journal_paths
 from .lock import LOCK_TIMEOUT, directory_lock, lock_of
 from .record import append
 from .store import load_cassette, save_cassette
 
 JOURNAL_VERSION = 1
-SUFFIX = ".journal.jsonl"
 FSYNC_EVERY = 64  # records written between two fsyncs, at most
 FSYNC_SECONDS = 0.25  # seconds of recording between two fsyncs, at most (checked as records are written)
-
-
-def journal_paths(cassette: Path) -> list[Path]:
-    """The journals next to `cassette` (live sessions' and crashes' leftovers alike)."""
-    return sorted(cassette.parent.glob(glob.escape(cassette.name) + ".*" + SUFFIX))
 
 
 class Verbatim(str):

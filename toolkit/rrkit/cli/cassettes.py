@@ -221,13 +221,15 @@ def recover(cassettes: tuple[Path, ...]) -> None:
     """
     import warnings
 
-    from ..cassette.file import CassetteFile
+    from ..cassette.journal_files import journal_paths
 
     for path in cassettes:
-        cassette = CassetteFile(path)
-        if not cassette.journals():
+        if not journal_paths(path):  # nothing to recover: no cassette model loads
             click.echo(f"rrkit: {path}: no journal next to it, nothing to recover")
             continue
+        from ..cassette.file import CassetteFile
+
+        cassette = CassetteFile(path)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
