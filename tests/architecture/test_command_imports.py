@@ -31,6 +31,8 @@ WEB = (
     "rrkit.relay.http",
 )
 """The web stack: servers, clients, the official SDK (a capture's types, `rrkit.server.capture`, are no web stack)."""
+WRITING = ("filelock", "rrkit.cassette.journal", "rrkit.cassette.record")
+"""A recording's machinery: its journal, the cross-process lock, the cassette built from a capture."""
 BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "conform --server URL --list": (
         ("conform", "--server", "http://127.0.0.1:9/v1", "--list"),
@@ -40,14 +42,15 @@ BUDGETS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("conform", "--list"),
         ("rrkit.conform.server", "rrkit.drive", "rrkit.conform.report", "rrkit.conform.scenario", "pydantic", *WEB),
     ),
-    "validate": (("validate", "cassettes/text.http.json"), (*JUDGES, *WEB)),
-    "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), (*JUDGES, *WEB)),
-    "show": (("show", "cassettes/text.http.json"), (*JUDGES, *WEB)),
+    "validate": (("validate", "cassettes/text.http.json"), (*JUDGES, *WEB, *WRITING)),
+    "diff": (("diff", "cassettes/text.http.json", "cassettes/text.http.json"), (*JUDGES, *WEB, *WRITING)),
+    "show": (("show", "cassettes/text.http.json"), (*JUDGES, *WEB, *WRITING, "rrkit.report.model")),
+    "recover (nothing to recover)": (("recover", "no-such.json"), (*JUDGES, *WEB, *WRITING, "pydantic")),
     "--help": (("--help",), (*JUDGES, "rrkit.report", *WEB, "yaml", "pydantic", "rich")),
     "fixtures": (("fixtures",), (*JUDGES, *WEB, "pydantic", "rrkit.script.models")),
     "schema script": (("schema", "script"), (*JUDGES, *WEB, "pydantic", "yaml", "rrkit.script.models")),
 }
-"""Command -> (its arguments, the module prefixes it may not load): a judge of servers loads nothing of the
+"""Command -> (its arguments, the modules and packages it may not load): a judge of servers loads nothing of the
 clients' side, a judge of clients nothing of the servers', a cassette check no judge of peers."""
 
 PROGRAM = """
@@ -72,7 +75,7 @@ def _loaded(args: tuple[str, ...]) -> list[str]:
 def test_a_command_loads_only_its_own_stack(command: str) -> None:
     args, forbidden = BUDGETS[command]
     loaded = _loaded(args)
-    assert [name for name in loaded if name.startswith(forbidden)] == [], command
+    assert [name for name in loaded if name in forbidden or name.startswith(tuple(f"{p}." for p in forbidden))] == []
 
 
 def test_each_command_is_defined_by_the_module_the_group_loads_for_it() -> None:
