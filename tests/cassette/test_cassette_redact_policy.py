@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from array import array
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from rrkit.cassette import Cassette, RecordedExchange, Redactor
+from rrkit.cassette.format import RecordedEvents
 from rrkit.cli import main
 from rrkit.protocol.exceptions import SettingError
 
@@ -62,3 +64,17 @@ def test_record_refuses_a_bad_redact_path_before_it_serves(tmp_path: Path) -> No
     assert result.exit_code == 2, result.output
     assert "invalid redact path 'a..b'" in result.output
     assert not cassette_path.exists()
+
+
+def _with_events(events: RecordedEvents) -> Cassette:
+    headers = {"authorization": f"Bearer {SECRET}"}  # the pass learns the secret from the headers
+    return Cassette(exchanges=[RecordedExchange(id=0, transport="http", request_headers=headers, events=events)])
+
+
+def test_events_that_hold_no_secret_are_left_as_they_are_held_and_those_that_do_are_scrubbed() -> None:
+    clean = RecordedEvents(array("d", [0.0, 0.5]), [b'{"type":"a","text":"hi"}', b'{"type":"b","text":"ho"}'])
+    kept = Redactor().apply(_with_events(clean)).exchanges[0].events
+    assert kept is clean  # searched as one text, not made one by one (100,000 events of a stream)
+    leaky = RecordedEvents(array("d", [0.0]), [f'{{"type":"a","text":"key {SECRET}"}}'.encode()])
+    (scrubbed,) = Redactor().apply(_with_events(leaky)).exchanges[0].events
+    assert scrubbed.event == {"type": "a", "text": "key [REDACTED]"}

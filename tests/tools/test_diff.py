@@ -182,7 +182,7 @@ def test_a_changed_tool_argument_is_reported_in_the_events_and_in_the_next_reque
 def test_a_missing_event_is_reported_at_its_index_and_the_later_events_stay_aligned(serve: Serve) -> None:
     recorded = record_sdk_session(serve, weather_script())
     cut = copy_of(recorded)
-    events = cut.exchanges[1].events
+    events = cut.exchanges[1].events = list(cut.exchanges[1].events)  # held compactly, as a loaded cassette's
     index = next(i for i, e in enumerate(events) if e.type == "response.output_text.delta")
     removed = events.pop(index)
 

@@ -15,11 +15,13 @@ is a crash's leftover.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,7 +32,7 @@ from ..protocol.exceptions import CassetteError
 from .format import Cassette, CassetteWarning, RecordedConnection, RecordedExchange, Redaction, compact, loads_exact
 from .journal_files import SUFFIX, journal_paths
 from .lock import LOCK_TIMEOUT, directory_lock, lock_of
-from .record import append
+from .record import EVENTS_PER_SLICE, append
 from .store import load_cassette, save_cassette
 
 JOURNAL_VERSION = 1
@@ -42,11 +44,16 @@ class Verbatim(str):
     """JSON text a record holds as it is (`exchange_line`)."""
 
 
-def exchange_line(exchange: RecordedExchange) -> Verbatim:
+def exchange_line(exchange: RecordedExchange, between: Callable[[], None] | None = None) -> Verbatim:
     """An exchange as compact JSON on one line (its journal record's value), its events' texts put in as they are
-    held: none is parsed again."""
+    held: none is parsed again; `between` is called after each slice of EVENTS_PER_SLICE events."""
     head = json.dumps(exchange.model_dump(mode="json", exclude={"events"}), ensure_ascii=False, separators=(",", ":"))
-    events = ",".join([f'{{"at":{at!r},"event":{raw}}}' for at, raw in compact(exchange.events).timed()])
+    timed, parts = compact(exchange.events).timed(), []
+    while slice_ := list(itertools.islice(timed, EVENTS_PER_SLICE)):
+        parts.append(",".join([f'{{"at":{at!r},"event":{raw}}}' for at, raw in slice_]))
+        if between is not None:
+            between()
+    events = ",".join(parts)
     return Verbatim(f'{head[:-1]}{"," if head != "{}" else ""}"events":[{events}]}}')
 
 

@@ -316,7 +316,10 @@ class CassetteDeck:
         if self._journaling is None:
             self._journaling = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="rrkit-journal")
         self._pending = [future for future in self._pending if not future.done()]
-        self._pending.append(self._journaling.submit(self._journal_exchange, exchange, _give_way))
+        capture = self._capture
+        assert capture is not None  # an exchange journaled is one of its own
+        between = GiveWay(lambda: capture.answering > 0)
+        self._pending.append(self._journaling.submit(self._journal_exchange, exchange, between))
 
     def settle_journal(self) -> None:
         """Wait until every exchange that ended is in the journal (or known not to be)."""
@@ -360,15 +363,38 @@ class CassetteDeck:
         if live is not None:
             self._journaled_connections.add(live.id)
             records.append({"connection": single.connections[0].model_dump(mode="json"), "started_at": live.started_at})
-        records.append({"exchange": exchange_line(recorded), **({"onto": onto} if onto is not None else {})})
+        records.append({"exchange": exchange_line(recorded, between), **({"onto": onto} if onto is not None else {})})
         return records
 
 
-def _give_way() -> None:
-    """Between slices of an exchange journaled on the journal's thread: hand the interpreter to the server's loop
-    (a thread that computes holds it for 5 ms at a time, each time the loop asks for it)."""
-    time.sleep(GIVE_WAY)
+# -- the journal's thread gives way ------------------------------------------------------------------------
+
+SLICE_SECONDS = 0.0002
+"""Work done at most between two turns given to the loop: what a request that arrives waits, each time it needs
+the interpreter (a thread that computes holds it for 5 ms at a time, each time another thread asks for it)."""
+IDLE_PAUSE = 0.00005
+"""Seconds left to the loop between two slices while it answers nothing: enough for it to take the interpreter."""
+BUSY_PAUSE = 0.002
+"""Seconds left to the loop between two slices while it answers a request or a WebSocket: the journal still moves on
+(a slice in every 10), the answer hardly meets it."""
 
 
-GIVE_WAY = 0.001
-"""Seconds the journal's thread leaves the loop between two slices of an exchange's events."""
+class GiveWay:
+    """How the journal's thread leaves the interpreter to the server's loop, called between small pieces of work
+    (`between`): once SLICE_SECONDS of work went by since the last turn, it pauses for BUSY_PAUSE if `busy()` (the
+    server answers something) else IDLE_PAUSE, so that no answer waits on a recording being written down."""
+
+    def __init__(
+        self,
+        busy: Callable[[], bool],
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.busy, self.clock, self.sleep = busy, clock, sleep
+        self._since = clock()
+
+    def __call__(self) -> None:
+        if self.clock() - self._since < SLICE_SECONDS:
+            return
+        self.sleep(BUSY_PAUSE if self.busy() else IDLE_PAUSE)
+        self._since = self.clock()

@@ -59,8 +59,9 @@ def encodable(value: _V, exchange_id: int, field: str) -> _V:
     return result
 
 
-EVENTS_PER_SLICE = 100
-"""Events made into a cassette's between two calls of `between` (about a millisecond of work)."""
+EVENTS_PER_SLICE = 16
+"""Events made into a cassette's between two calls of `between` (some microseconds of work: `between` decides
+when to give way)."""
 
 
 def _events(exchange: Exchange, between: Callable[[], None] | None = None) -> RecordedEvents:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +20,7 @@ from ..protocol.secrets import (
     redact_query,
     scrub_key_like,
 )
-from .format import Cassette, RecordedEvent, Redaction
+from .format import Cassette, RecordedEvent, RecordedEvents, Redaction
 
 MARKER = URL_MARKER
 DEFAULT_HEADERS = SECRET_HEADERS
@@ -134,7 +134,7 @@ class _Pass:
         redact_event = self._redact_event if self.paths else None
         _rewrite(cassette, self.redact_headers, self.redact_request, redact_event, query=self.redact_query)
         if self.secrets:
-            _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub)
+            _rewrite(cassette, self.scrub_json, self.scrub_json, self._scrub_event, self.scrub, touches=self._may_hold)
         if self.bodies:  # what is kept as text (a body that is no JSON object, an answer's text): key-like runs
             _rewrite(cassette, None, None, None, functools.partial(scrub_key_like, marker=self.marker))
         cassette.redaction = Redaction(marker=self.marker, headers=list(self.headers), paths=list(self.paths))
@@ -142,6 +142,11 @@ class _Pass:
 
     def _redact_event(self, recorded: RecordedEvent) -> RecordedEvent:
         return RecordedEvent.of(recorded.at, self.redact_json(recorded.event))
+
+    def _may_hold(self, events: Sequence[RecordedEvent]) -> bool:
+        """Whether any of these events may hold a secret: held compactly, their text is searched at once (100,000
+        events are not made one by one to find none)."""
+        return not isinstance(events, RecordedEvents) or any(events.holds(secret) for secret in self.secrets)
 
     def _scrub_event(self, recorded: RecordedEvent) -> RecordedEvent:
         if not any(secret in recorded.raw for secret in self.secrets):
@@ -156,10 +161,11 @@ def _rewrite(
     event: Callable[[RecordedEvent], RecordedEvent] | None,
     text: Callable[[str], str] | None = None,
     query: Callable[[str | None], str | None] | None = None,
+    touches: Callable[[Sequence[RecordedEvent]], bool] | None = None,
 ) -> None:
     """Pass every header map, query string, request body, raw body, answer body and event of a cassette through
     these, in place (`text` rewrites the plain texts, `query` the query strings: both also when given alone); what
-    is given as None is left as it is."""
+    is given as None is left as it is, and so are the events of an exchange `touches` says `event` leaves alone."""
     for connection in cassette.connections:
         handshake = connection.handshake
         if headers is not None:
@@ -183,7 +189,7 @@ def _rewrite(
             answer.json_value = body(answer.json_value)
         if text is not None and answer is not None and answer.text is not None:
             answer.text = text(answer.text)
-        if event is not None:
+        if event is not None and (touches is None or touches(exchange.events)):
             exchange.events = [event(recorded) for recorded in exchange.events]
 
 

@@ -40,6 +40,11 @@ def create_app(state: ServerState) -> ASGIApp:
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         scope[STATE_KEY] = state
-        await app(scope, receive, send)
+        capture = state.capture
+        capture.answering += 1
+        try:
+            await app(scope, receive, send)
+        finally:
+            capture.answering -= 1
 
     return serve

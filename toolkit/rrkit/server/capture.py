@@ -299,6 +299,7 @@ class Capture:
         self._connections: deque[Connection] = deque(maxlen=keep)
         self._next_exchange = 0
         self._next_connection = 0
+        self.answering = 0  # requests and WebSocket connections being answered (the app counts them; any thread reads)
         self.listeners: list[Callable[[Exchange], None]] = []  # called as each exchange gets its outcome
 
     def new_exchange(
