@@ -4,7 +4,7 @@ then this then REV, ...), `--rounds` times each; a row's figure is the median of
 max - min of either tree's runs. A row is worse when this tree's median is past REV's by more than that spread, in
 the row's direction (events/s: higher is better; times and sizes: lower is better; other units are not judged).
 
-  python -m benchmarks.against 3622a36 --quick --rounds 2
+  python -m benchmarks.against 3622a36 --quick
   python -m benchmarks.against v0.1.0 --only proxy,replay --json
 
 Each run is `python -m benchmarks --only NAME --json` in its tree, with that tree's rrkit first on PYTHONPATH.
@@ -93,7 +93,7 @@ def compare(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("rev", help="the revision to compare with (a commit, tag or branch)")
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each benchmark in each tree (default 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="runs of each benchmark in each tree (default 4)")
     parser.add_argument("--quick", action="store_true", help="the benchmarks' quick profile")
     parser.add_argument("--only", action="append", default=[], help="only these benchmarks (repeatable, or a,b)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
