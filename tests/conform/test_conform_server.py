@@ -25,6 +25,7 @@ from rrkit.conform.server import (
     run_server,
 )
 from rrkit.conform.server.answer import Answer
+from rrkit.conform.server.check_texts import CHECK_TEXTS
 from rrkit.conform.server.checks import judge_answer
 from rrkit.conform.server.retry import LONGEST_WAIT, retry_delay
 from rrkit.drive.ending import Ending
@@ -53,6 +54,7 @@ def test_the_catalogue_holds_the_protocol_s_server_duties() -> None:
     probes = {probe.name: probe for probe in probe_catalogue()}
     checks = {expect.check for probe in probes.values() for step in probe.steps for expect in step.expect}
     assert checks == set(CHECKS)  # every check is used by a probe, and every probe's check exists
+    assert list(CHECK_TEXTS) == list(CHECKS)  # each said in words, in the same order, for the list
     assert {"follow-up", "unknown-previous-id", "warmup", "upgrade", "invalid-json", "json-response"} <= set(probes)
     assert probes["follow-up"].transports == ["http", "ws"] and probes["follow-up"].steps[1].follows
 

@@ -22,7 +22,7 @@ PROBES = Path(__file__).parent / "server" / "probes"
 
 @dataclass(frozen=True)
 class Listed:
-    """A scenario or a profile as the list shows it."""
+    """A scenario, a profile or a probe as the list shows it."""
 
     name: str
     description: str

@@ -15,7 +15,6 @@ from ...protocol.order import check_order
 from ...protocol.routes import resumed_after
 from ...report import Finding, Severity
 from .answer import Answer
-from .check_texts import CHECK_TEXTS
 from .found import Found
 from .probe import Expect
 from .retry import RETRIES, retry_delay
@@ -336,7 +335,7 @@ def _upgrade(found: Found, expect: Expect) -> None:
         )
 
 
-_RUNS: dict[str, Check] = {
+CHECKS: dict[str, Check] = {
     "stream": _stream,
     "completed": _completed,
     "response_object": _response_object,
@@ -348,8 +347,7 @@ _RUNS: dict[str, Check] = {
     "resumed": check_resumed,
     "page": check_page,
 }
-CHECKS: dict[str, tuple[Check, str]] = {name: (run, CHECK_TEXTS[name]) for name, run in _RUNS.items()}
-"""Each check: what it runs and what it holds the answer to (`rrkit conform --server URL --list`)."""
+"""Each check by name: what it runs (`check_texts.CHECK_TEXTS` says, in words, what it holds an answer to)."""
 
 
 def _refusal(answer: Answer) -> str | None:
@@ -436,5 +434,5 @@ def judge_answer(answer: Answer, expectations: list[Expect], *, upgrade_reported
         if not answered and expect.check == "stream" and answer.ending in (Ending.UNSENT, Ending.SKIPPED):
             continue  # nothing was sent, so there is no stream to judge
         found = Found(expect.check, answer)
-        CHECKS[expect.check][0](found, expect)
+        CHECKS[expect.check](found, expect)
         yield from found.findings
