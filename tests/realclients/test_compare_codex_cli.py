@@ -29,7 +29,7 @@ responses:
 """
 
 
-def test_compare_codex_exits_2_and_says_how_to_install_codex_when_it_is_missing(
+def test_compare_codex_says_what_it_runs_before_looking_for_codex_then_exits_2_saying_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(codex, "_LOCAL_CODEX", tmp_path / "no-codex")
@@ -37,6 +37,7 @@ def test_compare_codex_exits_2_and_says_how_to_install_codex_when_it_is_missing(
     monkeypatch.setenv("PATH", str(tmp_path))
     result = CliRunner().invoke(main, ["compare-codex"])
     assert result.exit_code == 2, result.output
+    assert result.output.startswith("rrkit compare-codex: Codex CLI 0.169.0 and the reference client, scripts from")
     assert "Codex CLI 0.169.0 not found" in result.output
     assert INSTALL_HINT in result.output
 

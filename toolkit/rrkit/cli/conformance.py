@@ -283,16 +283,18 @@ def compare_codex(
       rrkit compare-codex
       rrkit compare-codex --codex ~/.npm-global/bin/codex --transport ws --script http-500 -v
     """
-    from ..differential.codex import find_codex
+    from ..differential.codex import CODEX_VERSION, find_codex
     from ..script.shipped import script_files
 
-    codex = find_codex(codex_path)
     directory = fixtures_directory(fixtures_dir)
     paths = [path for path in script_files(directory) if not only or path.stem in only]
     if not paths:
         named = f" named {', '.join(only)}" if only else ""
         raise FileError(f"no scripts to run in {directory}{named}: `rrkit fixtures` lists the shipped ones")
-    click.echo(f"rrkit compare-codex: Codex CLI ({codex}) and the reference client, scripts from {directory}")
+    # said before Codex is looked for: asking each candidate its version starts node, a quarter of a second
+    click.echo(f"rrkit compare-codex: Codex CLI {CODEX_VERSION} and the reference client, scripts from {directory}")
+    codex = find_codex(codex_path)
+    click.echo(f"  Codex CLI: {codex}")
     from ..differential.fixtures import compare_scripts, format_comparisons, summary
     from ..differential.settings import Budgets
 
