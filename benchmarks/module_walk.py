@@ -13,7 +13,7 @@ Counting: each *call* of a function defined in an `rrkit` module is the entry in
 suspended coroutine or generator is not a new entry (how often one resumes depends on how the bytes arrive, not on
 the code). From the modules entered, in order, with consecutive repeats collapsed: `modules` is how many distinct
 ones there are, `returns` how many entries go into a module seen earlier in that sequence. Both are counts of
-code, not of time: the same on every run.
+code, not of time: the same on every run (each thread counted apart, the journal's thread to its end).
 
 Run: python -m benchmarks.module_walk [--verbose] [--json]
 """
@@ -36,6 +36,7 @@ from typing import Any
 
 import httpx
 
+from rrkit.cassette.modes import CassetteDeck
 from rrkit.cassette.recordmode import parse_record_mode
 from rrkit.cli.server_options import ServerOptions
 from rrkit.cli.serving import cassette_server, serve
@@ -72,12 +73,13 @@ class Walk:
 
 
 class _Tracer:
-    """A profile hook that, while `on`, notes the rrkit module of each function called in a thread not left out."""
+    """A profile hook that, while `on`, notes the rrkit module of each function called in a thread not left out,
+    each thread's apart: how the threads' calls interleave depends on the machine's load, not on the code."""
 
     def __init__(self) -> None:
         self.on = False
         self.left_out: set[int] = set()
-        self.entered: list[str] = []
+        self.by_thread: dict[str, list[str]] = {}
 
     def __call__(self, frame: FrameType, event: str, arg: object) -> None:
         if event != "call" or not self.on or threading.get_ident() in self.left_out:
@@ -85,7 +87,12 @@ class _Tracer:
         module = frame.f_globals.get("__name__", "")
         code = frame.f_code.co_code
         if module.startswith("rrkit") and code[frame.f_lasti] == _RESUME and code[frame.f_lasti + 1] == 0:
-            self.entered.append(module)
+            self.by_thread.setdefault(threading.current_thread().name, []).append(module)
+
+    @property
+    def entered(self) -> list[str]:
+        """The modules entered, thread after thread (by the threads' names), each thread's in its order."""
+        return [module for name in sorted(self.by_thread) for module in self.by_thread[name]]
 
 
 _TRACER = _Tracer()  # one for the process: threads keep the hook they were started with
@@ -110,7 +117,7 @@ def _upstream() -> Iterator[tuple[FakeServer, int]]:
 
 
 @contextlib.contextmanager
-def _recording_server(cassette: Path, upstream: str) -> Iterator[FakeServer]:
+def _recording_server(cassette: Path, upstream: str) -> Iterator[tuple[FakeServer, CassetteDeck]]:
     """What `rrkit serve --cassette CASSETTE --record-mode new_episodes --upstream UPSTREAM --quiet` serves,
     running in the background; the cassette is written when it stops."""
     args = ["--cassette", str(cassette), "--record-mode", "new_episodes", "--upstream", upstream, "--quiet"]
@@ -130,7 +137,7 @@ def _recording_server(cassette: Path, upstream: str) -> Iterator[FakeServer]:
             source_name="proxy",
         )
         with fake:
-            yield fake
+            yield fake, deck
         deck.save(fake.exchanges, fake.connections)
 
 
@@ -153,24 +160,26 @@ def _drain(server: FakeServer) -> None:
 def measure() -> Walk:
     """The walk of one cassette miss relayed upstream and recorded, after one warm-up request."""
     tracer = _TRACER
-    tracer.on, tracer.entered = False, []
+    tracer.on, tracer.by_thread = False, {}
     tracer.left_out = {threading.get_ident()}
     with tempfile.TemporaryDirectory() as folder, _upstream() as (upstream, upstream_thread):
         tracer.left_out.add(upstream_thread)
         cassette = Path(folder) / "walk.json"
-        with _recording_server(cassette, upstream.http_url) as recording, httpx.Client() as client:
+        with _recording_server(cassette, upstream.http_url) as (recording, _), httpx.Client() as client:
             _post(client, recording, "recorded")  # the one exchange the cassette holds
         threading.setprofile(tracer)  # the recording server's threads started from now on
         try:
-            with _recording_server(cassette, upstream.http_url) as recording, httpx.Client() as client:
+            with _recording_server(cassette, upstream.http_url) as (recording, deck), httpx.Client() as client:
                 loop = recording._loop
                 assert loop is not None
                 loop.call_soon_threadsafe(sys.setprofile, tracer)  # its loop's thread, if it was running already
                 _post(client, recording, "warm up")
                 _drain(recording)
+                deck.settle_journal()
                 tracer.on = True
                 _post(client, recording, "traced")
                 _drain(recording)
+                deck.settle_journal()  # its journal's thread done with it: where the trace ends is not a race
                 tracer.on = False
                 loop.call_soon_threadsafe(sys.setprofile, None)
         finally:

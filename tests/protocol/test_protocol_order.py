@@ -18,11 +18,14 @@ def builder() -> ResponseEvents:
 
 
 def base_stream() -> list[Event]:
-    """created, in_progress, a message (index 0), a function call (index 1), completed."""
+    """created, in_progress, a message (index 0), a function call (index 1), a web search (index 2), an image
+    generation with two partial images (index 3), completed."""
     r = builder()
     r.start()
     r.message("Hello world", 3)
     r.function_call("get_weather", '{"city": "Paris"}', 2)
+    r.web_search_call("weather in Paris")
+    r.image_generation_call("aW1hZ2U=", "cDA=", "cDE=")
     r.completed()
     return copy.deepcopy(r.events)
 
@@ -132,20 +135,20 @@ def break_terminal_required(events: list[Event]) -> list[Event]:
 
 
 def break_item_added_first(events: list[Event]) -> list[Event]:
-    del events[position(events, ev.ITEM_ADDED, output_index=1)]  # the function call is never added
+    del events[position(events, ev.ITEM_ADDED, output_index=3)]  # the image generation is never added
     return renumber(events)
 
 
 def break_item_open(events: list[Event]) -> list[Event]:
-    done = events.pop(position(events, ev.ITEM_DONE, output_index=0))
-    events.insert(position(events, ev.TEXT_DONE), done)  # text.done and part.done now follow item.done
+    late = copy.deepcopy(events[position(events, ev.ARGUMENTS_DONE)])
+    events.insert(position(events, ev.ITEM_DONE, output_index=1) + 1, late)  # arguments.done again, after item.done
     return renumber(events)
 
 
 def break_output_index(events: list[Event]) -> list[Event]:
     for event in events:
-        if event.get("output_index") == 1:
-            event["output_index"] = 2  # the second item is added at 2, skipping 1
+        if event.get("output_index") == 3:
+            event["output_index"] = 4  # the last item is added at 4, skipping 3
     return events
 
 
@@ -186,6 +189,37 @@ def break_usage(events: list[Event]) -> list[Event]:
     return events
 
 
+def break_in_progress(events: list[Event]) -> list[Event]:
+    del events[position(events, ev.IN_PROGRESS)]  # the output follows response.created directly
+    return renumber(events)
+
+
+def break_terminal_state(events: list[Event]) -> list[Event]:
+    events[-1]["response"]["status"] = "failed"  # response.completed, saying its response failed
+    return events
+
+
+def break_content_done(events: list[Event]) -> list[Event]:
+    del events[position(events, ev.TEXT_DONE)]  # the part closes on deltas whose done event never came
+    return renumber(events)
+
+
+def break_part_closed(events: list[Event]) -> list[Event]:
+    del events[position(events, ev.PART_DONE)]  # the message is done with its part still open
+    return renumber(events)
+
+
+def break_status_order(events: list[Event]) -> list[Event]:
+    del events[position(events, ev.WEB_SEARCH_COMPLETED)]  # the search is done without completing
+    return renumber(events)
+
+
+def break_index_counts(events: list[Event]) -> list[Event]:
+    partials = [event for event in events if event["type"] == ev.IMAGE_GEN_PARTIAL_IMAGE]
+    partials[1]["partial_image_index"] = 0  # the second partial image numbered as the first
+    return events
+
+
 BREAKERS: dict[Rule, Callable[[list[Event]], list[Event]]] = {
     Rule.SEQUENCE: break_sequence,
     Rule.CREATED_FIRST: break_created_first,
@@ -202,6 +236,12 @@ BREAKERS: dict[Rule, Callable[[list[Event]], list[Event]]] = {
     Rule.DONE_ITEM_REPEATS: break_done_item_repeats,
     Rule.COMPLETED_OUTPUT: break_completed_output,
     Rule.USAGE: break_usage,
+    Rule.IN_PROGRESS: break_in_progress,
+    Rule.TERMINAL_STATE: break_terminal_state,
+    Rule.CONTENT_DONE: break_content_done,
+    Rule.PART_CLOSED: break_part_closed,
+    Rule.STATUS_ORDER: break_status_order,
+    Rule.INDEX_COUNTS: break_index_counts,
 }
 
 

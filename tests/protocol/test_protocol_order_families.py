@@ -12,11 +12,16 @@ import pytest
 from rrkit.protocol import IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
 from rrkit.protocol.consistency import PART, value_at
-from rrkit.protocol.order import FAMILIES, ITEM_EVENTS, NEEDS_PART, Family
+from rrkit.protocol.order import COUNTED, FAMILIES, ITEM_EVENTS, NEEDS_PART, PARTS, STATUS_FLOWS, Family
 
 Event = dict[str, Any]
 IDS = [family.delta for family in FAMILIES]
 USAGE = {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3}
+PART_TYPE = {done: part_type for flow in PARTS for part_type, done in flow.contents.items()}
+"""The type of the part a family's content streams in (by its done event), where a part opens and closes."""
+CLOSER = {flow.opened_by: flow.closed_by for flow in PARTS}
+FLOW_OF = {kind: flow for flow in STATUS_FLOWS for kind in (flow.opening, *flow.working, *flow.ends)}
+OPENING = [{"type": ev.CREATED, "response": {"id": "resp_1"}}, {"type": ev.IN_PROGRESS, "response": {"id": "resp_1"}}]
 
 
 def held(family: Family, value: Any) -> dict[str, Any]:
@@ -49,18 +54,22 @@ def family_stream(
     kept: str | None = None,
     item_id: str = "item_1",
 ) -> list[Event]:
-    """created, the item, its opening part event (if the family needs one), deltas "ab" and "c", the done event
-    (`done`), the item done (holding `kept`, else what the done event gave), completed: numbered in order."""
+    """created, in_progress, the item, its opening part event (if the family needs one), deltas "ab" and "c", the
+    done event (`done`), the event closing the part (where one closes it), the item done (holding `kept`, else what
+    the done event gave), completed: numbered in order."""
     where = {"item_id": item_id, "output_index": 0, "content_index": 0}
     item = {"type": item_type or family.item_type, "id": "item_1"}
-    opener = [{"type": family.opened_by, **where}] if family.opened_by and opened else []
+    part = {"part": {"type": PART_TYPE[family.done]}} if family.done in PART_TYPE else {}
+    opener = [{"type": family.opened_by, **where, **part}] if family.opened_by and opened else []
+    closer = [{"type": CLOSER[family.opened_by], **where, **part}] if family.opened_by in CLOSER and opened else []
     events: list[Event] = [
-        {"type": ev.CREATED, "response": {"id": "resp_1"}},
+        *OPENING,
         {"type": ev.ITEM_ADDED, "output_index": 0, "item": item},
         *opener,
         {"type": family.delta, **where, "delta": "ab"},
         {"type": family.delta, **where, "delta": "c"},
         {"type": family.done, **where, family.field: done},
+        *closer,
         *ending({**item, **held(family, done if kept is None else kept)}),
     ]
     return numbered(events)
@@ -165,16 +174,24 @@ def test_order_deltas_before_the_part_their_family_needs_break_the_part_rule(fam
 
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
 def test_order_family_events_before_their_item_is_added_break_the_item_added_rule(family: Family) -> None:
-    events = moved(family_stream(family), {family.opened_by, family.delta, family.done}, before=ev.ITEM_ADDED)
+    kinds = {family.opened_by, CLOSER.get(str(family.opened_by)), family.delta, family.done}
+    events = moved(family_stream(family), kinds, before=ev.ITEM_ADDED)
     violations = check_order(events)
     assert rules_of(violations) == {Rule.ITEM_ADDED_FIRST}
-    assert violations[0].index == 1 and violations[0].detail.startswith(str(events[1]["type"]))
+    assert violations[0].index == 2 and violations[0].detail.startswith(str(events[2]["type"]))
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
 def test_order_family_done_event_after_its_item_is_done_breaks_the_item_open_rule(family: Family) -> None:
     events = moved(family_stream(family), {ev.ITEM_DONE}, before=family.done)
-    assert [(v.rule, v.index) for v in check_order(events)] == [(Rule.ITEM_OPEN, len(events) - 2)]
+    types = [event["type"] for event in events]
+    item_done, done = types.index(ev.ITEM_DONE), types.index(family.done)
+    closed = family.opened_by in CLOSER
+    # the item done early is done with its content unfinished: the part still open, the deltas without their done
+    expected = [(Rule.PART_CLOSED, item_done)] if closed else []
+    expected += [(Rule.CONTENT_DONE, item_done), (Rule.ITEM_OPEN, done)]
+    expected += [(Rule.ITEM_OPEN, done + 1)] if closed else []
+    assert [(v.rule, v.index) for v in check_order(events)] == expected
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f.in_item], ids=lambda family: family.delta)
@@ -192,25 +209,46 @@ def test_order_family_without_a_place_in_its_done_item_is_not_held_to_one(family
 
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
 def test_order_family_events_naming_another_item_break_the_item_id_rule(family: Family) -> None:
-    violations = check_order(family_stream(family, item_id="item_2"))
+    events = family_stream(family, item_id="item_2")
+    violations = check_order(events)
     assert rules_of(violations) == {Rule.ITEM_ID}
-    assert len(violations) == 3 + bool(family.opened_by)  # every event of the family names item_2
+    assert len(violations) == sum("item_id" in event for event in events)  # every event of the family names item_2
 
 
 # -- the other events of an item ----------------------------------------------------------------------
 
 
-def item_event_stream(kind: str, item_type: str, *, added_as: str | None = None, opened: bool = True) -> list[Event]:
-    """created, an item of `item_type` (or `added_as`), the event that opens the part `kind` needs (if it needs
-    one), the event of type `kind`, the item done, completed."""
+def item_body(kind: str, *, opened: bool = True) -> list[Event]:
+    """The event of type `kind` with what it needs around it to break no rule: the part it needs opened before it
+    and closed after it (unless not `opened`), a part it closes opened, a part it opens closed, its status flow
+    begun before it and ended after it, the index it counts by at 0."""
     where = {"item_id": "item_1", "output_index": 0, "content_index": 0}
+    before: list[str] = []
+    after: list[str] = []
+    if (opener := NEEDS_PART.get(kind)) is not None and opened:
+        before, after = [opener], [CLOSER[opener]]
+    for part in PARTS:
+        before += [part.opened_by] if kind == part.closed_by else []
+        after += [part.closed_by] if kind == part.opened_by else []
+    if (flow := FLOW_OF.get(kind)) is not None:
+        before += [flow.opening] if kind != flow.opening else []
+        after += [flow.ends[0]] if kind not in flow.ends else []
+    counted = {COUNTED[kind]: 0} if kind in COUNTED else {}
+    return [
+        *({"type": one, **where} for one in before),
+        {"type": kind, **where, **counted},
+        *({"type": one, **where} for one in after),
+    ]
+
+
+def item_event_stream(kind: str, item_type: str, *, added_as: str | None = None, opened: bool = True) -> list[Event]:
+    """created, in_progress, an item of `item_type` (or `added_as`), the event of type `kind` with what it needs
+    around it (`item_body`), the item done, completed."""
     item = {"type": item_type, "id": "item_1"}
-    opener = NEEDS_PART.get(kind)
     events: list[Event] = [
-        {"type": ev.CREATED, "response": {"id": "resp_1"}},
+        *OPENING,
         {"type": ev.ITEM_ADDED, "output_index": 0, "item": {**item, "type": added_as or item_type}},
-        *([{"type": opener, **where}] if opener and opened else []),
-        {"type": kind, **where},
+        *item_body(kind, opened=opened),
         *ending(item),
     ]
     return numbered(events)
@@ -233,14 +271,18 @@ def test_order_item_event_on_an_item_of_another_type_breaks_the_item_type_rule(k
 
 @pytest.mark.parametrize(("kind", "item_type"), ROWS)
 def test_order_item_event_before_its_item_is_added_breaks_the_item_added_rule(kind: str, item_type: str) -> None:
-    events = moved(item_event_stream(kind, item_type), {kind, NEEDS_PART.get(kind)}, before=ev.ITEM_ADDED)
+    body = {event["type"] for event in item_body(kind)}
+    events = moved(item_event_stream(kind, item_type), body, before=ev.ITEM_ADDED)
     assert rules_of(check_order(events)) == {Rule.ITEM_ADDED_FIRST}
 
 
 @pytest.mark.parametrize(("kind", "item_type"), ROWS)
 def test_order_item_event_after_its_item_is_done_breaks_the_item_open_rule(kind: str, item_type: str) -> None:
-    events = moved(item_event_stream(kind, item_type), {ev.ITEM_DONE}, before=kind)
-    assert [(v.rule, v.index) for v in check_order(events)] == [(Rule.ITEM_OPEN, len(events) - 2)]
+    body = item_body(kind)
+    events = moved(item_event_stream(kind, item_type), {ev.ITEM_DONE}, before=body[0]["type"])
+    late = range(len(events) - 1 - len(body), len(events) - 1)  # the body, between the item done and completed
+    assert [(v.rule, v.index) for v in check_order(events)] == [(Rule.ITEM_OPEN, at) for at in late]
+    assert events[late[0] + [one["type"] for one in body].index(kind)]["type"] == kind
 
 
 @pytest.mark.parametrize("kind", list(NEEDS_PART))

@@ -102,3 +102,23 @@ def usage_problem(response: Any) -> str | None:
     if total != inputs + outputs:
         return f"usage.total_tokens {total} is not input_tokens {inputs} + output_tokens {outputs}"
     return None
+
+
+def terminal_problem(kind: str, status: str, response: Mapping[str, Any]) -> str | None:
+    """A terminal event (`kind`, ending the response as `status`) whose response says otherwise: another status,
+    a failure without its error, an incomplete response without its details, or either one where it does not
+    belong. A field the response leaves out says nothing, except the error of a failure and the details of an
+    incomplete response, which are what a client acts on."""
+    stated = response.get("status", status)
+    if stated != status:
+        return f"{kind} with response.status {stated!r}"
+    error, details = response.get("error"), response.get("incomplete_details")
+    if status == "failed" and not isinstance(error, Mapping):
+        return f"{kind} with response.error {error!r}: nothing says why it failed"
+    if status == "incomplete" and not isinstance(details, Mapping):
+        return f"{kind} with response.incomplete_details {details!r}: nothing says why it stopped"
+    if status != "failed" and error is not None:
+        return f"{kind} with response.error {error!r}"
+    if status != "incomplete" and details is not None:
+        return f"{kind} with response.incomplete_details {details!r}"
+    return None
