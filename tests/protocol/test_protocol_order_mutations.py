@@ -98,14 +98,18 @@ def part_closed_before_its_content_is_done(events: list[Event]) -> list[Event] |
     return swapped_before(events, CLOSERS, lambda event: event["type"] in DONES)
 
 
-def part_never_closed(events: list[Event]) -> list[Event] | None:
-    at = first(events, CLOSERS)
+def without_first(events: list[Event], kinds: frozenset[str]) -> list[Event] | None:
+    """The stream without its first event of `kinds` (None when it has none)."""
+    at = first(events, kinds)
     return None if at is None else renumbered(events[:at] + events[at + 1 :])
+
+
+def part_never_closed(events: list[Event]) -> list[Event] | None:
+    return without_first(events, CLOSERS)
 
 
 def done_event_missing(events: list[Event]) -> list[Event] | None:
-    at = first(events, DONES)
-    return None if at is None else renumbered(events[:at] + events[at + 1 :])
+    return without_first(events, DONES)
 
 
 def delta_before_its_part(events: list[Event]) -> list[Event] | None:
@@ -119,8 +123,7 @@ def status_end_before_its_start(events: list[Event]) -> list[Event] | None:
 
 
 def status_end_missing(events: list[Event]) -> list[Event] | None:
-    at = first(events, ENDS)
-    return None if at is None else renumbered(events[:at] + events[at + 1 :])
+    return without_first(events, ENDS)
 
 
 def status_ended_twice(events: list[Event]) -> list[Event] | None:
