@@ -16,7 +16,8 @@ from rrkit.protocol.errors import (
     INCOMPLETE,
     PREVIOUS_RESPONSE_NOT_FOUND,
     RECONNECT_CODES,
-    SDK_VALID_FAILURE_CODES,
+    RESPONSE_ERROR_FIELDS,
+    SDK_FAILURE_CODES,
     UPGRADE_REQUIRED,
     WEBSOCKET_CONNECTION_LIMIT,
     classify_http_error,
@@ -36,9 +37,33 @@ FAILURE_TABLE: dict[str, tuple[ErrorKind, bool]] = {
     "usage_not_included": (ErrorKind.USAGE_NOT_INCLUDED, False),
     "invalid_prompt": (ErrorKind.INVALID_REQUEST, False),
     "cyber_policy": (ErrorKind.POLICY, False),
+    "bio_policy": (ErrorKind.POLICY, False),
+    "misalignment_policy_violation": (ErrorKind.POLICY, False),
     "server_is_overloaded": (ErrorKind.OVERLOADED, False),
     "slow_down": (ErrorKind.RETRYABLE, True),
     "rate_limit_exceeded": (ErrorKind.RATE_LIMITED, True),
+    "server_error": (ErrorKind.RETRYABLE, True),
+    "vector_store_timeout": (ErrorKind.RETRYABLE, True),
+    "data_residency_mismatch": (ErrorKind.RETRYABLE, True),
+    **dict.fromkeys(
+        (
+            "invalid_image",
+            "invalid_image_format",
+            "invalid_base64_image",
+            "invalid_image_url",
+            "image_too_large",
+            "image_too_small",
+            "image_parse_error",
+            "image_content_policy_violation",
+            "invalid_image_mode",
+            "image_file_too_large",
+            "unsupported_image_media_type",
+            "empty_image_file",
+            "failed_to_download_image",
+            "image_file_not_found",
+        ),
+        (ErrorKind.RETRYABLE, True),
+    ),
 }
 
 
@@ -71,9 +96,24 @@ def test_errors_non_retryable_failure_ignores_delay_in_message() -> None:
     assert classify_failure("insufficient_quota", "try again in 5s").delay is None
 
 
-@pytest.mark.parametrize("code", ["bio_policy", "some_future_policy"])
-def test_errors_other_policy_codes_are_policy_refusals(code: str) -> None:
+@pytest.mark.parametrize("code", ["bio_policy", "misalignment_policy_violation", "cyber_policy"])
+def test_errors_the_policy_codes_codex_fails_the_turn_on_are_policy_refusals(code: str) -> None:
     assert classify_failure(code, "flagged") == Classification(ErrorKind.POLICY, False)
+
+
+def test_errors_a_code_named_like_a_policy_but_unknown_is_retried_as_codex_retries_it() -> None:
+    # observed: Codex 0.169.0 retries `some_policy` with backoff (tests/realclients/differential_cases.py)
+    assert classify_failure("some_future_policy", "flagged") == Classification(ErrorKind.RETRYABLE, True)
+
+
+def test_errors_every_code_the_sdk_names_is_in_the_catalogue_with_its_classification_and_why() -> None:
+    assert set(FAILURE_CODES) >= SDK_CODES
+    assert set(SDK_FAILURE_CODES) == SDK_CODES
+    for entry in FAILURE_CODES.values():
+        assert entry.basis.startswith("observed: Codex 0.169.0 "), entry.code
+        assert ("fails the turn" in entry.basis) is not entry.retryable, entry.code
+        assert entry.message.endswith((".", "!")), entry.code
+    assert set(RESPONSE_ERROR_FIELDS) == set(ResponseError.model_fields)
 
 
 @pytest.mark.parametrize("code", ["server_error", "something_new", "", None])
@@ -335,9 +375,9 @@ SDK_CODES = set(typing.get_args(ResponseError.model_fields["code"].annotation))
 def test_a_generated_failure_parses_strictly_with_the_sdk_exactly_when_its_code_is_in_the_sdk_literal(
     code: str,
 ) -> None:
-    """Six catalogue codes the real service sends are outside the SDK's `ResponseError.code` literal: a strict
-    parse refuses their `response.failed` (docs/protocol.md says so). A test of a strict client scripts one of
-    the codes the SDK knows."""
+    """Six catalogue codes the real service sends (and Codex reacts to) are outside the SDK's `ResponseError.code`
+    literal: a strict parse refuses their `response.failed` (docs/protocol.md says so). A test of a strict client
+    scripts one of the codes the SDK knows (`SDK_FAILURE_CODES`)."""
     events = ResponseEvents({"model": "gpt-test"}, ids=IdGenerator.counting(), created_at=1)
     events.start()
     failed = events.failed(code)[-1]
@@ -348,7 +388,7 @@ def test_a_generated_failure_parses_strictly_with_the_sdk_exactly_when_its_code_
     else:
         parses = True
     assert parses is (code in SDK_CODES)
-    assert (code in SDK_CODES) is (code in SDK_VALID_FAILURE_CODES)
+    assert (code in SDK_CODES) is (code in SDK_FAILURE_CODES)
 
 
 def test_named_delays_are_every_delay_an_answer_names_whichever_a_client_reads() -> None:

@@ -340,15 +340,27 @@ CASES: dict[str, Case] = {
             ("http full -> failed",),
             "failed",
         )
-        for code in ("context_length_exceeded", "insufficient_quota", "usage_not_included", "invalid_prompt")
+        for code in (
+            "context_length_exceeded",
+            "insufficient_quota",
+            "usage_not_included",
+            "invalid_prompt",
+            "cyber_policy",
+            "bio_policy",
+            "misalignment_policy_violation",
+        )
     },
-    "failed-policy-code-is-fatal": Case(
-        "response.failed with a policy code: not retried",
-        then_ok(failed("cyber_policy")),
-        False,
-        ("http full -> failed",),
-        "failed",
-    ),
+    **{
+        f"failed-{code}-gets-backoff": Case(
+            f"response.failed {code}: a code without a rule of its own, retried with backoff",
+            then_ok(failed(code)),
+            False,
+            ("http full -> failed", "<backoff> http full -> completed"),
+            "completed",
+        )
+        # the SDK's codes Codex has no rule for (an image's, a policy's by its name alone), and one made up
+        for code in ("data_residency_mismatch", "vector_store_timeout", "image_content_policy_violation", "some_policy")
+    },
     # -- budgets and fallback ----------------------------------------------------------------
     "stream-budget-spent-fails-the-turn": Case(
         "stream_max_retries N: N + 1 attempts, backoff between them, then the turn fails",

@@ -88,7 +88,7 @@ class RetryLimitReached(NonRetryableError):
 
 
 class PolicyRefusal(NonRetryableError):
-    """A usage policy refused the request (`cyber_policy` and other `*_policy` codes)."""
+    """A usage policy refused the request (`cyber_policy`, `bio_policy`, `misalignment_policy_violation`)."""
 
 
 class ServerOverloaded(NonRetryableError):

@@ -30,13 +30,43 @@ class ErrorKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class FailureCode:
-    """One `response.failed` code: what it means, whether a client retries, a realistic message."""
+    """One `response.failed` code: what it means, whether a client retries it and why (`basis`: what Codex
+    0.169.0 was seen to do with it, which the reference client does), a realistic message. The error object
+    carries `code` and `message`, and may carry `param`, `type` and (a policy block) `misalignment`
+    (`RESPONSE_ERROR_FIELDS`); a script's `fail:` sets them."""
 
     code: str
     kind: ErrorKind
     retryable: bool
     message: str
+    basis: str
 
+
+RESPONSE_ERROR_FIELDS = ("code", "message", "param", "type", "misalignment")
+"""The fields of `response.error` (the SDK's `ResponseError`, openai 3.63)."""
+
+_FAILS = "observed: Codex 0.169.0 fails the turn at once, no retry"
+_RETRIES = "observed: Codex 0.169.0 retries it with backoff"
+_UNRULED = (
+    f"{_RETRIES}, as any code it has no rule for (the SDK documents it as a fault of the request's input, which a "
+    "retry sends again)"
+)
+_IMAGE_CODES = {
+    "invalid_image": "The image is not valid.",
+    "invalid_image_format": "The image's format is not supported.",
+    "invalid_base64_image": "The image's base64 data could not be decoded.",
+    "invalid_image_url": "The image URL is not valid.",
+    "image_too_large": "The image is larger than the model accepts.",
+    "image_too_small": "The image is smaller than the model accepts.",
+    "image_parse_error": "The image could not be parsed.",
+    "image_content_policy_violation": "The image was flagged by a content policy.",
+    "invalid_image_mode": "The image's color mode is not supported.",
+    "image_file_too_large": "The image file is too large.",
+    "unsupported_image_media_type": "The image's media type is not supported.",
+    "empty_image_file": "The image file is empty.",
+    "failed_to_download_image": "The image could not be downloaded from its URL.",
+    "image_file_not_found": "The image file was not found.",
+}
 
 RATE_LIMIT_EXCEEDED = "rate_limit_exceeded"
 FAILURE_CODES: dict[str, FailureCode] = {
@@ -47,35 +77,88 @@ FAILURE_CODES: dict[str, FailureCode] = {
             ErrorKind.CONTEXT_WINDOW,
             False,
             "Your input exceeds the context window of this model. Please adjust your input and try again.",
+            _FAILS,
         ),
         FailureCode(
             "insufficient_quota",
             ErrorKind.QUOTA,
             False,
             "You exceeded your current quota, please check your plan and billing details.",
+            _FAILS,
         ),
         FailureCode(
-            "usage_not_included", ErrorKind.USAGE_NOT_INCLUDED, False, "Your plan does not include this usage."
+            "usage_not_included", ErrorKind.USAGE_NOT_INCLUDED, False, "Your plan does not include this usage.", _FAILS
         ),
-        FailureCode("invalid_prompt", ErrorKind.INVALID_REQUEST, False, "Invalid prompt."),
-        FailureCode("cyber_policy", ErrorKind.POLICY, False, "This request was flagged by a usage policy."),
+        FailureCode("invalid_prompt", ErrorKind.INVALID_REQUEST, False, "Invalid prompt.", _FAILS),
+        FailureCode("cyber_policy", ErrorKind.POLICY, False, "This request was flagged by a usage policy.", _FAILS),
         FailureCode(
-            "server_is_overloaded", ErrorKind.OVERLOADED, False, "The server is overloaded. Please try again later."
+            "bio_policy", ErrorKind.POLICY, False, "This request was flagged for possible biological risk.", _FAILS
         ),
-        FailureCode("slow_down", ErrorKind.RETRYABLE, True, "Please slow down."),
+        FailureCode(
+            "misalignment_policy_violation",
+            ErrorKind.POLICY,
+            False,
+            "This request was blocked by a misalignment policy.",
+            _FAILS,
+        ),
+        FailureCode(
+            "server_is_overloaded",
+            ErrorKind.OVERLOADED,
+            False,
+            "The server is overloaded. Please try again later.",
+            f'{_FAILS} ("Selected model is at capacity")',
+        ),
+        FailureCode("slow_down", ErrorKind.RETRYABLE, True, "Please slow down.", _RETRIES),
         FailureCode(
             RATE_LIMIT_EXCEEDED,
             ErrorKind.RATE_LIMITED,
             True,
             "Rate limit reached for requests. Please try again in 1.5s.",
+            f"{_RETRIES}, after the delay its message names (s, ms or seconds)",
         ),
+        FailureCode(
+            "server_error",
+            ErrorKind.RETRYABLE,
+            True,
+            "The server had an error while processing your request. Sorry about that!",
+            f"{_RETRIES} (the SDK documents it as the service's own fault)",
+        ),
+        FailureCode(
+            "vector_store_timeout",
+            ErrorKind.RETRYABLE,
+            True,
+            "A file search on a vector store timed out. Please try again.",
+            f"{_RETRIES} (the SDK documents it as a timeout of a file search)",
+        ),
+        FailureCode(
+            "data_residency_mismatch",
+            ErrorKind.RETRYABLE,
+            True,
+            "This request cannot be served where the project's data residency requires.",
+            _UNRULED,
+        ),
+        *(FailureCode(code, ErrorKind.RETRYABLE, True, message, _UNRULED) for code, message in _IMAGE_CODES.items()),
     )
 }
-SDK_VALID_FAILURE_CODES = frozenset({"invalid_prompt", RATE_LIMIT_EXCEEDED})
-"""The catalogue's codes inside the official SDK's `ResponseError.code` literal (openai 3.57; `server_error` is
-there too): a strict SDK parse refuses `response.failed` with any of the other six, which the real service sends
-and Codex reacts to. A test of a strict client scripts one of these (or `server_error`)."""
-POLICY_CODE_SUFFIX = "_policy"
+"""Every code the SDK's `ResponseError.code` names (openai 3.63), and those the service and Codex use beyond it
+(`context_length_exceeded`, `insufficient_quota`, `usage_not_included`, `cyber_policy`, `server_is_overloaded`,
+`slow_down`): a strict SDK parse refuses a `response.failed` with one of those six (`SDK_FAILURE_CODES` are the
+others). Any other code is retried with backoff, as Codex 0.169.0 does (observed with a made-up `*_policy` code)."""
+SDK_FAILURE_CODES = frozenset(
+    code
+    for code in FAILURE_CODES
+    if code
+    not in {
+        "context_length_exceeded",
+        "insufficient_quota",
+        "usage_not_included",
+        "cyber_policy",
+        "server_is_overloaded",
+        "slow_down",
+    }
+)
+"""The catalogue's codes inside the official SDK's `ResponseError.code` literal: a test of a strict client scripts
+one of these."""
 OVERLOADED_CODES = frozenset(code for code, entry in FAILURE_CODES.items() if entry.kind is ErrorKind.OVERLOADED)
 """`server_is_overloaded`: not retried, as `response.failed`, as an HTTP status or as a WebSocket error frame
 (Codex 0.169: "Selected model is at capacity"). `slow_down` is retried with ordinary backoff."""
@@ -116,8 +199,6 @@ def classify_failure(code: str | None, message: str | None = None) -> Classifica
     if entry is not None:
         delay = parse_retry_delay(message) if entry.code == RATE_LIMIT_EXCEEDED else None
         return Classification(entry.kind, entry.retryable, delay)
-    if code and code.endswith(POLICY_CODE_SUFFIX):
-        return Classification(ErrorKind.POLICY, False)
     return Classification(ErrorKind.RETRYABLE, True)
 
 

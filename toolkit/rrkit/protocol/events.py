@@ -104,9 +104,13 @@ class ResponseEvents(ToolCallEvents):
             extra["end_turn"] = end_turn
         return [self._emit(COMPLETED, response=self.response_object("completed", **extra))]
 
-    def failed(self, code: str | None, message: str | None = None) -> list[Event]:
-        """`response.failed`; without a message, the error catalogue's message for the code."""
+    def failed(
+        self, code: str | None, message: str | None = None, *, param: str | None = None, type: str | None = None
+    ) -> list[Event]:
+        """`response.failed`; without a message, the error catalogue's message for the code; `param` and `type`
+        in its error when given."""
         error = {"code": code, "message": message or failure_message(code)}
+        error |= {name: value for name, value in (("param", param), ("type", type)) if value is not None}
         return [self._emit(FAILED, response=self.response_object("failed", error=error))]
 
     def incomplete(self, reason: str) -> list[Event]:

@@ -145,9 +145,17 @@ def side_frame(type: str, *, before: int = 0, **fields: Any) -> SideFrame:
     return SideFrame.model_validate({"type": type, "before": before, **fields})
 
 
-def failed(code: str | None, message: str | None = None, *outputs: Output) -> Reply:
-    """`response.failed` with this code (after any output items); the message defaults from the catalogue."""
-    return Reply(output=list(outputs), fail=Failure(code=code, message=message or failure_message(code)))
+def failed(
+    code: str | None,
+    message: str | None = None,
+    *outputs: Output,
+    param: str | None = None,
+    type: str | None = None,
+) -> Reply:
+    """`response.failed` with this code (after any output items); the message defaults from the catalogue;
+    `param` and `type` go in its error when given."""
+    failure = Failure(code=code, message=message or failure_message(code), param=param, type=type)
+    return Reply(output=list(outputs), fail=failure)
 
 
 def incomplete(reason: str = "max_output_tokens", *outputs: Output) -> Reply:

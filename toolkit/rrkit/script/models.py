@@ -58,10 +58,13 @@ class UsageSpec(_Strict):
 
 
 class Failure(_Strict):
-    """`response.failed` with `response.error = {code, message}`; the message defaults from the catalogue."""
+    """`response.failed` with `response.error = {code, message}`; the message defaults from the catalogue. `param`
+    and `type` (the request parameter at fault, the error's original type) are sent when given."""
 
     code: str | None
     message: str | None = None
+    param: str | None = None
+    type: str | None = None
 
 
 class ErrorEvent(_Strict):

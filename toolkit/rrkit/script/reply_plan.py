@@ -173,7 +173,8 @@ def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[
 
 def _ending(builder: ResponseEvents, reply: Reply) -> list[Event]:
     if reply.fail is not None:
-        return builder.failed(reply.fail.code, reply.fail.message)
+        fail = reply.fail
+        return builder.failed(fail.code, fail.message, param=fail.param, type=fail.type)
     if reply.incomplete is not None:
         return builder.incomplete(reply.incomplete)
     if reply.error_event is not None:
