@@ -1,5 +1,6 @@
 """Checking a request body: accepted at a glance where its fields plainly have the types the API takes, without
-pydantic; the models (`request_model`, loaded on first need) judge and word every other body."""
+pydantic; the models (`request_model`, loaded on first need) judge and word every other body; the input items
+are checked by their types (`input_check`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .exceptions import BadRequest
+from .input_check import check_input_items
 from .request import RESPONSE_CREATE, json_type
 
 
@@ -22,6 +24,9 @@ def check_request(body: object, *, frame: bool = False, lenient: bool = False) -
         raise BadRequest(f"The {what} must be a JSON object, got {json_type(body)}.")
     if "model" not in body and "prompt" not in body:  # a stored prompt may name the model
         raise BadRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+    items = body.get("input")
+    if type(items) is list:
+        check_input_items(items)
     if not lenient and _plainly_valid(body, frame):
         return body
     from .request_model import validated  # pydantic: loaded by the first body the check above cannot vouch for

@@ -1,0 +1,109 @@
+"""Input items checked as the API checks them (issue 48): the table of types and required fields is the newest
+SDK's input item union (less `id` and `status`, which a client sending its history back may leave out); over
+HTTP and over a WebSocket, every type is taken with its required fields, and refused with the API's 400 naming
+`input[N].field` without one of them; an unknown type, an item that is not an object and an item without a type
+are refused the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from typing import Any
+
+import httpx
+import pytest
+from openai.types.responses import response_input_item_param
+from websockets.sync.client import connect
+
+from rrkit.protocol.input_check import INPUT_ITEMS, ITEM_REFERENCE
+from rrkit.server import FakeServer
+
+from ..errortrap import Serve
+
+LEFT_OUT = {"id", "status"}
+"""Required by the SDK's types, not by the service for an item sent back (Codex sends its history without them)."""
+
+
+def sdk_table() -> dict[str, set[str]]:
+    """Each input item type of the SDK's union and the fields it requires (its shortest shape, for `message`)."""
+    table: dict[str, set[str]] = {}
+    for shape in typing.get_args(response_input_item_param.ResponseInputItemParam):
+        annotations: dict[str, Any] = {}
+        for klass in reversed(shape.__mro__):
+            annotations.update(getattr(klass, "__annotations__", {}))
+        text = {name: getattr(value, "__forward_arg__", str(value)) for name, value in annotations.items()}
+        kind = re.findall(r"Literal\['([^']+)'\]", text["type"])[0]
+        required = {name for name, annotation in text.items() if annotation.startswith("Required[")}
+        required -= {"type", *(LEFT_OUT if kind != ITEM_REFERENCE else ())}  # a reference is its id
+        table[kind] = required if kind not in table else table[kind] & required
+    return table
+
+
+def item(kind: str, *, without: str | None = None) -> dict[str, Any]:
+    """The smallest item of `kind` (every required field, each an empty string), less `without`."""
+    return {"type": kind, **{name: "" for name in INPUT_ITEMS[kind] if name != without}}
+
+
+def refusal(server: FakeServer, transport: str, items: list[Any]) -> dict[str, Any] | None:
+    """The error object the server answers a create with these input items with (None: it answered)."""
+    body = {"model": "m", "input": items, "stream": True}
+    if transport == "http":
+        answer = httpx.post(server.http_url + "/responses", json=body, timeout=10)
+        if answer.status_code == 200:
+            return None
+        assert answer.status_code == 400, answer.text
+        error: dict[str, Any] = answer.json()["error"]
+        return error
+    with connect(server.responses_ws_url, open_timeout=10) as socket:
+        socket.send(json.dumps({"type": "response.create", **body}))
+        while True:
+            event = json.loads(socket.recv(timeout=10))
+            if event["type"] == "error":
+                assert event["status"] == 400, event
+                frame_error: dict[str, Any] = event["error"]
+                return frame_error
+            if event["type"] == "response.completed":
+                return None
+
+
+def test_the_table_is_the_sdk_s_input_item_union_less_the_fields_an_item_sent_back_may_leave_out() -> None:
+    assert {kind: set(fields) for kind, fields in INPUT_ITEMS.items()} == sdk_table()
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_every_input_item_type_is_taken_with_its_required_fields(serve: Serve, transport: str) -> None:
+    server = serve()
+    for kind in INPUT_ITEMS:
+        assert refusal(server, transport, [item(kind)]) is None, kind
+    assert refusal(server, transport, [{"role": "user", "content": "hi"}]) is None  # a message's short form
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_an_item_without_a_required_field_is_refused_naming_it(serve: Serve, transport: str) -> None:
+    server = serve()
+    for kind, fields in INPUT_ITEMS.items():
+        for field in fields:
+            error = refusal(server, transport, [item("message", without=None), item(kind, without=field)])
+            assert error is not None, f"{kind} without {field}"
+            assert (error["param"], error["code"]) == (f"input[1].{field}", "missing_required_parameter")
+            assert error["message"] == f"Missing required parameter: 'input[1].{field}'."
+            assert error["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_an_unknown_type_a_bare_value_and_an_untyped_item_are_refused_naming_the_place(
+    serve: Serve, transport: str
+) -> None:
+    server = serve()
+    bogus = refusal(server, transport, [{"type": "bogus"}])
+    assert bogus is not None and (bogus["param"], bogus["code"]) == ("input[0].type", "invalid_value")
+    assert bogus["message"].startswith("Invalid value: 'bogus'. Supported values are: 'message', 'function_call'")
+    bare = refusal(server, transport, ["hello"])
+    assert bare is not None and (bare["param"], bare["code"]) == ("input[0]", "invalid_type")
+    assert bare["message"] == "Invalid type for 'input[0]': expected an object, but got a string instead."
+    untyped = refusal(server, transport, [{"content": "hi"}])
+    assert untyped is not None and (untyped["param"], untyped["code"]) == (
+        "input[0].type",
+        "missing_required_parameter",
+    )

@@ -1,0 +1,82 @@
+"""The items a request's `input` may hold, by type, with the fields each one needs: checked as the API checks
+them, an unknown type or a missing field answered with a 400 naming `input[N].field`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .exceptions import BadRequest
+from .request import json_type
+
+MESSAGE = "message"
+ITEM_REFERENCE = "item_reference"
+
+INPUT_ITEMS: dict[str, tuple[str, ...]] = {
+    MESSAGE: ("role", "content"),
+    "function_call": ("call_id", "name", "arguments"),
+    "function_call_output": ("output",),
+    "custom_tool_call": ("call_id", "name", "input"),
+    "custom_tool_call_output": ("call_id", "output"),
+    "reasoning": ("summary",),
+    "compaction": ("encrypted_content",),
+    "compaction_trigger": (),
+    "file_search_call": ("queries",),
+    "web_search_call": ("action",),
+    "computer_call": ("call_id", "pending_safety_checks"),
+    "computer_call_output": ("call_id", "output"),
+    "tool_search_call": ("arguments",),
+    "tool_search_output": ("tools",),
+    "additional_tools": ("role", "tools"),
+    "configuration_update": (),
+    "image_generation_call": ("result",),
+    "code_interpreter_call": ("code", "container_id", "outputs"),
+    "local_shell_call": ("call_id", "action"),
+    "local_shell_call_output": ("output",),
+    "shell_call": ("call_id", "action"),
+    "shell_call_output": ("call_id", "output"),
+    "apply_patch_call": ("call_id", "operation"),
+    "apply_patch_call_output": ("call_id",),
+    "mcp_list_tools": ("server_label", "tools"),
+    "mcp_approval_request": ("server_label", "name", "arguments"),
+    "mcp_approval_response": ("approval_request_id", "approve"),
+    "mcp_call": ("server_label", "name", "arguments"),
+    "program": ("call_id", "code", "fingerprint"),
+    "program_output": ("call_id", "result"),
+    ITEM_REFERENCE: ("id",),
+}
+"""Every input item type of the official SDK's `ResponseInputItemParam` (openai 3.63) and the fields it requires,
+but `id` and `status`: an item a client sends back from an earlier answer may leave them out (Codex sends its
+history without them, with `store: false`), and the service takes it (a test holds the table to the SDK's)."""
+
+
+def check_input_items(items: list[Any]) -> None:
+    """BadRequest for the first item of `input` that is not an object, has no type the API knows, or lacks a
+    field its type requires (`param` names it: `input[2].call_id`). An item without `type` is a message if it has a
+    `role` (the short form), else a reference to a stored item if it has an `id`."""
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, dict):
+            got = json_type(item)
+            raise BadRequest(
+                f"Invalid type for '{where}': expected an object, but got {got} instead.",
+                param=where,
+                code="invalid_type",
+            )
+        kind = item.get("type", MESSAGE if "role" in item else ITEM_REFERENCE if "id" in item else None)
+        if kind is None:
+            raise BadRequest(
+                f"Missing required parameter: '{where}.type'.", param=f"{where}.type", code="missing_required_parameter"
+            )
+        required = INPUT_ITEMS.get(kind) if isinstance(kind, str) else None
+        if required is None:
+            known = ", ".join(f"'{name}'" for name in INPUT_ITEMS)
+            raise BadRequest(
+                f"Invalid value: {kind!r}. Supported values are: {known}.", param=f"{where}.type", code="invalid_value"
+            )
+        for name in required:
+            if name not in item:
+                raise BadRequest(
+                    f"Missing required parameter: '{where}.{name}'.",
+                    param=f"{where}.{name}",
+                    code="missing_required_parameter",
+                )
