@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 import pytest
 
@@ -66,6 +68,34 @@ def test_sdk_websocket_warmup_then_incremental_request(serve: Serve) -> None:
     assert warmup.warmup and real.incremental
     assert real.logical_request is not None
     assert real.logical_request["input"] == [*context, new_item]
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_a_request_that_prewarms_the_prompt_cache_is_a_warmup_whatever_its_generate_says(
+    serve: Serve, transport: str
+) -> None:
+    """`prompt_cache_options.prewarm: true` sets `generate` to false (the SDK's documentation): created and
+    completed, no output, and the exchange reads as a warmup, even beside `generate: true`."""
+    server = serve()
+    client = strict_client(server)
+    prewarm: Any = {"prewarm": True}
+    if transport == "http":
+        with client.responses.stream(
+            model="gpt-test", input="Hello", prompt_cache_options=prewarm, extra_body={"generate": True}
+        ) as stream:
+            types = [event.type for event in stream]
+            final = stream.get_final_response()
+    else:
+        with client.responses.connect() as connection:
+            connection.response.create(model="gpt-test", input="Hello", prompt_cache_options=prewarm, generate=True)
+            types = []
+            for event in connection:
+                types.append(event.type)
+                if event.type == "response.completed":
+                    final = event.response
+                    break
+    assert types == ["response.created", "response.completed"] and final.output == []
+    assert server.exchanges[0].warmup
 
 
 @pytest.mark.parametrize("beta", [None, "responses_websockets=2026-02-06"])

@@ -141,4 +141,9 @@ def compacted_history(history: Sequence[Item], compaction: Item) -> list[Item]:
 
 
 def is_warmup(body: Mapping[str, Any]) -> bool:
-    return body.get("generate") is False
+    """A request that generates nothing: `generate: false`, or `prompt_cache_options.prewarm: true` (which sets
+    `generate` to false, as the SDK documents it)."""
+    if body.get("generate") is False:
+        return True
+    options = body.get("prompt_cache_options")
+    return isinstance(options, Mapping) and options.get("prewarm") is True

@@ -71,7 +71,7 @@ _Seen = Callable[[RequestView, Mapping[str, Any]], object]
 _EQUALS: dict[str, tuple[str, _Seen]] = {
     "transport": ("transport == {!r}", lambda request, last: request.transport),
     "model": ("model == {!r}", lambda request, last: request.wire.get("model")),
-    "generate": ("generate == {!r}", lambda request, last: request.wire.get("generate") is not False),
+    "generate": ("generate == {!r}", lambda request, last: not is_warmup(request.wire)),
     "incremental": ("incremental == {!r}", lambda request, last: bool(request.wire.get("previous_response_id"))),
     "last_input_type": ("last input type == {!r}", lambda request, last: last.get("type", "message") if last else None),
     "last_input_role": ("last input role == {!r}", lambda request, last: last.get("role")),

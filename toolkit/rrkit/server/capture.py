@@ -17,6 +17,7 @@ from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.plan import event_of_wire, type_of_wire
+from ..protocol.request import is_warmup
 from ..protocol.routes import CREATE
 from ..protocol.vocabulary import ClosedBy, Transport
 
@@ -198,7 +199,7 @@ class Exchange:
 
     @property
     def warmup(self) -> bool:
-        return bool(self.wire_request and self.wire_request.get("generate") is False)
+        return bool(self.wire_request and is_warmup(self.wire_request))
 
     @property
     def client_metadata(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from ..protocol import events as ev
 from ..protocol.errors import Classification, classify_failure, classify_http_error
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import Outcome, OutcomeKind
+from ..protocol.request import is_warmup
 from ..protocol.steer import answer_problems, is_steer
 from .show_model import ConnectionView, EventRun, ExchangeView, OutcomeView, RequestSize, Timeline, Tone
 from .stream_rules import check_stream
@@ -82,7 +83,7 @@ def _exchange(exchange: RecordedExchange) -> ExchangeView:
         route=exchange.route,
         request_line=exchange.request_line,
         incremental=exchange.incremental,
-        warmup=wire.get("generate") is False,
+        warmup=is_warmup(wire),
         model=_text((exchange.logical_request or wire).get("model")),
         previous_response_id=_text(wire.get("previous_response_id")),
         response_id=exchange.response_id,
