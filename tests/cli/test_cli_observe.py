@@ -165,6 +165,43 @@ def test_record_prints_lines_and_writes_the_ready_file(tmp_path: Path) -> None:
     assert "(1 exchange recorded)" in out and not ready.exists()
 
 
+BROKEN_SCRIPT = """\
+name: broken
+default:
+  output: [{text: "clean"}]
+responses:
+  - times: 2
+    events:  # no response.in_progress; a response.failed whose response says it completed, with no error
+      - event: {type: response.created, sequence_number: 0, response: {id: resp_b, status: in_progress}}
+      - event: {type: response.output_item.added, sequence_number: 1, output_index: 0,
+                item: {type: message, id: msg_b, role: assistant, content: []}}
+      - event: {type: response.output_item.done, sequence_number: 2, output_index: 0,
+                item: {type: message, id: msg_b, role: assistant, content: []}}
+      - event: {type: response.failed, sequence_number: 3, response: {id: resp_b, status: completed, error: null}}
+"""
+
+
+def test_serve_and_record_lines_say_which_rules_a_stream_breaks_and_a_clean_one_none(tmp_path: Path) -> None:
+    """The server's own check of what it sent (a script's verbatim events), and the recorder's of what an upstream
+    sent: the line names the rules as `rrkit validate` does."""
+    script = tmp_path / "broken.yaml"
+    script.write_text(BROKEN_SCRIPT)
+    with serving("--script", str(script)) as (upstream, upstream_url):
+        cassette = tmp_path / "session.json"
+        with serving("--upstream", upstream_url, "--cassette", str(cassette), command="record") as (proxy, url):
+            httpx.post(url + "/responses", json=BODY, trust_env=False)
+            recorded, _ = stop(proxy)
+        for _ in range(2):  # the broken reply's second use, then the default reply: clean
+            httpx.post(upstream_url + "/responses", json=BODY, trust_env=False)
+        served, _ = stop(upstream)
+    lines = [line for line in served.splitlines() if LINE.match(line)]
+    assert len(lines) == 3  # the relayed request, the one sent direct, the clean one
+    assert all(line.endswith("  breaks in_progress, terminal_state") for line in lines[:2]), lines
+    assert "breaks" not in lines[2], lines
+    proxied = next(line for line in recorded.splitlines() if LINE.match(line))
+    assert proxied.endswith("  breaks in_progress, terminal_state"), recorded
+
+
 # -- the line and the record, from a captured exchange ----------------------------------------------------
 
 

@@ -111,9 +111,10 @@ class Observe:
 def _observed(server: FakeServer, quiet: bool, journal_path: Path | None) -> Iterator[None]:
     """A line per exchange on stdout (unless `quiet`) and the `--journal`, while the server runs."""
     from ..server.exchange_log import JournalFile, LinePrinter, when_settled
+    from ..tools.self_check import breaks_text
 
     capture = server.state.capture
-    printer = None if quiet else LinePrinter(click.echo)
+    printer = None if quiet else LinePrinter(click.echo, after=breaks_text)
     try:
         journal = JournalFile(journal_path, lambda line: click.echo(line, err=True)) if journal_path else None
     except OSError as error:

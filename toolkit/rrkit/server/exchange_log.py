@@ -113,25 +113,30 @@ def when_settled(listener: Callable[[Exchange], None]) -> Callable[[Exchange], N
 
 class LinePrinter:
     """Prints each exchange's line from a thread of its own, so that a stdout nobody reads (a harness's full pipe)
-    never stalls the server; beyond `limit` lines waiting, new ones are dropped and counted."""
+    never stalls the server; beyond `limit` lines waiting, new ones are dropped and counted. The line is made in
+    that thread too, off the server's loop, `after` adding to it (the rules its stream breaks: `tools.self_check`)."""
 
-    def __init__(self, write: Callable[[str], None], limit: int = 10_000) -> None:
+    def __init__(
+        self, write: Callable[[str], None], limit: int = 10_000, after: Callable[[Exchange], str] | None = None
+    ) -> None:
         self._write = write
-        self._lines: queue.Queue[str | None] = queue.Queue(maxsize=limit)
+        self._after = after
+        self._lines: queue.Queue[tuple[Exchange, float] | None] = queue.Queue(maxsize=limit)
         self.dropped = 0
         self._thread = threading.Thread(target=self._run, name="rrkit-exchange-log", daemon=True)
         self._thread.start()
 
     def __call__(self, exchange: Exchange) -> None:
         try:
-            self._lines.put_nowait(exchange_line(exchange))
+            self._lines.put_nowait((exchange, time.time()))
         except queue.Full:
             self.dropped += 1
 
     def _run(self) -> None:
-        while (line := self._lines.get()) is not None:
+        while (ended := self._lines.get()) is not None:
+            exchange, now = ended
             try:
-                self._write(line)
+                self._write(exchange_line(exchange, now) + (self._after(exchange) if self._after else ""))
             except (OSError, ValueError):  # stdout closed: nobody is reading any more
                 return
 
