@@ -146,11 +146,11 @@ raw text out, and where a shell call's done item keeps each command the SDK's ty
 
 
 class PartFlow(NamedTuple):
-    """A part of an item that its own events open and close (`opened_by`, `closed_by`, at the same part index,
-    named by `index_field`); `contents`: by the part's type (`part.type` of the opening event), the done event its
+    """A part of an item (a message's content, a reasoning item's summary: its item type is the events',
+    `ITEM_EVENTS`) that its own events open and close (`opened_by`, `closed_by`, at the same part index, named by
+    `index_field`); `contents`: by the part's type (`part.type` of the opening event), the done event its
     content ends with, which comes before the part is closed."""
 
-    item_type: str
     opened_by: str
     closed_by: str
     index_field: str
@@ -158,20 +158,8 @@ class PartFlow(NamedTuple):
 
 
 PARTS: tuple[PartFlow, ...] = (
-    PartFlow(
-        "message",
-        ev.PART_ADDED,
-        ev.PART_DONE,
-        "content_index",
-        {"output_text": ev.TEXT_DONE, "refusal": ev.REFUSAL_DONE},
-    ),
-    PartFlow(
-        "reasoning",
-        ev.SUMMARY_PART_ADDED,
-        ev.SUMMARY_PART_DONE,
-        "summary_index",
-        {"summary_text": ev.SUMMARY_TEXT_DONE},
-    ),
+    PartFlow(ev.PART_ADDED, ev.PART_DONE, "content_index", {"output_text": ev.TEXT_DONE, "refusal": ev.REFUSAL_DONE}),
+    PartFlow(ev.SUMMARY_PART_ADDED, ev.SUMMARY_PART_DONE, "summary_index", {"summary_text": ev.SUMMARY_TEXT_DONE}),
 )
 
 
