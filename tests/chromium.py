@@ -3,15 +3,15 @@ page renders to (the browser's whole process group is killed afterwards)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
+
+from rrkit.drive.process import exited_unreaped, stop_group
 
 CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
 HOSTILE = "<script>document.body.setAttribute('data-x', 'p' + 'wned')</script>"
@@ -32,12 +32,16 @@ def dump_dom(page: Path, timeout: float = 60.0) -> str:
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
     )
+    output: list[str] = []
+    reader = threading.Thread(target=lambda: output.append(process.stdout.read() if process.stdout else ""))
+    reader.start()
     try:
-        dom, _ = process.communicate(timeout=timeout)
+        exited_unreaped(process, timeout)  # unreaped: its group's id is still its own when the group is stopped
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)  # its renderer and zygote children too
+        stop_group(process)  # its renderer and zygote children too
         process.wait()
+        reader.join(timeout)
         shutil.rmtree(profile, ignore_errors=True)
+    dom = "".join(output)
     assert process.returncode == 0 or dom, "chromium printed no DOM"
     return dom

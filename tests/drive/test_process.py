@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rrkit.drive import Assignment, CommandClient, ServerURLs, run_process
+from rrkit.drive import process as process_module
 from rrkit.drive.process import KEPT_BYTES
 
 pytestmark = pytest.mark.hostile
@@ -90,3 +92,22 @@ def test_a_client_command_run_by_a_judge_leaves_no_process_behind(tmp_path: Path
     end = asyncio.run(client.run(assignment, timeout=1.0))
     assert end.outcome == "timed out" and "1 s" in end.detail
     assert _gone(pid_file)
+
+
+def test_the_group_is_stopped_while_its_leader_is_unreaped_so_its_id_cannot_be_anyone_else_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The group's id is its leader's pid: once the leader is reaped the id is free, and a process started after
+    (a busy machine comes round to the same ids) would be killed in its place. So the leader is still a zombie
+    when the group is stopped, whether it exited (here at once) or ran out of time."""
+    seen: list[str] = []
+    stop = process_module.stop_group
+
+    def watched(process: subprocess.Popen[bytes]) -> None:
+        seen.append(Path(f"/proc/{process.pid}/stat").read_text().rsplit(") ", 1)[1][0])
+        stop(process)
+
+    monkeypatch.setattr(process_module, "stop_group", watched)
+    assert run_process(["sh", "-c", "exit 3"], timeout=30).returncode == 3
+    assert run_process(["sleep", "30"], timeout=0.2).timed_out
+    assert seen[0] == "Z" and seen[1] != "Z"  # exited and unreaped; still running at the timeout (then stopped)

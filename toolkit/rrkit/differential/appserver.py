@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..drive.process import stop_group
+from ..drive.process import exited_unreaped, stop_group
 from ..protocol.exceptions import AppServerError
 from .codex import _DROPPED_ENV_PREFIXES, API_KEY_ENV, config_toml
 from .settings import DEFAULT_BUDGETS, Budgets
@@ -163,8 +163,7 @@ def run_codex_turns(
             with contextlib.suppress(OSError):
                 if process.stdin is not None:
                     process.stdin.close()  # the app server exits at the end of its input
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
+            exited_unreaped(process, 5)
             stop_group(process)  # the npm entry point is a node script that runs the native binary as its child
             process.wait()
             session.reader.join(timeout=5)

@@ -66,11 +66,9 @@ def run_process(
     ]
     for reader in readers:
         reader.start()
-    timed_out = False
+    timed_out = True
     try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not exited_unreaped(process, timeout)
     finally:
         stop_group(process)
         process.wait()
@@ -100,7 +98,23 @@ class _Tail:
         return b"".join(self.chunks)[-self.kept :].decode("utf-8", errors="replace")
 
 
+def exited_unreaped(process: subprocess.Popen[Any], timeout: float | None) -> bool:
+    """Whether `process` exited within `timeout` seconds, waited for without reaping it: until it is reaped its pid,
+    its group's id, is nobody else's, so `stop_group` then reaches its group and never a process that was given the
+    id after it (ids come round again on a busy machine: pid_max is 32768 on many)."""
+    exited = threading.Event()
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):  # ChildProcessError: reaped already
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+        exited.set()
+
+    threading.Thread(target=watch, daemon=True, name="rrkit-process-exit").start()
+    return exited.wait(timeout)
+
+
 def stop_group(process: subprocess.Popen[Any]) -> None:
-    """Stop every process of `process`'s group (it was started in a session of its own)."""
+    """Stop every process of `process`'s group (it was started in a session of its own). Call it before the
+    process is reaped (`exited_unreaped`, not `wait`)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
