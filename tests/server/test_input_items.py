@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import typing
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -45,20 +46,27 @@ def item(kind: str, *, without: str | None = None) -> dict[str, Any]:
     return {"type": kind, **{name: "" for name in INPUT_ITEMS[kind] if name != without}}
 
 
-def refusal(server: FakeServer, transport: str, items: list[Any]) -> dict[str, Any] | None:
-    """The error object the server answers a create with these input items with (None: it answered)."""
-    body = {"model": "m", "input": items, "stream": True}
-    if transport == "http":
-        answer = httpx.post(server.http_url + "/responses", json=body, timeout=10)
-        if answer.status_code == 200:
-            return None
-        assert answer.status_code == 400, answer.text
-        error: dict[str, Any] = answer.json()["error"]
-        return error
-    with connect(server.responses_ws_url, open_timeout=10) as socket:
-        socket.send(json.dumps({"type": "response.create", **body}))
+class Creates:
+    """Creates sent to one server over one connection (a refusal leaves an HTTP connection and a socket open)."""
+
+    def __init__(self, server: FakeServer, transport: str) -> None:
+        self.server, self.transport = server, transport
+        self.client = httpx.Client(timeout=10)
+        self.socket = connect(server.responses_ws_url, open_timeout=10) if transport == "ws" else None
+
+    def refusal(self, items: list[Any]) -> dict[str, Any] | None:
+        """The error object the server answers a create with these input items with (None: it answered)."""
+        body = {"model": "m", "input": items, "stream": True}
+        if self.socket is None:
+            answer = self.client.post(self.server.http_url + "/responses", json=body)
+            if answer.status_code == 200:
+                return None
+            assert answer.status_code == 400, answer.text
+            error: dict[str, Any] = answer.json()["error"]
+            return error
+        self.socket.send(json.dumps({"type": "response.create", **body}))
         while True:
-            event = json.loads(socket.recv(timeout=10))
+            event = json.loads(self.socket.recv(timeout=10))
             if event["type"] == "error":
                 assert event["status"] == 400, event
                 frame_error: dict[str, Any] = event["error"]
@@ -67,42 +75,43 @@ def refusal(server: FakeServer, transport: str, items: list[Any]) -> dict[str, A
                 return None
 
 
+@pytest.fixture(params=["http", "ws"])
+def creates(serve: Serve, request: pytest.FixtureRequest) -> Iterator[Creates]:
+    sent = Creates(serve(), request.param)
+    yield sent
+    sent.client.close()
+    if sent.socket is not None:
+        sent.socket.close()
+
+
 def test_the_table_is_the_sdk_s_input_item_union_less_the_fields_an_item_sent_back_may_leave_out() -> None:
     assert {kind: set(fields) for kind, fields in INPUT_ITEMS.items()} == sdk_table()
 
 
-@pytest.mark.parametrize("transport", ["http", "ws"])
-def test_every_input_item_type_is_taken_with_its_required_fields(serve: Serve, transport: str) -> None:
-    server = serve()
+def test_every_input_item_type_is_taken_with_its_required_fields(creates: Creates) -> None:
     for kind in INPUT_ITEMS:
-        assert refusal(server, transport, [item(kind)]) is None, kind
-    assert refusal(server, transport, [{"role": "user", "content": "hi"}]) is None  # a message's short form
+        assert creates.refusal([item(kind)]) is None, kind
+    assert creates.refusal([{"role": "user", "content": "hi"}]) is None  # a message's short form
 
 
-@pytest.mark.parametrize("transport", ["http", "ws"])
-def test_an_item_without_a_required_field_is_refused_naming_it(serve: Serve, transport: str) -> None:
-    server = serve()
+def test_an_item_without_a_required_field_is_refused_naming_it(creates: Creates) -> None:
     for kind, fields in INPUT_ITEMS.items():
         for field in fields:
-            error = refusal(server, transport, [item("message", without=None), item(kind, without=field)])
+            error = creates.refusal([item("message", without=None), item(kind, without=field)])
             assert error is not None, f"{kind} without {field}"
             assert (error["param"], error["code"]) == (f"input[1].{field}", "missing_required_parameter")
             assert error["message"] == f"Missing required parameter: 'input[1].{field}'."
             assert error["type"] == "invalid_request_error"
 
 
-@pytest.mark.parametrize("transport", ["http", "ws"])
-def test_an_unknown_type_a_bare_value_and_an_untyped_item_are_refused_naming_the_place(
-    serve: Serve, transport: str
-) -> None:
-    server = serve()
-    bogus = refusal(server, transport, [{"type": "bogus"}])
+def test_an_unknown_type_a_bare_value_and_an_untyped_item_are_refused_naming_the_place(creates: Creates) -> None:
+    bogus = creates.refusal([{"type": "bogus"}])
     assert bogus is not None and (bogus["param"], bogus["code"]) == ("input[0].type", "invalid_value")
     assert bogus["message"].startswith("Invalid value: 'bogus'. Supported values are: 'message', 'function_call'")
-    bare = refusal(server, transport, ["hello"])
+    bare = creates.refusal(["hello"])
     assert bare is not None and (bare["param"], bare["code"]) == ("input[0]", "invalid_type")
     assert bare["message"] == "Invalid type for 'input[0]': expected an object, but got a string instead."
-    untyped = refusal(server, transport, [{"content": "hi"}])
+    untyped = creates.refusal([{"content": "hi"}])
     assert untyped is not None and (untyped["param"], untyped["code"]) == (
         "input[0].type",
         "missing_required_parameter",
