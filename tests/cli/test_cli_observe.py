@@ -23,6 +23,7 @@ from rrkit.cli.running import _StopSignals
 from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.server.capture import Capture, Exchange
 from rrkit.server.exchange_log import LinePrinter, exchange_line, exchange_record
+from rrkit.tools import self_check
 
 from ..rrkit_process import start
 from ..server.test_shutdown import CEILING, assert_stopped_quietly
@@ -200,6 +201,19 @@ def test_serve_and_record_lines_say_which_rules_a_stream_breaks_and_a_clean_one_
     assert "breaks" not in lines[2], lines
     proxied = next(line for line in recorded.splitlines() if LINE.match(line))
     assert proxied.endswith("  breaks in_progress, terminal_state"), recorded
+
+
+def test_a_check_that_fails_on_what_a_peer_sent_says_so_and_the_log_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(exchange: Exchange) -> list[str]:
+        raise RecursionError("nested too deeply")
+
+    monkeypatch.setattr(self_check, "broken_rules", failing)
+    lines: list[str] = []
+    printer = LinePrinter(lines.append, after=self_check.breaks_text)
+    for _ in range(2):
+        printer(exchange(Outcome(OutcomeKind.COMPLETED, 3)))
+    printer.close()
+    assert [line.endswith("  unchecked (RecursionError)") for line in lines] == [True, True]
 
 
 # -- the line and the record, from a captured exchange ----------------------------------------------------

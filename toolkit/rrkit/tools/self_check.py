@@ -24,6 +24,11 @@ def broken_rules(exchange: Exchange) -> list[str] | None:
 
 
 def breaks_text(exchange: Exchange) -> str:
-    """`  breaks in_progress, part_closed` after an exchange's line when its stream breaks rules, else nothing."""
-    rules = broken_rules(exchange)
+    """`  breaks in_progress, part_closed` after an exchange's line when its stream breaks rules, else nothing;
+    `  unchecked (ErrorName)` when the check itself failed on what a peer sent: the line, and every line after it,
+    is still printed."""
+    try:
+        rules = broken_rules(exchange)
+    except Exception as error:  # a peer's stream is anything: it never stops the exchange log
+        return f"  unchecked ({type(error).__name__})"
     return f"  breaks {', '.join(rules)}" if rules else ""
