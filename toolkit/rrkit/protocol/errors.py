@@ -141,14 +141,10 @@ FAILURE_CODES: dict[str, FailureCode] = {
     )
 }
 """Every code the SDK's `ResponseError.code` names (openai 3.63), and those the service and Codex use beyond it
-(`context_length_exceeded`, `insufficient_quota`, `usage_not_included`, `cyber_policy`, `server_is_overloaded`,
-`slow_down`): a strict SDK parse refuses a `response.failed` with one of those six (`SDK_FAILURE_CODES` are the
-others). Any other code is retried with backoff, as Codex 0.169.0 does (observed with a made-up `*_policy` code)."""
-SDK_FAILURE_CODES = frozenset(
-    code
-    for code in FAILURE_CODES
-    if code
-    not in {
+(`BEYOND_SDK_CODES`: a strict SDK parse refuses a `response.failed` with one of them). Any other code is retried
+with backoff, as Codex 0.169.0 does (observed with a made-up `*_policy` code)."""
+BEYOND_SDK_CODES = frozenset(
+    {
         "context_length_exceeded",
         "insufficient_quota",
         "usage_not_included",
@@ -157,8 +153,9 @@ SDK_FAILURE_CODES = frozenset(
         "slow_down",
     }
 )
-"""The catalogue's codes inside the official SDK's `ResponseError.code` literal: a test of a strict client scripts
-one of these."""
+"""The catalogue's codes the service sends and Codex reacts to, outside the SDK's `ResponseError.code` literal."""
+SDK_FAILURE_CODES = frozenset(FAILURE_CODES) - BEYOND_SDK_CODES
+"""The catalogue's codes inside the SDK's literal: a test of a strict client scripts one of these."""
 OVERLOADED_CODES = frozenset(code for code, entry in FAILURE_CODES.items() if entry.kind is ErrorKind.OVERLOADED)
 """`server_is_overloaded`: not retried, as `response.failed`, as an HTTP status or as a WebSocket error frame
 (Codex 0.169: "Selected model is at capacity"). `slow_down` is retried with ordinary backoff."""

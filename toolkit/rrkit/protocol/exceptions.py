@@ -80,12 +80,29 @@ class SSEMessageTooLong(RRKitError, ValueError):
     """A stream whose unfinished line or message outgrew the decoder's `max_message` (it may never end)."""
 
 
+MISSING_REQUIRED_PARAMETER = "missing_required_parameter"
+INVALID_TYPE = "invalid_type"
+INVALID_VALUE = "invalid_value"
+
+
 class BadRequest(RRKitError, ValueError):
     """A body or frame the API would answer with 400: the message names the field, `param` is its path."""
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.message, self.param, self.code = message, param, code
+
+    @classmethod
+    def missing(cls, param: str) -> BadRequest:
+        """`Missing required parameter: 'input[2].call_id'.`, as the service words it."""
+        return cls(f"Missing required parameter: '{param}'.", param=param, code=MISSING_REQUIRED_PARAMETER)
+
+    @classmethod
+    def wrong_type(cls, shown: str, expected: str, got: str, param: str | None) -> BadRequest:
+        """`Invalid type for 'stream': expected a boolean, but got a string instead.` (`got`: the JSON type's
+        name, as `request.json_type` says it)."""
+        message = f"Invalid type for {shown}: expected {expected}, but got {got} instead."
+        return cls(message, param=param, code=INVALID_TYPE)
 
 
 class TooManySamples(RRKitError, RuntimeError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .exceptions import BadRequest
+from .exceptions import INVALID_VALUE, BadRequest
 from .request import json_type
 
 MESSAGE = "message"
@@ -56,27 +56,15 @@ def check_input_items(items: list[Any]) -> None:
     for index, item in enumerate(items):
         where = f"input[{index}]"
         if not isinstance(item, dict):
-            got = json_type(item)
-            raise BadRequest(
-                f"Invalid type for '{where}': expected an object, but got {got} instead.",
-                param=where,
-                code="invalid_type",
-            )
+            raise BadRequest.wrong_type(f"'{where}'", "an object", json_type(item), where)
         kind = item.get("type", MESSAGE if "role" in item else ITEM_REFERENCE if "id" in item else None)
         if kind is None:
-            raise BadRequest(
-                f"Missing required parameter: '{where}.type'.", param=f"{where}.type", code="missing_required_parameter"
-            )
+            raise BadRequest.missing(f"{where}.type")
         required = INPUT_ITEMS.get(kind) if isinstance(kind, str) else None
         if required is None:
             known = ", ".join(f"'{name}'" for name in INPUT_ITEMS)
-            raise BadRequest(
-                f"Invalid value: {kind!r}. Supported values are: {known}.", param=f"{where}.type", code="invalid_value"
-            )
+            message = f"Invalid value: {kind!r}. Supported values are: {known}."
+            raise BadRequest(message, param=f"{where}.type", code=INVALID_VALUE)
         for name in required:
             if name not in item:
-                raise BadRequest(
-                    f"Missing required parameter: '{where}.{name}'.",
-                    param=f"{where}.{name}",
-                    code="missing_required_parameter",
-                )
+                raise BadRequest.missing(f"{where}.{name}")

@@ -23,7 +23,7 @@ def check_request(body: object, *, frame: bool = False, lenient: bool = False) -
     if not isinstance(body, dict):
         raise BadRequest(f"The {what} must be a JSON object, got {json_type(body)}.")
     if "model" not in body and "prompt" not in body:  # a stored prompt may name the model
-        raise BadRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+        raise BadRequest.missing("model")
     items = body.get("input")
     if type(items) is list:
         check_input_items(items)

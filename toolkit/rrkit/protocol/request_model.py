@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .exceptions import BadRequest
+from .exceptions import INVALID_VALUE, BadRequest
 from .request import TYPED_FIELDS, Item, json_type
 
 
@@ -105,16 +105,12 @@ def _invalid(error: ValidationError, what: str) -> BadRequest:
             code=code,
         )
     if kind == "finite_number":
-        return BadRequest(f"Invalid {shown}: expected a finite number.", param=param, code="invalid_value")
+        return BadRequest(f"Invalid {shown}: expected a finite number.", param=param, code=INVALID_VALUE)
     if _expected(kind):
         # A union (`input`: an array or a string) fails once per member, each at the same param.
         members = [p for p in error.errors() if _param(p["loc"]) == param and _expected(str(p["type"]))]
         expected = " or ".join(dict.fromkeys(_expected(str(p["type"])) for p in members))
-        return BadRequest(
-            f"Invalid type for {shown}: expected {expected}, but got {json_type(got)} instead.",
-            param=param,
-            code="invalid_type",
-        )
+        return BadRequest.wrong_type(shown, expected, json_type(got), param)
     message = f"Invalid {what}: field '{param}': {problem['msg']}" if param else f"Invalid {what}: {problem['msg']}"
     return BadRequest(message, param=param)
 
