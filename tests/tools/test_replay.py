@@ -48,7 +48,11 @@ def test_session_plan_reads_transport_warmup_turns_and_tool_outputs_from_the_log
         "get_weather",
         "apply_patch",
     ]
-    assert list(plan.tool_outputs.values()) == ["sunny, 24 degrees"]
+    assert list(plan.tool_outputs.values()) == [
+        {"type": "function_call_output", "call_id": "call_weather_1", "output": "sunny, 24 degrees"}
+    ]
+    assert plan.tool_output({"type": "function_call", "call_id": "call_weather_1"}) == {"output": "sunny, 24 degrees"}
+    assert plan.tool_output({"type": "function_call", "call_id": "call_never_answered"}) == ""
 
 
 def test_client_that_never_sends_incremental_requests_is_an_incrementality_regression(

@@ -8,32 +8,34 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..protocol.exceptions import TooManySamples
+from ..protocol.calls import CallResult, answer_to
+from ..protocol.exceptions import NotAnAnswer, TooManySamples
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import (
     COMPACTION_ITEM,
-    TOOL_OUTPUT_TYPES,
     Item,
     compacted_history,
     compaction_trigger,
     message_text,
 )
 from .client import ModelClient
-from .errors import CompactionFailed
+from .errors import CompactionFailed, UnanswerableCall
 from .prompt import Prompt, user_message
 from .turn import DeltaCallback, SampleResult, Turn
 
-ToolHandler = Callable[[Item], Awaitable[str] | str]
-"""Runs one tool call item and returns its output text."""
+ToolHandler = Callable[[Item], Awaitable[CallResult] | CallResult]
+"""Runs one call the client must run (protocol.calls.CLIENT_CALLS) and returns its result: the answer item's own
+fields, or a plain value its kind carries (output text; True/False for an MCP approval; the tools a client tool
+search found)."""
 
 
-def tool_output(call: Item, output: str) -> Item:
-    """The item that answers a tool call, for the next sampling of the same turn."""
-    return {
-        "type": TOOL_OUTPUT_TYPES.get(str(call.get("type")), "function_call_output"),
-        "call_id": call.get("call_id"),
-        "output": output,
-    }
+def tool_output(call: Item, result: CallResult) -> Item:
+    """The item that answers a call, for the next sampling of the same turn (UnanswerableCall, a ModelClientError,
+    naming the call's kind when `result` cannot answer it)."""
+    try:
+        return answer_to(call, result)
+    except NotAnAnswer as error:
+        raise UnanswerableCall(str(error), outcome=OutcomeKind.COMPLETED) from None
 
 
 @dataclass
@@ -133,11 +135,11 @@ class Conversation:
         return sample
 
 
-async def _run_tool(handler: ToolHandler, call: Item) -> str:
+async def _run_tool(handler: ToolHandler, call: Item) -> CallResult:
     output: Any = handler(call)
     if inspect.isawaitable(output):
         output = await output
-    return str(output)
+    return output  # type: ignore[no-any-return]
 
 
 def _user_items(user_input: str | Item | Sequence[Item] | None) -> list[Item]:

@@ -103,6 +103,10 @@ class CompactionFailed(NonRetryableError):
     """A remote compaction answered with something else than exactly one `compaction` item."""
 
 
+class UnanswerableCall(NonRetryableError):
+    """A call the client must run that the tool handler's result cannot answer (the message names its kind)."""
+
+
 class UpgradeRequired(ModelClientError):
     """The WebSocket upgrade was answered 426: fall back to HTTP at once, for the whole session."""
 

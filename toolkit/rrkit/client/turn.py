@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..protocol.calls import client_call
 from ..protocol.events import ERROR
 from ..protocol.headers import (
     OPENAI_BETA_HEADER,
@@ -44,8 +45,6 @@ from .trace import TraceEntry
 from .ws_transport import ResponsesSocket
 
 DeltaCallback = Callable[[Delta], None]
-TOOL_CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-"""Done items the caller must execute and answer with an output item."""
 
 
 @dataclass
@@ -59,7 +58,8 @@ class SampleResult:
 
     @property
     def tool_calls(self) -> list[Item]:
-        return [item for item in self.items if item.get("type") in TOOL_CALL_TYPES]
+        """The done items the client must run and answer (protocol.calls)."""
+        return [item for item in self.items if client_call(item) is not None]
 
 
 class Turn(contextlib.AbstractAsyncContextManager["Turn"]):

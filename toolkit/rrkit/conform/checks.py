@@ -126,12 +126,12 @@ def _named_delay(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
 
 def _tool_output(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     if not run.calls_sent:
-        return False, "the server sent no function call (no request got that far)"
+        return False, "the server sent no call for the client to run (no request got that far)"
     missing = [call for call in run.calls_sent if call not in run.outputs_sent]
     if missing:
         answered = ", ".join(run.outputs_sent) or "none"
-        return False, f"no function_call_output for call_id {', '.join(missing)} (call_ids answered: {answered})"
-    return True, f"answered call_id {', '.join(run.calls_sent)}"
+        return False, f"no answer to call {', '.join(missing)} (calls answered: {answered})"
+    return True, f"answered call {', '.join(run.calls_sent)}"
 
 
 def _transport_after(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:

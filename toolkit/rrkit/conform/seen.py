@@ -7,11 +7,11 @@ import contextlib
 import json
 from collections.abc import Sequence
 
+from ..protocol.calls import answered_key, call_key, client_call
 from ..protocol.events import done_items
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import (
     COMPACTION_ITEM,
-    TOOL_OUTPUT_TYPES,
     Item,
     input_items,
     is_compaction_request,
@@ -53,13 +53,9 @@ def _sent(exchange: Exchange) -> list[Item]:
 
 
 def calls_sent(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
-    """The call_ids of the tool calls in completed responses (what the client must answer)."""
-    return tuple(
-        str(item.get("call_id"))
-        for exchange in exchanges
-        for item in _output(exchange)
-        if item.get("type") in TOOL_OUTPUT_TYPES
-    )
+    """The ids of the calls the client must run in completed responses (a call's `call_id`, an approval request's
+    `id`: what its answer names)."""
+    return tuple(key for exchange in exchanges for item in _output(exchange) if (key := call_key(item)) is not None)
 
 
 def names_called(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
@@ -69,7 +65,7 @@ def names_called(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
             str(item.get("name"))
             for exchange in exchanges
             for item in _output(exchange)
-            if item.get("type") in TOOL_OUTPUT_TYPES and item.get("name")
+            if client_call(item) is not None and item.get("name")
         )
     )
 
@@ -90,14 +86,10 @@ def tools_declared(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
 
 
 def outputs_sent(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
-    """The call_ids of the tool outputs the requests' input carried (the logical input: an incremental's too)."""
-    answers = set(TOOL_OUTPUT_TYPES.values())
+    """The ids of the calls the requests' input answered (the logical input: an incremental's too)."""
     return tuple(
         dict.fromkeys(
-            str(item.get("call_id"))
-            for exchange in exchanges
-            for item in _sent(exchange)
-            if item.get("type") in answers
+            key for exchange in exchanges for item in _sent(exchange) if (key := answered_key(item)) is not None
         )
     )
 

@@ -16,6 +16,7 @@ all). Each names the file, field, request or setting at fault and says what to d
     │   ├── UnsafeJSON           ... JSON it cannot take: not UTF-8, NaN, nested too deep (rrkit.protocol.jsontext)
     │   └── BadPage              ... a list request's page query (rrkit.protocol.resources)
     ├── StreamCut                raised by a plan's events (rrkit.protocol.plan): cut the client's stream alike
+    ├── NotAnAnswer              a tool handler's result that cannot answer its call (rrkit.protocol.calls)
     ├── TooManySamples           a turn that kept sampling past its limit
     ├── CodexNotFound            no Codex CLI of the version asked for
     ├── ServerUnreachable        nothing answers at the server a command was pointed at
@@ -103,6 +104,11 @@ class BadRequest(RRKitError, ValueError):
         name, as `request.json_type` says it)."""
         message = f"Invalid type for {shown}: expected {expected}, but got {got} instead."
         return cls(message, param=param, code=INVALID_TYPE)
+
+
+class NotAnAnswer(RRKitError, ValueError):
+    """A tool handler's result that cannot answer its call (the message names the kind of call, its id, and what
+    would)."""
 
 
 class TooManySamples(RRKitError, RuntimeError):

@@ -11,8 +11,6 @@ Item = dict[str, Any]
 """An input or output item, kept exactly as sent (items carry fields the API adds at any time)."""
 
 RESPONSE_CREATE = "response.create"
-TOOL_OUTPUT_TYPES = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
-"""The input item that answers each kind of tool call, by the call's type (both carry the call's `call_id`)."""
 
 
 # The incremental rule (docs/protocol.md: When a request may be incremental) over an explicit, exhaustive field list:

@@ -194,6 +194,10 @@ class WholeItemOut(_Strict):
     added_status: ClassVar[str | None] = "in_progress"  # None: the item type knows no in_progress, added as done
     makes_call_id: ClassVar[bool] = False  # a call the client answers: a call_id is made where none is given
 
+    def asks_client(self) -> bool:
+        """A call the client must run and answer (a call_id is made for it where none is given)."""
+        return self.makes_call_id
+
     def item_fields(self) -> dict[str, Any]:
         """The item's own fields as sent (all but its id and type)."""
         return self.model_dump(exclude={"type"}, exclude_none=True)
@@ -353,6 +357,9 @@ class ToolSearchCallOut(_ToolSearchItem):
 
     type: Literal["tool_search_call"]
     arguments: Any = {}
+
+    def asks_client(self) -> bool:
+        return self.execution == "client"
 
 
 class ToolSearchOutputOut(_ToolSearchItem):

@@ -19,6 +19,7 @@ from ..cassette.replay import CassetteSource
 from ..client import ClientOptions, ModelClient, ModelClientError, Prompt
 from ..client.conversation import Conversation
 from ..drive import Assignment, ClientEnd, ClientUnderTest, ReferenceClient, ServerURLs, as_client
+from ..protocol.calls import ANSWERS, CallResult, answered_key, call_key
 from ..protocol.exceptions import CassetteError
 from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
@@ -46,11 +47,17 @@ class SessionPlan:
     warmup: bool
     prompt: Prompt
     turns: tuple[tuple[Item, ...], ...]
-    tool_outputs: Mapping[str, str]
+    tool_outputs: Mapping[str, Item]
+    """The answer the client gave each call, by the call's id (protocol.calls)."""
     session_id: str | None = None
 
-    def tool_output(self, call: Item) -> str:
-        return self.tool_outputs.get(str(call.get("call_id")), "")
+    def tool_output(self, call: Item) -> CallResult:
+        """The recorded answer's own fields (its type and link are the call's), or empty text where none was."""
+        answer = self.tool_outputs.get(call_key(call) or "")
+        if answer is None:
+            return ""
+        link = ANSWERS[str(answer.get("type"))].link
+        return {name: value for name, value in answer.items() if name not in ("type", link)}
 
 
 def _is_turn_input(item: Item) -> bool:
@@ -92,14 +99,9 @@ def _turns(items: Sequence[Item]) -> tuple[tuple[Item, ...], ...]:
     return tuple(tuple(turn) for turn in turns)
 
 
-def _tool_outputs(items: Sequence[Item]) -> dict[str, str]:
-    """call_id -> the output the client gave that tool call."""
-    outputs: dict[str, str] = {}
-    for item in items:
-        if str(item.get("type", "")).endswith("_call_output"):
-            output = item.get("output")
-            outputs[str(item.get("call_id"))] = output if isinstance(output, str) else str(output or "")
-    return outputs
+def _tool_outputs(items: Sequence[Item]) -> dict[str, Item]:
+    """The id of each call answered -> the item that answered it."""
+    return {key: item for item in items if (key := answered_key(item)) is not None}
 
 
 def _transport(cassette: Cassette) -> Transport:
