@@ -6,14 +6,18 @@ the reference client with the outcome its fixture's `expect` names.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
+from openai.types.responses import ResponseStreamEvent, response_output_item
 
 from rrkit.cassette import CassetteSource, load_cassette
 from rrkit.cassette.match import json_diff
 from rrkit.cassette.normalize import normalize_cassette
 from rrkit.demo import golden_name, run_demo, run_one
+from rrkit.protocol.calls import CLIENT_CALLS
 from rrkit.protocol.vocabulary import TRANSPORTS
 from rrkit.script import load_script
 from rrkit.script.shipped import script_files
@@ -67,3 +71,29 @@ async def test_golden_cassette_replays_to_the_reference_client_with_the_outcome_
         await server.settle_async()
         assert server.exchanges and all(exchange.replayed for exchange in server.exchanges)
     assert row.ok, f"{path.name} replayed: first attempt {row.first}, outcome {row.final}: {row.problems}"
+
+
+def _sdk_types(union: Any) -> set[str]:
+    members = typing.get_args(typing.get_args(union)[0])
+    return {str(typing.get_args(member.model_fields["type"].annotation)[0]) for member in members}
+
+
+def test_the_golden_cassettes_show_every_stream_event_and_output_item_of_the_newest_sdk() -> None:
+    """The fixtures exercise the whole protocol (issue 48): every event type of openai 3.63 is streamed in some
+    golden cassette but `response.queued`, which only a background response sends (the `background-*`
+    conformance scenarios); every output item type is streamed, or, for the answers to the calls a client runs,
+    sent by the client in a request's input."""
+    events: set[str] = set()
+    items: set[str] = set()
+    for path in GOLDEN_FILES:
+        for exchange in load_cassette(path).exchanges:
+            for sent in exchange.events:
+                events.add(str(sent.event.get("type")))
+                item = sent.event.get("item")
+                items.add(str(item.get("type")) if isinstance(item, dict) else "")
+            request = exchange.wire_request or {}
+            sent_items = request.get("input") if isinstance(request.get("input"), list) else []
+            items |= {str(item.get("type")) for item in sent_items or () if isinstance(item, dict)}
+    assert _sdk_types(ResponseStreamEvent) - events == {"response.queued"}
+    assert not _sdk_types(response_output_item.ResponseOutputItem) - items
+    assert {call.answer_type for call in CLIENT_CALLS.values()} <= items

@@ -183,3 +183,10 @@ async def test_a_result_that_cannot_answer_its_call_ends_the_turn_naming_the_cal
             await conversation.run_turn("Ask the wiki.", lambda call: "yes please")
         assert len(h.exchanges) == 1  # nothing was sent for an answer it could not make
         assert [item.get("type") for item in conversation.history] == ["message", "mcp_approval_request"]
+
+
+def test_a_shell_call_in_a_container_the_service_runs_is_no_call_for_the_client() -> None:
+    hosted = {"type": "shell_call", "call_id": "c", "environment": {"type": "container_reference", "container_id": "x"}}
+    assert client_call(hosted) is None
+    assert client_call({**hosted, "environment": {"type": "local"}}) is CLIENT_CALLS["shell_call"]
+    assert client_call({**hosted, "environment": None}) is CLIENT_CALLS["shell_call"]

@@ -22,6 +22,7 @@ from .cassette.record import cassette_from_capture
 from .cassette.store import save_cassette
 from .client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, TraceEntry
 from .client.check import view_mismatches
+from .protocol.calls import CallResult, stand_in
 from .protocol.ids import IdGenerator
 from .protocol.outcome import Outcome, OutcomeKind
 from .protocol.request import Item
@@ -130,8 +131,8 @@ def _describe_expectation(expect: dict[str, Any]) -> str:
     return f"{first} -> {final}" if first and first != final else final
 
 
-async def _tool(call: Item) -> str:
-    return DEMO_TOOL_OUTPUT
+async def _tool(call: Item) -> CallResult:
+    return stand_in(call, DEMO_TOOL_OUTPUT)
 
 
 async def run_one(

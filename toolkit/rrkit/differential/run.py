@@ -10,6 +10,7 @@ from typing import Any
 
 from ..client import ClientOptions, Conversation, ModelClient, ModelClientError, Prompt, RetryPolicy
 from ..drive import Assignment, ClientEnd, ClientUnderTest, ReferenceClient, ServerURLs
+from ..protocol.calls import CallResult, stand_in
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import Item
@@ -38,8 +39,8 @@ def reference_options(budgets: Budgets) -> ClientOptions:
     return ClientOptions(retry=policy, idle_timeout=budgets.idle_timeout, connect_timeout=5.0, warmup_timeout=5.0)
 
 
-async def _tool(call: Item) -> str:
-    return "ok"
+async def _tool(call: Item) -> CallResult:
+    return stand_in(call, "ok")
 
 
 async def reference_turn(
