@@ -54,9 +54,9 @@ class Creates:
         self.client = httpx.Client(timeout=10)
         self.socket = connect(server.responses_ws_url, open_timeout=10) if transport == "ws" else None
 
-    def refusal(self, items: list[Any]) -> dict[str, Any] | None:
+    def refusal(self, items: list[Any], **fields: Any) -> dict[str, Any] | None:
         """The error object the server answers a create with these input items with (None: it answered)."""
-        body = {"model": "m", "input": items, "stream": True}
+        body = {"model": "m", "input": items, "stream": True, **fields}
         if self.socket is None:
             answer = self.client.post(self.server.http_url + "/responses", json=body)
             if answer.status_code == 200:
@@ -89,7 +89,7 @@ def test_the_table_is_the_sdk_s_input_item_union_less_the_fields_an_item_sent_ba
 
 
 def test_every_input_item_type_is_taken_with_its_required_fields(creates: Creates) -> None:
-    for kind in INPUT_ITEMS:
+    for kind in INPUT_ITEMS.keys() - {ITEM_REFERENCE}:  # a reference must name a stored item (below)
         assert creates.refusal([item(kind)]) is None, kind
     assert creates.refusal([{"role": "user", "content": "hi"}]) is None  # a message's short form
 
@@ -116,3 +116,21 @@ def test_an_unknown_type_a_bare_value_and_an_untyped_item_are_refused_naming_the
         "input[0].type",
         "missing_required_parameter",
     )
+
+
+def test_an_item_reference_is_the_stored_item_it_names_and_one_nothing_holds_is_refused(creates: Creates) -> None:
+    """The first response's message, named by `item_reference` (and by the short form, an object with only its
+    `id`) in a request that continues nothing, is that message in the request the model sees; an id no store
+    holds is refused with the service's 400 (`param: input`, no code)."""
+    assert creates.refusal([{"role": "user", "content": "hi"}], store=True) is None
+    creates.server.settle()
+    done = [sent.event["item"] for sent in creates.server.exchanges[-1].events.done_items()]
+    (said,) = [item for item in done if item["type"] == "message"]
+    for reference in ({"type": ITEM_REFERENCE, "id": said["id"]}, {"id": said["id"]}):
+        assert creates.refusal([reference, {"role": "user", "content": "again"}]) is None
+        creates.server.settle()
+        logical = creates.server.exchanges[-1].logical_request
+        assert logical is not None and logical["input"][0] == said
+    missing = creates.refusal([{"type": ITEM_REFERENCE, "id": "msg_nowhere"}])
+    assert missing is not None and (missing["param"], missing["code"]) == ("input", None)
+    assert missing["message"].startswith("Item with id 'msg_nowhere' not found. Items are not persisted when")

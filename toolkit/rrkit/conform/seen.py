@@ -7,7 +7,7 @@ import contextlib
 import json
 from collections.abc import Sequence
 
-from ..protocol.calls import answered_key, call_key, client_call
+from ..protocol.calls import answered_key, call_key, tool_called, tool_declared
 from ..protocol.events import done_items
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import (
@@ -59,29 +59,23 @@ def calls_sent(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
 
 
 def names_called(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
-    """The names of the tool calls in completed responses, each once."""
+    """The tools the calls in completed responses need declared (protocol.calls.tool_called), each once."""
     return tuple(
         dict.fromkeys(
-            str(item.get("name"))
-            for exchange in exchanges
-            for item in _output(exchange)
-            if client_call(item) is not None and item.get("name")
+            tool for exchange in exchanges for item in _output(exchange) if (tool := tool_called(item)) is not None
         )
     )
 
 
 def tools_declared(exchanges: Sequence[Exchange]) -> tuple[str, ...]:
-    """The names of the tools the client's requests declared (`tools`: a function's `name`, or its `function`'s)."""
+    """The tools the client's requests declared (protocol.calls.tool_declared: a function's name, a tool type)."""
     names: dict[str, None] = {}
     for exchange in exchanges:
         request = exchange.logical_request or exchange.wire_request or {}
         tools = request.get("tools")
         for tool in tools if isinstance(tools, list) else ():
-            if isinstance(tool, dict):
-                inner = tool.get("function")
-                name = tool.get("name") or (inner.get("name") if isinstance(inner, dict) else None)
-                if isinstance(name, str):
-                    names[name] = None
+            if isinstance(tool, dict) and (name := tool_declared(tool)) is not None:
+                names[name] = None
     return tuple(names)
 
 

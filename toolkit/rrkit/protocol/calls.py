@@ -62,6 +62,9 @@ class ClientCall:
     plain: Callable[[object], dict[str, Any] | None]
     plain_result: str
     """What a plain result is, said in the error when a result fits neither form."""
+    tools: tuple[str, ...] = ()
+    """The tool types a request declares to let the model make this call (empty: a tool it names, a function's or a
+    custom tool's)."""
     link: str = "call_id"
     names: str = "call_id"
     asks_client: Callable[[Mapping[str, Any]], bool] = lambda item: True
@@ -88,20 +91,40 @@ CLIENT_CALLS: dict[str, ClientCall] = {
     for call in (
         ClientCall("function_call", "function_call_output", _text("output"), "text"),
         ClientCall("custom_tool_call", "custom_tool_call_output", _text("output"), "text"),
-        ClientCall("local_shell_call", "local_shell_call_output", _text("output"), "text", link="id"),
-        ClientCall("shell_call", "shell_call_output", _shell, "text (its stdout, exit code 0)", asks_client=_local),
-        ClientCall("apply_patch_call", "apply_patch_call_output", _patch, "text (the log of a completed patch)"),
-        ClientCall("computer_call", "computer_call_output", _screenshot, "text (the screenshot's URL)"),
+        ClientCall("local_shell_call", "local_shell_call_output", _text("output"), "text", ("local_shell",), "id"),
+        ClientCall(
+            "shell_call", "shell_call_output", _shell, "text (its stdout, exit code 0)", ("shell",), asks_client=_local
+        ),
+        ClientCall(
+            "apply_patch_call",
+            "apply_patch_call_output",
+            _patch,
+            "text (the log of a completed patch)",
+            ("apply_patch",),
+        ),
+        ClientCall(
+            "computer_call",
+            "computer_call_output",
+            _screenshot,
+            "text (the screenshot's URL)",
+            ("computer_use_preview", "computer"),
+        ),
         ClientCall(
             "mcp_approval_request",
             "mcp_approval_response",
             _approval,
             "True or False",
+            ("mcp",),
             link="approval_request_id",
             names="id",
         ),
         ClientCall(
-            "tool_search_call", "tool_search_output", _tools_found, "a list of the tools found", asks_client=_by_client
+            "tool_search_call",
+            "tool_search_output",
+            _tools_found,
+            "a list of the tools found",
+            ("tool_search",),
+            asks_client=_by_client,
         ),
     )
 }
@@ -138,6 +161,27 @@ def answered_key(item: Mapping[str, Any]) -> str | None:
     """The id of the call an answer names, else None."""
     kind = ANSWERS.get(str(item.get("type")))
     return str(item.get(kind.link)) if kind else None
+
+
+def tool_called(item: Mapping[str, Any]) -> str | None:
+    """The tool a call the client runs needs declared: a function's or custom tool's name, else the tool type
+    (the first one, where several declare it); None for any other item."""
+    kind = client_call(item)
+    if kind is None:
+        return None
+    return kind.tools[0] if kind.tools else str(item.get("name"))
+
+
+def tool_declared(tool: Mapping[str, Any]) -> str | None:
+    """What a request's `tools` entry lets the model call, as `tool_called` names it: a function's or custom tool's
+    name (a function's nested under `function` in the Chat Completions shape), else its tool type."""
+    kind = tool.get("type")
+    for call in CLIENT_CALLS.values():
+        if kind in call.tools:
+            return call.tools[0]
+    inner = tool.get("function")
+    name = tool.get("name") or (inner.get("name") if isinstance(inner, Mapping) else None)
+    return name if isinstance(name, str) else None
 
 
 def stand_in(call: Item, text: str) -> CallResult:

@@ -3,6 +3,7 @@ them, an unknown type or a missing field answered with a 400 naming `input[N].fi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .exceptions import INVALID_VALUE, BadRequest
@@ -10,6 +11,12 @@ from .request import json_type
 
 MESSAGE = "message"
 ITEM_REFERENCE = "item_reference"
+ITEM_NOT_FOUND = (
+    "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try again with `store` "
+    "set to true, or remove this item from your input."
+)
+"""The service's 400 for an item reference (or an item sent back by id) it holds nothing for (`param: input`, no
+code; quoted in router-for-me/CLIProxyAPI#2381)."""
 
 INPUT_ITEMS: dict[str, tuple[str, ...]] = {
     MESSAGE: ("role", "content"),
@@ -68,3 +75,26 @@ def check_input_items(items: list[Any]) -> None:
         for name in required:
             if name not in item:
                 raise BadRequest.missing(f"{where}.{name}")
+
+
+def is_reference(item: object) -> bool:
+    """An `item_reference` (or the short form: an object with only an `id`)."""
+    if not isinstance(item, dict):
+        return False
+    return item.get("type") == ITEM_REFERENCE or ("type" not in item and "role" not in item and "id" in item)
+
+
+def resolve_references(items: list[Any], find: Callable[[str], dict[str, Any] | None]) -> list[Any]:
+    """`items` with each reference replaced by the stored item it names (`find`); BadRequest, the service's
+    words, for one no store holds."""
+    if not any(is_reference(item) for item in items):
+        return items
+    resolved = []
+    for item in items:
+        if is_reference(item):
+            found = find(str(item["id"]))
+            if found is None:
+                raise BadRequest(ITEM_NOT_FOUND.format(id=item["id"]), param="input")
+            item = found
+        resolved.append(item)
+    return resolved

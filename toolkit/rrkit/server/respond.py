@@ -18,6 +18,7 @@ from ..protocol import errors
 from ..protocol.exceptions import BadRequest, RRKitError
 from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
+from ..protocol.input_check import resolve_references
 from ..protocol.jsontext import UnsafeJSON, json_size
 from ..protocol.limits import Limits
 from ..protocol.outcome import Outcome, OutcomeKind
@@ -180,8 +181,20 @@ class Responder:
 
     def logical(self, wire: dict[str, Any], store: ResponseStore) -> dict[str, Any]:
         """The request as the model sees it: a delta rebuilt on the response it names, or the conversation's
-        items before its input. A relaying source answers an id this server never saw itself (the upstream may
-        know it): its logical request keeps the id."""
+        items before its input, each item reference replaced by the item it names. A relaying source answers an
+        id this server never saw itself (the upstream may know it): its logical request keeps the id, and the
+        references."""
+        logical, http = self._rebuilt(wire, store), self.state.http_store
+        items = logical.get("input")
+        if self.state.source.relays_unknown_ids or not isinstance(items, list):
+            return logical
+        try:
+            resolved = resolve_references(items, lambda item_id: store.find_item(item_id) or http.find_item(item_id))
+        except BadRequest as error:
+            raise invalid_request(error) from None
+        return logical if resolved is items else {**logical, "input": resolved}
+
+    def _rebuilt(self, wire: dict[str, Any], store: ResponseStore) -> dict[str, Any]:
         previous = wire.get("previous_response_id")
         if wire.get("conversation") is not None and not self.state.source.answers_every_route:
             return self._in_conversation(wire, self.state.http_store)  # the server's one store, whatever the transport

@@ -119,6 +119,18 @@ class ResponseStore(MutableMapping[str, Stored]):
         stored = self.get(response_id)
         return stored if stored is not None and stored.continuable else None
 
+    def find_item(self, item_id: str) -> Item | None:
+        """An item a kept response took or gave, or a kept conversation holds, by its id (newest first)."""
+        for stored in reversed(self._kept.values()):
+            for item in (*stored.output, *stored.logical_input):
+                if item.get("id") == item_id:
+                    return item
+        for conversation in reversed(self._conversations.values()):
+            for item in conversation.items:
+                if item.get("id") == item_id:
+                    return item
+        return None
+
     def conversation(self, conversation_id: str) -> Conversation | None:
         conversation = self._conversations.get(conversation_id)
         if conversation is not None:
