@@ -224,3 +224,88 @@ def test_a_steering_sdk_session_recorded_through_the_proxy_replays_as_recorded_f
     assert replay.returncode == 0, replay.stdout + replay.stderr
     [run] = json.loads(replay.stdout)["detail"]["replays"]
     assert run["ok"] and run["client"]["ok"] and run["unplayed"] == [], run
+
+
+LONG_REPLY = reply(*(text(f"Part {n}. ", chunks=2) for n in range(20))).delayed(each=0.05)
+"""Twenty output items, 3 s in all: a steer sent on the first delta arrives many item boundaries before the end."""
+
+
+def steered_run(server: FakeServer) -> list[Any]:
+    """With the SDK's beta connection: a response steered on its first text delta, read through its successor's
+    `response.completed`; every event, as the SDK parsed it."""
+    client = openai.OpenAI(base_url=server.http_url, api_key="sk-test", max_retries=0, _strict_response_validation=True)
+    seen: list[Any] = []
+    with client.beta.responses.connect() as connection:
+        connection.response.create(model="gpt-test", input="Write at length.")
+        steered = False
+        for event in connection:
+            seen.append(event)
+            if event.type == "response.output_text.delta" and not steered:
+                connection.response.steer(input="Stop, and answer briefly.", previous_response_id=seen[0].response.id)
+                steered = True
+            if event.type == "response.completed":
+                break
+    return seen
+
+
+def test_accepted_steering_stops_the_response_at_an_item_boundary_and_its_successor_commits_the_input(
+    serve: Serve,
+) -> None:
+    """The SDK's contract (BetaResponseSteerEvent): accepted, the response under way ends `incomplete` with reason
+    `steered` at its next output boundary, then a successor response is created on the same socket, continuing
+    from it with the queued input and its settings; the client reads it to `response.completed`."""
+    script = Script(steer=[SteerStep()]).queue(LONG_REPLY, reply(text("Brief answer.")))
+    server = serve(script)
+    seen = steered_run(server)
+    types = [event.type for event in seen]
+    assert "response.steer.accepted" in types
+    ended = types.index("response.incomplete")
+    incomplete = seen[ended].response
+    assert incomplete.incomplete_details.reason == "steered" and 0 < len(incomplete.output) < 20
+    assert all(item.status == "completed" for item in incomplete.output)  # stopped between items, not inside one
+    assert types[ended + 1] == "response.created" and seen[ended + 1].response.id != incomplete.id
+    assert seen[-1].type == "response.completed" and seen[-1].response.output[0].content[0].text == "Brief answer."
+    steered, steer, successor = (finished(server, index, count=3) for index in range(3))
+    assert json.loads(steer.raw_body or "")["type"] == "response.steer"
+    assert successor.wire_request is not None and successor.logical_request is not None
+    assert successor.wire_request["previous_response_id"] == incomplete.id
+    assert successor.wire_request["model"] == "gpt-test"  # the steered one's settings
+    said = successor.logical_request["input"]
+    assert said[0]["content"] == "Write at length." and said[-1]["content"][0]["text"] == "Stop, and answer briefly."
+    assert [item["id"] for item in said[1:-1]] == [item.id for item in incomplete.output]
+    assert steered.outcome is not None and steered.outcome.reason == "steered"
+    assert server.state.source.unused() == []
+
+
+def test_a_failed_steer_stops_nothing(serve: Serve) -> None:
+    script = Script(steer=[SteerStep(answer="failed", code="steering_not_supported")]).queue(
+        reply(*(text(f"Part {n}. ") for n in range(5))).delayed(each=0.02)
+    )
+    seen = steered_run(serve(script))
+    assert [event.type for event in seen].count("response.created") == 1
+    assert "response.steer.failed" in [event.type for event in seen] and len(seen[-1].response.output) == 5
+
+
+def responses(events: list[Any], steering: bool = False) -> list[str]:
+    """The types of the events of responses (or, `steering`, of the answers to a steer frame too)."""
+    return [event.type for event in events if steering or not event.type.startswith("response.steer.")]
+
+
+def test_a_steered_session_is_recorded_with_its_successor_and_replayed_to_the_sdk_alike(serve: Serve) -> None:
+    """The cassette keeps the successor (`successor_of`: the server made its request); served from the cassette
+    (at once: the steered response ends before the client steers, and the server waits for the steer), the same
+    steer frame gets the recorded acceptance, the steered response its recorded end and the successor its recorded
+    answer, matched on the request the server makes for it."""
+    server = serve(Script(steer=[SteerStep()]).queue(LONG_REPLY, reply(text("Brief answer."))))
+    recorded = steered_run(server)
+    server.settle()
+    cassette = cassette_from_capture(server.exchanges, server.connections)
+    steered, _, successor = cassette.exchanges
+    assert successor.successor_of == steered.response_id
+    with serve.running(source=CassetteSource(cassette)) as replay:
+        replayed = steered_run(replay)
+        replay.settle()
+        assert replay.state.source.unplayed() == []
+        assert replay.exchanges[-1].successor_of == replay.exchanges[0].response_id
+    assert responses(replayed) == responses(recorded) and "response.steer.accepted" in responses(replayed, True)
+    assert replayed[-1].response.output[0].content[0].text == "Brief answer."

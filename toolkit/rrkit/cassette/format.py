@@ -254,6 +254,9 @@ class RecordedExchange(_Model):
     wire_request: dict[str, Any] | None = Field(None, description="the request body, when it is a JSON object")
     raw_body: str | None = Field(None, description="the request body as text, when it is another one (none: empty)")
     logical_request: dict[str, Any] | None = None
+    successor_of: str | None = Field(
+        None, description="a steered response's automatic successor: the steered one's id (the server made its request)"
+    )
     response_status: int | None = None
     response_headers: dict[str, str] = {}
     response_id: str | None = None

@@ -47,7 +47,8 @@ class Verbatim(str):
 def exchange_line(exchange: RecordedExchange, between: Callable[[], None] | None = None) -> Verbatim:
     """An exchange as compact JSON on one line (its journal record's value), its events' texts put in as they are
     held: none is parsed again; `between` is called after each slice of EVENTS_PER_SLICE events."""
-    head = json.dumps(exchange.model_dump(mode="json", exclude={"events"}), ensure_ascii=False, separators=(",", ":"))
+    left_out = {"events", *(() if exchange.successor_of else ("successor_of",))}
+    head = json.dumps(exchange.model_dump(mode="json", exclude=left_out), ensure_ascii=False, separators=(",", ":"))
     timed, parts = compact(exchange.events).timed(), []
     while slice_ := list(itertools.islice(timed, EVENTS_PER_SLICE)):
         parts.append(",".join([f'{{"at":{at!r},"event":{raw}}}' for at, raw in slice_]))

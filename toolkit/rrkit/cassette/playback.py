@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..protocol.events import response_id_of
@@ -19,6 +20,7 @@ from ..protocol.plan import (
     events_of,
     verbatim,
 )
+from ..protocol.steer import SteerQueue
 from ..protocol.vocabulary import CloseKind, Transport
 from ..script.models import Reject
 from ..script.reply_plan import rejection_of
@@ -33,9 +35,11 @@ def plan_recording(
     close_code: int = 1011,
     time_scale: float = 0.0,
     rename: Callable[[str], str] | None = None,
+    steerable: bool = False,
 ) -> ResponsePlan:
     """The plan that plays `exchange` back. `rename` maps the recorded response id to the id to send (each
-    replay issues its own); `time_scale` 0 plays at once, 1 at the recorded speed."""
+    replay issues its own); `time_scale` 0 plays at once, 1 at the recorded speed; `steerable` (a cassette with
+    steer frames): over a WebSocket, steering input accepted for it gets its successor."""
     kept = replayable_headers(exchange.response_headers)
     turn_state = next((v for k, v in exchange.response_headers.items() if k.lower() == TURN_STATE_HEADER), None)
     common: dict[str, Any] = {"headers": kept, "turn_state": turn_state, "replayed": True}
@@ -51,7 +55,10 @@ def plan_recording(
         return ResponsePlan(rejection=rejection_of(refused), **common)
     events = compact(exchange.events)
     fault = _fault(outcome, len(events), close, close_code)
-    return _events_plan(events, transport, time_scale, rename, fault=fault, **common)
+    plan = _events_plan(events, transport, time_scale, rename, fault=fault, **common)
+    if steerable and transport == "ws" and plan.response_id:  # steering input accepted for it gets its successor
+        return replace(plan, steer=SteerQueue(plan.response_id))
+    return plan
 
 
 def _events_plan(

@@ -114,6 +114,7 @@ def recorded_exchange(exchange: Exchange, origin: float, between: Callable[[], N
         wire_request=encodable(exchange.wire_request, number, "wire_request"),
         raw_body=encodable(exchange.raw_body, number, "raw_body"),
         logical_request=encodable(exchange.logical_request, number, "logical_request"),
+        successor_of=exchange.successor_of,
         response_status=exchange.response_status,
         response_headers=encodable(dict(exchange.response_headers), number, "response_headers"),
         response_id=encodable(_response_id(exchange), number, "response_id") or None,

@@ -68,6 +68,7 @@ class CassetteSource(ReplySource):
         self._exchanges = [e for e in self.cassette.exchanges if e.wire_request is not None and e.is_create]
         self._steers = [e for e in self.cassette.exchanges if e.transport == "ws" and is_steer(e.raw_body)]
         self._steers_played = 0  # recorded steer answers play in cassette order, whichever response they name
+        self._steered = {e.successor_of for e in self.cassette.exchanges if e.successor_of}
         self._connections = {c.id: c for c in self.cassette.connections}
         self._index: dict[bytes, list[int]] = {}
         for position, exchange in enumerate(self._exchanges):
@@ -175,9 +176,18 @@ class CassetteSource(ReplySource):
             return self._renames[key]
 
         scale = self.time_scale
-        return plan_recording(
-            exchange, transport=request.transport, close=close, close_code=code, time_scale=scale, rename=rename
+        plan = plan_recording(
+            exchange,
+            transport=request.transport,
+            close=close,
+            close_code=code,
+            time_scale=scale,
+            rename=rename,
+            steerable=bool(self._steers),
         )
+        if plan.steer is not None and exchange.response_id in self._steered:
+            plan.steer.awaited = True  # played at once, it ends before the client steers: its successor waits
+        return plan
 
     async def steer(
         self, frame: Mapping[str, Any], *, connection_id: int | None, ids: IdGenerator

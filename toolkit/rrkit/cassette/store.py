@@ -260,9 +260,11 @@ def _dumps(value: Any, indent: int) -> str:
 
 def _exchange_text(exchange: RecordedExchange) -> str:
     """An exchange as indented JSON, with one event per line: readable and diff-friendly at any size. A create
-    leaves its method, path and route out (as every cassette written before other routes were recorded did)."""
+    leaves its method, path and route out (as every cassette written before other routes were recorded did), and
+    any exchange but a steered response's successor its `successor_of`."""
     create = all(getattr(exchange, name) == value for name, value in ROUTE_DEFAULTS.items())
-    head = exchange.model_dump(mode="json", exclude={"events", *(ROUTE_DEFAULTS if create else ())})
+    left_out = {"events", *(ROUTE_DEFAULTS if create else ()), *(() if exchange.successor_of else ("successor_of",))}
+    head = exchange.model_dump(mode="json", exclude=left_out)
     body = "    " + _dumps(head, 4)[:-1].rstrip() + ',\n      "events": ['
     if not exchange.events:
         return body + "]\n    }"

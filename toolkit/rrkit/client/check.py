@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..protocol.routes import CREATE
+from ..protocol.steer import is_steer
 from .trace import Trace
 
 
@@ -29,11 +30,12 @@ def view_mismatches(trace: Trace, exchanges: Sequence[CapturedExchange]) -> list
     """Every way the sent requests differ from the captured ones: count, transport, wire, rebuilt logical.
 
     An empty list means the server rebuilt exactly the logical request the client meant, for every request. Only
-    creates are compared: a resumed stream (a GET of the response) is a request of no trace entry of its own. The
-    logical request of a create naming a conversation is not: the server puts the conversation's items before it.
+    the creates the client sent are compared (not a steer frame, nor a steered response's successor): a resumed
+    stream (a GET of the response) is a request of no trace entry of its own. The logical request of a create
+    naming a conversation is not: the server puts the conversation's items before it.
     """
     sent = trace.sent
-    exchanges = [exchange for exchange in exchanges if exchange.route == CREATE]
+    exchanges = [exchange for exchange in exchanges if exchange.route == CREATE and _client_request(exchange)]
     problems: list[str] = []
     if len(sent) != len(exchanges):
         problems.append(f"the client sent {len(sent)} requests, the server captured {len(exchanges)}")
@@ -48,3 +50,9 @@ def view_mismatches(trace: Trace, exchanges: Sequence[CapturedExchange]) -> list
         if not named and entry.logical != exchange.logical_request:
             problems.append(f"{where}: the server rebuilt a different logical request than the client meant")
     return problems
+
+
+def _client_request(exchange: CapturedExchange) -> bool:
+    """A create the client sent: not a steer frame (no request), nor a steered response's successor (the server
+    made its request)."""
+    return getattr(exchange, "successor_of", None) is None and not is_steer(getattr(exchange, "raw_body", None))

@@ -67,6 +67,8 @@ class Conversation:
         self.history: list[Item] = list(prompt.history)
         self.conversation_id = conversation_id
         self._held = 0  # how much of `history` the server's conversation holds
+        self.turn: Turn | None = None
+        """The turn `run_turn` runs (the last one, once it ended): `turn.steer(...)` steers its response."""
 
     def prompt(self) -> Prompt:
         """The prompt rebuilt from the latest history."""
@@ -110,6 +112,7 @@ class Conversation:
         self.history.extend(_user_items(user_input))
         result = TurnResult()
         async with self.client.turn() as turn:
+            self.turn = turn
             while True:
                 if len(result.samples) >= max_samples:
                     raise TooManySamples(f"the turn did not end within {max_samples} samplings")

@@ -107,6 +107,10 @@ class UnanswerableCall(NonRetryableError):
     """A call the client must run that the tool handler's result cannot answer (the message names its kind)."""
 
 
+class SteerNotPossible(NonRetryableError):
+    """Steering asked for when no response is streaming over a WebSocket."""
+
+
 class UpgradeRequired(ModelClientError):
     """The WebSocket upgrade was answered 426: fall back to HTTP at once, for the whole session."""
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..protocol.calls import client_call
-from ..protocol.events import ERROR
+from ..protocol.events import COMPLETED, ERROR, INCOMPLETE
 from ..protocol.headers import (
     OPENAI_BETA_HEADER,
     PREWARM_KIND,
@@ -23,6 +23,7 @@ from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.lite import LITE_HEADER, LITE_METADATA
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
+from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_ANSWERS, STEER_FAILED, STEERED, steer_items
 from ..protocol.vocabulary import Transport
 from .connections import Connections
 from .errors import (
@@ -30,6 +31,7 @@ from .errors import (
     HandshakeRefused,
     IdleTimeout,
     ModelClientError,
+    SteerNotPossible,
     StreamDropped,
     UpgradeRequired,
     dropped,
@@ -97,6 +99,11 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         self._connections = connections
         self._state = state
         self._socket: ResponsesSocket | None = None
+        self._reading: TraceEntry | None = None  # the WebSocket attempt whose stream is being read
+        self._steering: list[list[Item]] = []  # steer input sent, not answered yet
+        self._accepted: list[Item] = []  # steer input accepted, not committed yet (the successor commits it)
+        self.steer_failures: list[dict[str, Any]] = []
+        """The `response.steer.failed` events this turn got: each hands its input back."""
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.finish()
@@ -240,9 +247,29 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         socket = await self._borrow_socket(entry)  # bounded by the WebSocket connect timeout, not `answer_timeout`
         async with asyncio.timeout(answer_timeout):
             await self._send(socket, entry)
-            result = await self._consume(socket, entry, history, on_delta)
+            self._reading = entry
+            try:
+                result = await self._consume(socket, entry, history, on_delta)
+            finally:
+                self._reading, self._steering, self._accepted = None, [], []
             socket.remember_completed(result.response_id, result.items)
             return result
+
+    async def steer(self, user_input: str | Sequence[Item]) -> None:
+        """Send more user input for the response under way (`response.steer`, WebSocket only). Accepted, the
+        response stops at an item boundary (`incomplete`, `steered`) or completes, and the successor the server
+        creates commits the input: it enters the history there, and the sampling goes on with the successor's
+        stream. A failure (`response.steer.failed`, in `steer_failures`) hands the input back and stops nothing.
+        SteerNotPossible when no response is streaming over a socket."""
+        entry, socket = self._reading, self._socket
+        if entry is None or socket is None or not entry.response_id:
+            raise SteerNotPossible(
+                "steering needs a response under way over a WebSocket (its response.created read); none is",
+                outcome=OutcomeKind.COMPLETED,
+            )
+        given = user_input if isinstance(user_input, str) else [dict(item) for item in user_input]
+        self._steering.append(steer_items(given))
+        await socket.send({"type": STEER, "previous_response_id": entry.response_id, "input": given})
 
     async def _over_http(self, entry: TraceEntry, history: list[Item], on_delta: DeltaCallback | None) -> SampleResult:
         """POST, then read the stream; a background response's stream that breaks is resumed from the last
@@ -329,6 +356,8 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             if raw is None:
                 raise dropped("the stream ended before response.completed", after=ignored)
             entry.receive(raw, self._options.clock())
+            if self._steered(raw, entry):
+                continue
             event = map_event(raw)
             if event is None and raw.get("type") == ERROR:
                 ignored = raw
@@ -338,6 +367,24 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
                 return SampleResult(event.response_id, event.usage, event.end_turn, items)
             elif event is not None:
                 self._take(event, entry, items, history, on_delta)
+
+    def _steered(self, raw: dict[str, Any], entry: TraceEntry) -> bool:
+        """An event of steering the client reads and goes on: an answer to its steer frame, or the end of a
+        response its accepted input stopped (or that completed before), which a successor follows."""
+        kind = raw.get("type")
+        if kind in STEER_ANSWERS:
+            sent = self._steering.pop(0) if self._steering else []
+            if kind == STEER_ACCEPTED:
+                self._accepted += sent
+            elif kind == STEER_FAILED:
+                self.steer_failures.append(raw)
+            return True
+        if not self._accepted or entry.transport != "ws":
+            return False
+        if kind == INCOMPLETE:
+            details = (raw.get("response") or {}).get("incomplete_details") or {}
+            return bool(details.get("reason") == STEERED)
+        return kind == COMPLETED
 
     def _take(
         self,
@@ -349,6 +396,10 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
     ) -> None:
         """One event before the end: an id, a frame's turn state, a delta to show, a done item to keep."""
         if isinstance(event, Created):
+            if self._accepted and entry.response_id and event.response_id != entry.response_id:
+                items += self._accepted  # the successor's creation commits the steering input
+                history += self._accepted
+                self._accepted = []
             entry.response_id = event.response_id or entry.response_id
         elif isinstance(event, Metadata):
             if entry.transport == "ws" and self.frame_turn_state is None:

@@ -16,6 +16,7 @@ from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
 from .exceptions import RRKitError, SettingError
 from .made_on_read import MadeOnRead
 from .sse import encode_comment, encode_json, encode_sse
+from .steer import SteerQueue
 from .vocabulary import CloseKind, LineEnding, Transport
 
 
@@ -189,6 +190,7 @@ class ResponsePlan:
     replayed: bool = False  # played back from a recording
     release: Callable[[], Awaitable[None]] | None = None  # frees what the events hold (an upstream response)
     lifecycle: Lifecycle = field(default_factory=Lifecycle)  # a background response's statuses
+    steer: SteerQueue | None = None  # steering input for it, which its events stop for (a scripted WebSocket one)
 
     @property
     def has_events(self) -> bool:

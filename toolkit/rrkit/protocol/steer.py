@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event
@@ -36,8 +37,44 @@ STEER_MESSAGES = {
     "response_not_active": "The response is no longer accepting steering input.",
     "successor_creation_failed": "The successor response could not be created.",
 }
+STEERED = "steered"
+"""The incomplete reason of a response stopped for steering input: its successor follows on the same socket."""
 WAITING_FOR_REQUIRED_INPUT = "waiting_for_required_input"
 NOT_SUPPORTED = "steering_not_supported"  # the answer of a server with nothing scripted
+
+
+def steer_items(given: object) -> list[dict[str, Any]]:
+    """A steer frame's input as the items its successor commits: a string is one user message."""
+    if isinstance(given, str):
+        return [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": given}]}]
+    return [dict(item) for item in given if isinstance(item, Mapping)] if isinstance(given, list) else []
+
+
+@dataclass
+class SteerQueue:
+    """The steering input accepted for one response under way: the response stops at its next output boundary
+    (`response.incomplete`, reason `steered`), and its successor, created on the same socket, commits the input
+    (the SDK's `BetaResponseSteerEvent`)."""
+
+    response_id: str
+    input: list[dict[str, Any]] = field(default_factory=list)
+    awaited: bool = False
+    """A successor is known to follow (a replay of a recorded one): once the response ended, the server waits for
+    the steering input, however early it ended."""
+
+    @property
+    def requested(self) -> bool:
+        return bool(self.input)
+
+    def accept(self, frame: Mapping[str, Any]) -> None:
+        self.input += steer_items(frame.get("input"))
+
+
+def successor_request(wire: Mapping[str, Any], steered_id: str, queued: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The request of a steered response's automatic successor: the steered one's settings, continuing from it
+    (`previous_response_id`) with the queued input."""
+    inherited = {name: value for name, value in wire.items() if name not in ("input", "previous_response_id")}
+    return {**inherited, "previous_response_id": steered_id, "input": [dict(item) for item in queued]}
 
 
 def unaimed(frame: Mapping[str, Any]) -> str | None:

@@ -23,6 +23,7 @@ from ..protocol.plan import (
 from ..protocol.resources import compaction_object, count_input_tokens, input_tokens_object
 from ..protocol.routes import COMPACT, INPUT_TOKENS
 from ..protocol.sse import encode_json
+from ..protocol.steer import STEERED, SteerQueue
 from ..protocol.vocabulary import Transport
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
@@ -86,10 +87,17 @@ def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event
 
 
 def plan_reply(
-    reply: Reply, request: Mapping[str, Any], *, transport: Transport, ids: IdGenerator, warmup: bool = False
+    reply: Reply,
+    request: Mapping[str, Any],
+    *,
+    transport: Transport,
+    ids: IdGenerator,
+    warmup: bool = False,
+    steerable: bool = False,
 ) -> ResponsePlan:
     """The plan for one scripted reply to one logical request; a warmup gets created + completed, no output.
-    The response id is fixed now; every event is made when the engine asks for it."""
+    The response id is fixed now; every event is made when the engine asks for it. `steerable` (a script that
+    answers steer frames): over a WebSocket, steering input accepted for it stops it at an item boundary."""
     if reply.reject is not None:
         return ResponsePlan(rejection=rejection_of(reply.reject))
     fault = reply.fault
@@ -107,10 +115,12 @@ def plan_reply(
         encoded = (planned(event, transport, delay) for (_, event), delay in zip(timed, delays, strict=True))
         return ResponsePlan(events_of(encoded), response_id=response_id_of([e for _, e in timed]) or "", **common)
     builder = ResponseEvents(request, ids=ids, model=reply.model, keep_events=False)
-    made = _generated(builder, reply, warmup)
+    steer = SteerQueue(builder.response_id) if steerable and transport == "ws" and not warmup else None
+    made = _generated(builder, reply, warmup, steer)
     if frames:
         made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
-    return ResponsePlan(events_of(_timed(made, fault, transport)), response_id=builder.response_id, **common)
+    events = events_of(_timed(made, fault, transport))
+    return ResponsePlan(events, response_id=builder.response_id, steer=steer, **common)
 
 
 def plan_route_reply(reply: Reply, route: str, request: Mapping[str, Any], *, ids: IdGenerator) -> ResponsePlan:
@@ -159,7 +169,9 @@ def _with_frames(
         pending = next(waiting, None)
 
 
-def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[Event]:
+def _generated(builder: ResponseEvents, reply: Reply, warmup: bool, steer: SteerQueue | None = None) -> Iterator[Event]:
+    """The reply's events; with steering input accepted for it (`steer`), it stops at the next output boundary,
+    incomplete (`steered`)."""
     if reply.queued:
         yield from builder.queued()
     if warmup:
@@ -167,6 +179,9 @@ def _generated(builder: ResponseEvents, reply: Reply, warmup: bool) -> Iterator[
         return
     yield from builder.start()
     for output in reply.output:
+        if steer is not None and steer.requested:
+            yield from builder.incomplete(STEERED)
+            return
         yield from _WRITERS[type(output)](builder, output)
     yield from _ending(builder, reply)
 

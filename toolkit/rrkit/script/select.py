@@ -253,9 +253,8 @@ class ScriptState(ReplySource):
         chosen = self._choose(request)
         return chosen if isinstance(chosen, NoMatch) else self._plan(chosen, request)
 
-    @staticmethod
-    def _plan(reply: Reply | None, request: RequestView) -> ResponsePlan:
-        """The plan of `reply` (None: the server's own warmup reply)."""
+    def _plan(self, reply: Reply | None, request: RequestView) -> ResponsePlan:
+        """The plan of `reply` (None: the server's own warmup reply); steerable when the script answers steers."""
         from .reply_plan import WARMUP_REPLY, plan_reply
 
         return plan_reply(
@@ -264,6 +263,7 @@ class ScriptState(ReplySource):
             transport=request.transport,
             ids=request.ids,
             warmup=reply is None,
+            steerable=self._script is not None and bool(self.script.steer),
         )
 
     def _choose(self, request: RequestView) -> Reply | NoMatch:

@@ -170,6 +170,7 @@ class Exchange:
     started_at: float = field(default_factory=time.time)
     raw_body: str | None = None  # the body as received, when it was not a JSON object
     replayed: bool = False  # answered from a cassette rather than a script or an upstream
+    successor_of: str | None = None  # a steered response's automatic successor: no client sent its request
     query: str = ""  # the request's query string, as sent (HTTP)
     response_body: bytes | None = None  # the whole body of an answer that was not a stream
     method: str = "POST"  # the HTTP method (a WebSocket request is a `response.create` frame: POST's route)

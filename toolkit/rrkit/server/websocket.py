@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -16,10 +17,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.incremental import rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
-from ..protocol.plan import planned
-from ..protocol.steer import STEER, unaimed
+from ..protocol.plan import ResponsePlan, planned
+from ..protocol.request import input_items
+from ..protocol.steer import STEER, STEER_ACCEPTED, SteerQueue, is_steer, successor_request, unaimed
 from ..protocol.vocabulary import CloseKind
 from ..script.steering import answer_steer
 from . import resources
@@ -36,6 +39,7 @@ from .respond import (
     state_of,
     store_ended,
 )
+from .store import stated_of
 from .stream import INTERNAL_ERROR, ChannelGone, Gone, first_of, play, server_error_outcome, until_client_leaves
 from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
 
@@ -66,6 +70,7 @@ class _AcceptedSocket:
         # A reader takes the client's frames as they come, so that a client leaving is seen at once, even while
         # the answer waits on its source (an upstream that says nothing yet).
         self.inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self.held: collections.deque[Message] = collections.deque()  # read while a response streamed, not a steer
         self.gone = Gone()
         self.gone_code: int | None = None
         self.write_frames = text_frames_writer(websocket.scope)
@@ -92,7 +97,7 @@ class _AcceptedSocket:
 
     async def _serve(self) -> None:
         while True:
-            message = await self.inbox.get()
+            message = self.held.popleft() if self.held else await self.inbox.get()
             if message["type"] == "websocket.disconnect":
                 # uvicorn's shutdown closed it (1012, service restart), or its ws-message limit (1009)
                 if self.stopping.is_set() or message.get("code") == MESSAGE_TOO_BIG:
@@ -164,42 +169,125 @@ class _AcceptedSocket:
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
             plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except RequestRefused as rejected:
-            fields = rejected.fields
-            frame = errors.ws_error_frame(
-                rejected.status,
-                str(fields.get("message", "")),
-                type=fields.get("type"),
-                code=fields.get("code"),
-                param=fields.get("param"),
-                headers=rejected.headers or None,
-            )
-            exchange.response_status = rejected.status
-            exchange.response_headers = rejected.headers
-            try:
-                await self.ws.send_text(json.dumps(frame))
-            except (OSError, WebSocketDisconnect, RuntimeError):
-                exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
-                return
-            exchange.outcome = rejected.outcome()
+            await self._refuse(exchange, rejected)
             return
         if plan.body is not None:
             message = "rrkit: the recorded answer is a whole HTTP body, which a WebSocket cannot carry."
             await self.ws.send_text(json.dumps(errors.ws_error_frame(500, message, type="server_error")))
             exchange.outcome = Outcome(OutcomeKind.REFUSED, status=500, message=message)
             return
-        exchange.response_id = plan.response_id
-        exchange.outcome = await play(plan, exchange, self)
-        store_ended(self.store, exchange)
-        if not self.state.source.answers_every_route:
-            resources.add_to_conversation(self.state, exchange, exchange.wire_request or {})
+        while True:
+            exchange.response_id = plan.response_id
+            exchange.outcome = await self._play_steerable(plan, exchange)
+            store_ended(self.store, exchange)
+            if not self.state.source.answers_every_route:
+                resources.add_to_conversation(self.state, exchange, exchange.wire_request or {})
+            successor = await self._successor(exchange, plan)
+            if successor is None:
+                return
+            exchange, plan = successor
 
-    async def _steer(self, exchange: Exchange, frame: dict[str, Any]) -> None:
-        """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response."""
+    async def _play_steerable(self, plan: ResponsePlan, exchange: Exchange) -> Outcome:
+        """Play a response; the steer frames that come meanwhile are answered at once, and the input accepted for
+        it is queued on its plan (which stops at its next output boundary)."""
+        if plan.steer is None:
+            return await play(plan, exchange, self)
+        played = asyncio.ensure_future(play(plan, exchange, self))
+        try:
+            await self._take_steers(plan.steer, played)
+        finally:
+            played.cancel()  # a no-op once it ended; stops it when the client's leaving cancels the answer
+        return played.result()
+
+    async def _take_steers(self, queue: SteerQueue, until: asyncio.Future[Outcome] | None = None) -> None:
+        """Answer the steer frames that come until `until` is done (without it: until input is queued for the
+        response); the first frame that is no steer is held, with every frame after it, for when the response
+        ended."""
+        while not until.done() if until is not None else not queue.requested:
+            if self.held:
+                if until is not None:
+                    await asyncio.wait([until])
+                return
+            frame = asyncio.ensure_future(self.inbox.get())
+            waited: list[asyncio.Future[Any]] = [frame] if until is None else [until, frame]
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            if not frame.done():
+                frame.cancel()  # a queue's get cancelled takes nothing from it
+                continue
+            message = frame.result()
+            body = _steer_frame(message)
+            if body is None:
+                self.held.append(message)
+                continue
+            steer = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
+            steer.raw_body = message.get("text")
+            await self._answer_steer(steer, body, queue)
+
+    async def _answer_steer(self, exchange: Exchange, body: dict[str, Any], queue: SteerQueue | None) -> None:
+        try:
+            if (problem := unaimed(body)) is not None:
+                raise RequestRefused(400, errors.error_body(problem, param="previous_response_id"))
+            await self._steer(exchange, body, queue)
+        except RequestRefused as rejected:
+            await self._refuse(exchange, rejected)
+
+    async def _refuse(self, exchange: Exchange, rejected: RequestRefused) -> None:
+        """Answer a frame with an `error` frame (the socket stays open)."""
+        fields = rejected.fields
+        frame = errors.ws_error_frame(
+            rejected.status,
+            str(fields.get("message", "")),
+            type=fields.get("type"),
+            code=fields.get("code"),
+            param=fields.get("param"),
+            headers=rejected.headers or None,
+        )
+        exchange.response_status = rejected.status
+        exchange.response_headers = rejected.headers
+        try:
+            await self.ws.send_text(json.dumps(frame))
+        except (OSError, WebSocketDisconnect, RuntimeError):
+            exchange.outcome = Outcome(OutcomeKind.DISCONNECTED)
+            return
+        exchange.outcome = rejected.outcome()
+
+    async def _successor(self, steered: Exchange, plan: ResponsePlan) -> tuple[Exchange, ResponsePlan] | None:
+        """The automatic successor of a response steering input was accepted for (it ended steered, or completed
+        first), created on the same socket with the steered one's settings and the queued input; None when there
+        is none to create."""
+        queue = plan.steer
+        outcome = steered.outcome
+        if queue is not None and queue.awaited and not queue.requested and not self.gone.is_set():
+            await self._take_steers(queue)
+        if queue is None or not queue.requested or outcome is None:
+            return None
+        if outcome.kind not in (OutcomeKind.COMPLETED, OutcomeKind.INCOMPLETE) or not steered.response_id:
+            return None
+        _, output, _ = stated_of(steered, with_response=False)
+        wire = successor_request(steered.wire_request or {}, steered.response_id, queue.input)
+        exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
+        exchange.wire_request, exchange.successor_of = wire, steered.response_id
+        logical = rebuild_logical(wire, input_items(steered.logical_request or {}), output)
+        exchange.logical_request = logical
+        try:
+            successor = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
+        except RequestRefused as rejected:
+            await self._refuse(exchange, rejected)
+            return None
+        return exchange, successor
+
+    async def _steer(self, exchange: Exchange, frame: dict[str, Any], queue: SteerQueue | None = None) -> None:
+        """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response. Input
+        accepted for the response under way (`queue`, the one the frame names) stops it at its next output
+        boundary; its successor commits the input."""
         start = time.monotonic()
         ids = self.state.ids
         events = await self.state.source.steer(frame, connection_id=self.connection.id, ids=ids)
         if events is None:
             events = answer_steer(frame, None, ids)
+        aimed = queue is not None and frame.get("previous_response_id") == queue.response_id
+        if queue is not None and aimed and any(event.get("type") == STEER_ACCEPTED for event in events):
+            queue.accept(frame)
         for event in events:
             try:
                 await self.send([planned(event, "ws").wire])
@@ -320,3 +408,12 @@ async def _serve_websocket(state: ServerState, websocket: WebSocket, connection:
     connection.status = 101
     connection.response_headers = response_headers
     await _AcceptedSocket(state, websocket, connection, handshake).run()
+
+
+def _steer_frame(message: Message) -> dict[str, Any] | None:
+    """The steer frame a client message holds, else None."""
+    text = message.get("text")
+    if message.get("type") != "websocket.receive" or not isinstance(text, str) or not is_steer(text):
+        return None
+    body = json.loads(text)
+    return body if isinstance(body, dict) else None
