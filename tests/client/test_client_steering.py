@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from rrkit.client import Delta, SteerNotPossible
+from rrkit.client import Conversation, Delta, SteerNotPossible, TurnResult
 from rrkit.protocol.steer import STEER
 from rrkit.script import Script, SteerStep, reply, text
 
@@ -25,19 +25,25 @@ def steering_script(answer: str = "accepted") -> Script:
     return Script(steer=[step]).queue(LONG_REPLY, reply(text("Brief answer.")), reply(text("You're welcome.")))
 
 
+async def steered_turn(conversation: Conversation, steering: str) -> TurnResult:
+    """One turn that asks for a long answer and steers it with `steering` on its first delta."""
+    sent: list[asyncio.Task[None]] = []
+
+    def on_delta(delta: Delta) -> None:
+        if not sent and conversation.turn is not None:
+            sent.append(asyncio.ensure_future(conversation.turn.steer(steering)))
+
+    result = await conversation.run_turn("Write at length.", on_delta=on_delta)
+    await sent[0]
+    return result
+
+
 async def test_an_accepted_steer_ends_in_the_successor_with_the_input_committed_and_the_next_request_incremental(
     serve: Serve,
 ) -> None:
     async with served(serve, steering_script()) as h:
         conversation = h.conversation()
-        sent: list[asyncio.Task[None]] = []
-
-        def on_delta(delta: Delta) -> None:
-            if not sent and conversation.turn is not None:
-                sent.append(asyncio.ensure_future(conversation.turn.steer("Stop, and answer briefly.")))
-
-        result = await conversation.run_turn("Write at length.", on_delta=on_delta)
-        await sent[0]
+        result = await steered_turn(conversation, "Stop, and answer briefly.")
         assert result.text == "Brief answer."
         kinds = item_types(conversation.history)
         assert kinds[0] == "message" and kinds[-2:] == ["message", "message"] and 2 < len(kinds) < 22
@@ -57,14 +63,7 @@ async def test_an_accepted_steer_ends_in_the_successor_with_the_input_committed_
 async def test_a_failed_steer_is_kept_with_its_input_and_stops_nothing(serve: Serve) -> None:
     async with served(serve, steering_script("failed")) as h:
         conversation = h.conversation()
-        sent: list[asyncio.Task[None]] = []
-
-        def on_delta(delta: Delta) -> None:
-            if not sent and conversation.turn is not None:
-                sent.append(asyncio.ensure_future(conversation.turn.steer("Stop.")))
-
-        result = await conversation.run_turn("Write at length.", on_delta=on_delta)
-        await sent[0]
+        result = await steered_turn(conversation, "Stop.")
         assert result.text == "Part 19. " and len(result.items) == 20
         assert conversation.turn is not None
         [failed] = conversation.turn.steer_failures
