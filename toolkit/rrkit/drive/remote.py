@@ -24,6 +24,7 @@ from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
 from ..protocol.plan import event_of_data
 from ..protocol.sse import SSEDecoder
+from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_ANSWERS, STEER_PENDING
 from ..relay.settings import endpoints
 from .ending import Ending
 
@@ -190,11 +191,16 @@ class RemoteServer:
         idle: float,
         deadline: float | None = None,
         late: Callable[[dict[str, Any]], bool] | None = None,
+        steer: str | None = None,
     ) -> Sent:
         """Send `request`'s frame and read frames until one ends the response (a terminal event or an error
-        frame); a frame `late` says is the previous response's, before this one's first, goes to `Sent.late`."""
+        frame); a frame `late` says is the previous response's, before this one's first, goes to `Sent.late`.
+        With `steer`, a `response.steer` frame with that input goes out once the response is created, naming it,
+        and the reading goes on until the steer is answered and, accepted, until its successor ended too
+        (`SteerWatch`)."""
         exchange = self._begun(request)
         sent, events, started = Sent(exchange), list[RecordedEvent](), time.monotonic()
+        watch = SteerWatch(steer) if steer is not None else None
         try:
             await connection.send(_frame(request))
             while True:
@@ -205,7 +211,12 @@ class RemoteServer:
                     sent.late.append(event)
                     continue
                 events.append(RecordedEvent.of(time.monotonic() - started, event))
-                if event.get("type") in ev.ENDING_TYPES:
+                if watch is not None:
+                    if (frame := watch.frame_after(event)) is not None:
+                        await connection.send(json.dumps(frame))
+                    if watch.done:
+                        break
+                elif event.get("type") in ev.ENDING_TYPES:
                     break
                 if len(events) > MAX_EVENTS:
                     return _broken(exchange, Ending.TOO_LARGE, f"the answer went past {MAX_EVENTS} frames", events)
@@ -230,6 +241,38 @@ class RemoteServer:
                 message = await connection.recv()
                 frames.append(_event(message if isinstance(message, str) else message.decode("utf-8", "replace")))
         return frames
+
+
+class SteerWatch:
+    """Steering one response from outside: the steer frame to send once it is created, and whether the reading is
+    done (the steer answered, its response ended, and, when accepted, its successor ended too)."""
+
+    def __init__(self, steer: str) -> None:
+        self.steer = steer
+        self.target: str | None = None
+        self.answer: str | None = None  # the type of the steer's answer: accepted, pending, failed, or an error frame
+        self.ends = 0  # terminal events read
+
+    def frame_after(self, event: dict[str, Any]) -> dict[str, Any] | None:
+        """The steer frame to send after this event (the first `response.created`), else None."""
+        kind = event.get("type")
+        if self.target is None and kind == ev.CREATED:
+            response = event.get("response")
+            self.target = str(response.get("id")) if isinstance(response, dict) else ""
+            return {"type": STEER, "previous_response_id": self.target, "input": self.steer}
+        if self.target is not None and self.answer is None and (kind in STEER_ANSWERS or kind == ev.ERROR):
+            self.answer = str(kind)
+        elif kind in ev.TERMINAL_TYPES or kind == ev.ERROR:  # an error frame ends what it refuses
+            self.ends += 1
+        return None
+
+    @property
+    def done(self) -> bool:
+        if self.target is None:
+            return self.ends > 0
+        if self.answer is None or self.ends == 0:
+            return False
+        return self.answer not in (STEER_ACCEPTED, STEER_PENDING) or self.ends >= 2
 
 
 class _Bounded(ClientConnection):

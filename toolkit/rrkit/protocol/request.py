@@ -31,8 +31,9 @@ COMPARED_FIELDS: tuple[str, ...] = (
 )
 IGNORED_FIELDS: tuple[str, ...] = ("client_metadata", "stream_options", "generate", "previous_response_id")
 INPUT_FIELD = "input"
-WIRE_ONLY_FIELDS: tuple[str, ...] = ("type", "previous_response_id", "generate")
-"""Fields that steer one wire request and are never part of the logical request."""
+WIRE_ONLY_FIELDS: tuple[str, ...] = ("type", "previous_response_id", "generate", "stream_id")
+"""Fields that steer one wire request and are never part of the logical request (`stream_id`: the WebSocket lane
+it goes on)."""
 
 
 TYPED_FIELDS: tuple[str, ...] = (

@@ -40,7 +40,16 @@ from .respond import (
     store_ended,
 )
 from .store import stated_of
-from .stream import INTERNAL_ERROR, ChannelGone, Gone, first_of, play, server_error_outcome, until_client_leaves
+from .stream import (
+    INTERNAL_ERROR,
+    Channel,
+    ChannelGone,
+    Gone,
+    first_of,
+    play,
+    server_error_outcome,
+    until_client_leaves,
+)
 from .uvicorn_adapter import connection_transport, mark_denial_sent, text_frames_writer
 
 if TYPE_CHECKING:
@@ -71,6 +80,9 @@ class _AcceptedSocket:
         # the answer waits on its source (an upstream that says nothing yet).
         self.inbox: asyncio.Queue[Message] = asyncio.Queue()
         self.held: collections.deque[Message] = collections.deque()  # read while a response streamed, not a steer
+        self.lanes: dict[str, asyncio.Queue[str]] = {}  # `stream_id` -> the creates waiting on that lane
+        self.lane_tasks: list[asyncio.Task[None]] = []
+        self.active: dict[str, SteerQueue] = {}  # the responses streaming now that steering can stop, by id
         self.gone = Gone()
         self.gone_code: int | None = None
         self.write_frames = text_frames_writer(websocket.scope)
@@ -81,6 +93,8 @@ class _AcceptedSocket:
             await self._serve()
         finally:
             reader.cancel()
+            for lane in self.lane_tasks:
+                lane.cancel()
 
     async def _read(self) -> None:
         while True:
@@ -109,16 +123,38 @@ class _AcceptedSocket:
             text = message.get("text")
             if text is None:
                 text = (message.get("bytes") or b"").decode("utf-8", errors="replace")
+            if self._to_lane(text):
+                continue
             if not await until_client_leaves(self._request(text), self.gone):
                 if self.gone.is_set():  # it left while its frame's answer waited (a relayed frame, a stalled source)
                     self._client_gone(self.gone_code)
                 return
 
-    async def _request(self, text: str) -> bool:
-        """Answer one client frame; False when the socket is finished."""
+    def _to_lane(self, text: str) -> bool:
+        """Hand a create naming a `stream_id` to its lane (started on first use); False for any other frame. Lanes
+        run side by side, each answering its creates in order (the SDK's `ResponseCreate.stream_id`)."""
+        lane = _lane_of(text)
+        if lane is None:
+            return False
+        waiting = self.lanes.get(lane)
+        if waiting is None:
+            waiting = self.lanes[lane] = asyncio.Queue()
+            self.lane_tasks.append(asyncio.create_task(self._lane(lane, waiting)))
+        waiting.put_nowait(text)
+        return True
+
+    async def _lane(self, lane: str, waiting: asyncio.Queue[str]) -> None:
+        while True:
+            text = await waiting.get()
+            if not await until_client_leaves(self._request(text, lane), self.gone):
+                return  # the socket is finished (cut, or its client gone): `_serve` sees it end
+
+    async def _request(self, text: str, lane: str | None = None) -> bool:
+        """Answer one client frame (on a lane: its events tagged with its `stream_id`); False when the socket is
+        finished."""
         exchange = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
         try:
-            await self._answer(exchange, text)
+            await self._answer(exchange, text, lane)
         except Exception as error:  # a server bug: reported once, named in the outcome, the socket closed with 1011
             log.error("rrkit: the server failed on exchange %s (WebSocket)", exchange.id, exc_info=error)
             exchange.outcome = server_error_outcome(error, len(exchange.events), streaming=bool(exchange.events))
@@ -136,7 +172,7 @@ class _AcceptedSocket:
             return False
         return True
 
-    async def _answer(self, exchange: Exchange, text: str) -> None:
+    async def _answer(self, exchange: Exchange, text: str, lane: str | None = None) -> None:
         try:
             try:
                 body = parse_json(text, what="frame")
@@ -169,30 +205,37 @@ class _AcceptedSocket:
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
             plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except RequestRefused as rejected:
-            await self._refuse(exchange, rejected)
+            await self._refuse(exchange, rejected, lane)
             return
         if plan.body is not None:
             message = "rrkit: the recorded answer is a whole HTTP body, which a WebSocket cannot carry."
             await self.ws.send_text(json.dumps(errors.ws_error_frame(500, message, type="server_error")))
             exchange.outcome = Outcome(OutcomeKind.REFUSED, status=500, message=message)
             return
+        channel: Channel = self if lane is None else _LaneChannel(self, lane)
         while True:
             exchange.response_id = plan.response_id
-            exchange.outcome = await self._play_steerable(plan, exchange)
-            store_ended(self.store, exchange)
-            if not self.state.source.answers_every_route:
-                resources.add_to_conversation(self.state, exchange, exchange.wire_request or {})
-            successor = await self._successor(exchange, plan)
+            if plan.steer is not None:
+                self.active[plan.response_id] = plan.steer
+            try:
+                exchange.outcome = await self._play_steerable(plan, exchange, channel)
+                store_ended(self.store, exchange)
+                if not self.state.source.answers_every_route:
+                    resources.add_to_conversation(self.state, exchange, exchange.wire_request or {})
+                successor = await self._successor(exchange, plan)  # it may wait for the input: still steerable
+            finally:
+                self.active.pop(plan.response_id, None)
             if successor is None:
                 return
             exchange, plan = successor
 
-    async def _play_steerable(self, plan: ResponsePlan, exchange: Exchange) -> Outcome:
-        """Play a response; the steer frames that come meanwhile are answered at once, and the input accepted for
-        it is queued on its plan (which stops at its next output boundary)."""
-        if plan.steer is None:
-            return await play(plan, exchange, self)
-        played = asyncio.ensure_future(play(plan, exchange, self))
+    async def _play_steerable(self, plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
+        """Play a response; while it plays, the frames that come are read: a steer frame is answered at once (the
+        input accepted for a response streaming is queued on its plan, which stops at its next output boundary),
+        a create naming a lane goes to it. A lane's response is played alone: the socket's reading goes on."""
+        if plan.steer is None or channel is not self:
+            return await play(plan, exchange, channel)
+        played = asyncio.ensure_future(play(plan, exchange, channel))
         try:
             await self._take_steers(plan.steer, played)
         finally:
@@ -217,22 +260,23 @@ class _AcceptedSocket:
             message = frame.result()
             body = _steer_frame(message)
             if body is None:
-                self.held.append(message)
+                if not self._to_lane(message.get("text") or ""):
+                    self.held.append(message)
                 continue
             steer = self.state.capture.new_exchange("ws", self.connection.handshake_headers, None, self.connection)
             steer.raw_body = message.get("text")
-            await self._answer_steer(steer, body, queue)
+            await self._answer_steer(steer, body)
 
-    async def _answer_steer(self, exchange: Exchange, body: dict[str, Any], queue: SteerQueue | None) -> None:
+    async def _answer_steer(self, exchange: Exchange, body: dict[str, Any]) -> None:
         try:
             if (problem := unaimed(body)) is not None:
                 raise RequestRefused(400, errors.error_body(problem, param="previous_response_id"))
-            await self._steer(exchange, body, queue)
+            await self._steer(exchange, body)
         except RequestRefused as rejected:
             await self._refuse(exchange, rejected)
 
-    async def _refuse(self, exchange: Exchange, rejected: RequestRefused) -> None:
-        """Answer a frame with an `error` frame (the socket stays open)."""
+    async def _refuse(self, exchange: Exchange, rejected: RequestRefused, lane: str | None = None) -> None:
+        """Answer a frame with an `error` frame (the socket stays open), on a lane tagged with its `stream_id`."""
         fields = rejected.fields
         frame = errors.ws_error_frame(
             rejected.status,
@@ -242,6 +286,8 @@ class _AcceptedSocket:
             param=fields.get("param"),
             headers=rejected.headers or None,
         )
+        if lane is not None:
+            frame["stream_id"] = lane
         exchange.response_status = rejected.status
         exchange.response_headers = rejected.headers
         try:
@@ -276,17 +322,17 @@ class _AcceptedSocket:
             return None
         return exchange, successor
 
-    async def _steer(self, exchange: Exchange, frame: dict[str, Any], queue: SteerQueue | None = None) -> None:
+    async def _steer(self, exchange: Exchange, frame: dict[str, Any]) -> None:
         """A steer frame, answered by the source (accepted, pending or failed): its answer is not a response. Input
-        accepted for the response under way (`queue`, the one the frame names) stops it at its next output
+        accepted for a response streaming now (the one the frame names, on any lane) stops it at its next output
         boundary; its successor commits the input."""
         start = time.monotonic()
         ids = self.state.ids
         events = await self.state.source.steer(frame, connection_id=self.connection.id, ids=ids)
         if events is None:
             events = answer_steer(frame, None, ids)
-        aimed = queue is not None and frame.get("previous_response_id") == queue.response_id
-        if queue is not None and aimed and any(event.get("type") == STEER_ACCEPTED for event in events):
+        queue = self.active.get(str(frame.get("previous_response_id")))
+        if queue is not None and any(event.get("type") == STEER_ACCEPTED for event in events):
             queue.accept(frame)
         for event in events:
             try:
@@ -417,3 +463,47 @@ def _steer_frame(message: Message) -> dict[str, Any] | None:
         return None
     body = json.loads(text)
     return body if isinstance(body, dict) else None
+
+
+def _lane_of(text: str) -> str | None:
+    """The `stream_id` a create frame names (its lane), else None."""
+    if '"stream_id"' not in text:
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or body.get("type") != "response.create":
+        return None
+    lane = body.get("stream_id")
+    return lane if isinstance(lane, str) and lane else None
+
+
+class _LaneChannel:
+    """A lane's way to deliver its responses on the socket: every event tagged with the lane's `stream_id` (the
+    capture keeps the events as the response made them)."""
+
+    def __init__(self, socket: _AcceptedSocket, lane: str) -> None:
+        self.socket = socket
+        self.prefix = '{"stream_id":' + json.dumps(lane) + ","
+
+    def _tagged(self, wire: str | bytes) -> str | bytes:
+        text = wire.decode("utf-8") if isinstance(wire, bytes) else wire
+        if not text.startswith("{") or text.lstrip("{").lstrip().startswith("}"):
+            return wire  # not an object's text (a scripted broken frame): sent as it is
+        return self.prefix + text[1:]
+
+    async def send(self, wires: Sequence[str | bytes]) -> None:
+        await self.socket.send([self._tagged(wire) for wire in wires])
+
+    async def pause(self, seconds: float) -> bool:
+        return await self.socket.pause(seconds)
+
+    async def stall(self) -> None:
+        await self.socket.stall()
+
+    async def cut(self, close: CloseKind, code: int, reason: str) -> None:
+        await self.socket.cut(close, code, reason)
+
+    async def finish(self) -> None:
+        await self.socket.finish()

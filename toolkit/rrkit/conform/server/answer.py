@@ -42,6 +42,7 @@ class Answer:
     query: dict[str, str] = field(default_factory=dict)  # another route's query, as sent
     origin: Answer | None = None  # the answer that made the response `{response}` named
     polls: int = 0  # how many times a polling step (`until`) was sent
+    closed_code: int | None = None  # WebSocket: the close code the server's close frame carried, when it closed
 
     def take(self, event: dict[str, Any]) -> None:
         """One event of the answer as it came: data that was no JSON object is kept as unreadable, at its place."""
@@ -65,6 +66,7 @@ class Answer:
             except ValueError:
                 self.body = None
         self.ending, self.error, self.not_utf8 = sent.ending, sent.error, sent.not_utf8
+        self.closed_code = sent.closed_code
 
     @property
     def summary(self) -> str:

@@ -16,4 +16,8 @@ CHECK_TEXTS: dict[str, str] = {
         "a resumed stream (`starting_after`) continues at starting_after + 1 with no gap and no repeat, to its end"
     ),
     "page": "a page of input items: at most `limit`, in the order asked, after `after`, `has_more` right",
+    "steered": (
+        "a steer frame sent while the response streams is answered (or refused with an error frame); accepted, the "
+        "response ends and a successor commits the input and completes"
+    ),
 }

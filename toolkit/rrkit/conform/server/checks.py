@@ -13,6 +13,7 @@ from ...protocol import events as ev
 from ...protocol.errors import ending_error
 from ...protocol.order import check_order
 from ...protocol.routes import resumed_after
+from ...protocol.steer import STEER_ACCEPTED, STEER_ANSWERS, STEER_PENDING, STEERED
 from ...report import Finding, Severity
 from .answer import Answer
 from .found import Found
@@ -335,6 +336,71 @@ def _upgrade(found: Found, expect: Expect) -> None:
         )
 
 
+def _steered(found: Found, expect: Expect) -> None:
+    """A steer frame sent while the response streamed (the step's `steer`): answered, never ignored and never the
+    end of the socket; accepted input committed by a successor that completes. (The order inside a response is the
+    `stream` check's, on the probes that read one response.)"""
+    answer = found.answer
+    events = answer.events
+    broken = "" if answer.ending is Ending.WHOLE else f" ({answer.error or answer.ending.value})"
+    answers = [(index, event) for index, event in enumerate(events) if event.get("type") in STEER_ANSWERS]
+    refused = [index for index, event in enumerate(events) if event.get("type") == ev.ERROR]
+    if not any(event.get("type") == ev.CREATED for event in events):
+        found.add(Severity.SHOULD, "the probe is answered, so that it can be judged", "no response was created")
+        return
+    if not answers and not refused:
+        seen = "no response.steer.* event and no error frame came" + broken
+        ended = ev.terminal_event(events) is not None and answer.ending is Ending.CLOSED
+        closed = ended and answer.closed_code in (None, 1000, 1001)
+        # a socket closed, not for an error, once its response ended (a server's one-request policy: the steer may
+        # have crossed the close) is no dropped steer
+        found.add(Severity.SHOULD if closed else Severity.MUST, STEER_RULES["answered"], seen)
+        return
+    streams = _responses(events)
+    accepted = any(event.get("type") in (STEER_ACCEPTED, STEER_PENDING) for _, event in answers)
+    ends = [ev.terminal_event(stream) for stream in streams]
+    first = ends[0] if ends else None
+    if first is None:
+        found.add(Severity.MUST, STEER_RULES["first_ends"], "the steered response has no terminal event" + broken)
+    elif accepted and not _completed_or_steered(first):
+        found.add(Severity.MUST, STEER_RULES["first_ends"], _failure_text(first))
+    elif not accepted and first.get("type") != ev.COMPLETED:  # failed for its own reasons: nothing to judge
+        found.add(Severity.SHOULD, "the probe is answered, so that it can be judged", _failure_text(first))
+    if accepted and (len(streams) < 2 or (ends[1] or {}).get("type") != ev.COMPLETED):
+        seen = "no successor response.created followed" if len(streams) < 2 else "the successor did not complete"
+        found.add(Severity.MUST, STEER_RULES["successor"], seen + broken)
+
+
+STEER_RULES = {
+    "answered": "a steer frame is answered (response.steer.accepted, .pending or .failed, or an error frame by a "
+    "server that does not steer), never ignored",
+    "first_ends": "accepted steering ends the response under way: completed, or incomplete with reason steered",
+    "successor": "accepted steering input is committed by a successor response on the same socket, which completes",
+}
+
+
+def _completed_or_steered(event: dict[str, Any]) -> bool:
+    if event.get("type") == ev.COMPLETED:
+        return True
+    response = event.get("response")
+    details = response.get("incomplete_details") if isinstance(response, dict) else None
+    return event.get("type") == ev.INCOMPLETE and isinstance(details, dict) and details.get("reason") == STEERED
+
+
+def _responses(events: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The events of each response in an answer (a steered one, then its successor); steer answers and error
+    frames left out."""
+    streams: list[list[dict[str, Any]]] = []
+    for event in events:
+        kind = event.get("type")
+        if kind in STEER_ANSWERS or kind == ev.ERROR:
+            continue
+        if kind == ev.CREATED or not streams:
+            streams.append([])
+        streams[-1].append(event)
+    return streams
+
+
 CHECKS: dict[str, Check] = {
     "stream": _stream,
     "completed": _completed,
@@ -346,6 +412,7 @@ CHECKS: dict[str, Check] = {
     "status": check_status,
     "resumed": check_resumed,
     "page": check_page,
+    "steered": _steered,
 }
 """Each check by name: what it runs (`check_texts.CHECK_TEXTS` says, in words, what it holds an answer to)."""
 
@@ -425,7 +492,7 @@ def judge_answer(answer: Answer, expectations: list[Expect], *, upgrade_reported
     request was answered. `upgrade_reported`: a broken upgrade is reported by the upgrade probe, not again by each
     step that could not be sent for it."""
     found = Found("answered", answer)
-    refusal_expected = any(expect.check == "refused" for expect in expectations)
+    refusal_expected = any(expect.check in ("refused", "steered") for expect in expectations)  # a steer may be refused
     answered = _answered(found, refusal_expected, upgrade_reported)
     yield from found.findings
     for expect in expectations:

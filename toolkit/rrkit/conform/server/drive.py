@@ -247,7 +247,10 @@ async def _over_ws(probe: Probe, target: Target, remote: RemoteServer) -> list[A
             )
 
             async def once(
-                frame: dict[str, Any] | str = frame, index: int = index, follows: bool = step.follows
+                frame: dict[str, Any] | str = frame,
+                index: int = index,
+                follows: bool = step.follows,
+                steer: str | None = step.steer,
             ) -> Answer:
                 answer = Answer(probe.name, index, "ws", frame, status=101, upgrade=upgrade)
                 connection = await socket.open()
@@ -264,7 +267,12 @@ async def _over_ws(probe: Probe, target: Target, remote: RemoteServer) -> list[A
                 previous = answers[-1] if answers else None
                 request = _request(index, "ws", frame)
                 sent = await remote.on_socket(
-                    connection, request, idle=target.timeout, deadline=_deadline(target), late=_of(previous)
+                    connection,
+                    request,
+                    idle=target.timeout,
+                    deadline=_deadline(target),
+                    late=_of(previous),
+                    steer=steer,
                 )
                 for event in sent.late:
                     if previous is not None:

@@ -17,7 +17,17 @@ from ..listing import PROBES
 from ..named import select_named
 
 CheckName = Literal[
-    "stream", "completed", "response_object", "refused", "no_output", "upgrade", "ok", "resumed", "page", "status"
+    "stream",
+    "completed",
+    "response_object",
+    "refused",
+    "no_output",
+    "upgrade",
+    "ok",
+    "resumed",
+    "page",
+    "status",
+    "steered",
 ]
 """What an answer can be held to (rrkit.conform.server.checks says what each requires)."""
 CHECK_NAMES: tuple[str, ...] = get_args(CheckName)
@@ -60,6 +70,9 @@ class ProbeStep(BaseModel):
     send: dict[str, Any] = Field(default_factory=dict)
     omit: list[str] = Field(default_factory=list)
     raw: str | None = Field(None, description="this text as the body (over WebSocket, the frame), in place of JSON")
+    steer: str | None = Field(
+        None, description="WebSocket: a response.steer frame with this input, sent once the response is created"
+    )
     follows: bool = False
     expect: list[Expect] = Field(min_length=1)
 
@@ -90,6 +103,8 @@ class Probe(BaseModel):
             raise ValueError("the first step has no response to follow")
         if self.goes_to_routes and "ws" in self.transports:
             raise ValueError("a step with a `path` goes over HTTP: set `transports: [http]`")
+        if any(step.steer is not None for step in self.steps) and self.transports != ["ws"]:
+            raise ValueError("a step that steers goes over a WebSocket: set `transports: [ws]`")
         return self
 
 
