@@ -323,6 +323,8 @@ def cell(report: ConformReport | None, scenario: str, transport: str) -> str:
     result = next((r for r in report.results if (r.run.scenario, r.run.transport) == (scenario, transport)), None)
     if result is None:
         return "-"
+    if result.not_applicable:
+        return "n/a"
     broken = [verdict.expectation for verdict in result.verdicts if not verdict.held]
     return "ok" if not broken else "**FAILED**: " + "; ".join(broken)
 
@@ -414,7 +416,8 @@ def main() -> int:
         "speaks, judged on the musts and on the profile named in the column. A cell says `ok` when every must and",
         "rule held, else the ones that failed; each failure is explained below the table. The opt-in scenarios",
         "(background responses, cancel, compaction, conversations) run for the clients that can do what they ask",
-        "(`-` for the others).",
+        "(`-` for the others). `n/a`: the scenario has the client run a call of a tool it did not declare (a",
+        "computer, a local shell, an MCP server, ...) and it answered none: a client without that tool cannot.",
         "",
         "| scenario | over | " + " | ".join(f"{c.title} (`--profile {c.profile}`)" for c in COLUMNS) + " |",
         "|---|---|" + "---|" * len(COLUMNS),
