@@ -185,9 +185,7 @@ class _AcceptedSocket:
                 return
             if isinstance(body, dict) and body.get("type") == STEER:
                 exchange.raw_body = text
-                if (problem := unaimed(body)) is not None:
-                    raise RequestRefused(400, errors.error_body(problem, param="previous_response_id"))
-                await self._steer(exchange, body)
+                await self._answer_steer(exchange, body)
                 return
             if not isinstance(body, dict) or body.get("type") != "response.create":
                 exchange.raw_body = text
@@ -268,6 +266,7 @@ class _AcceptedSocket:
             await self._answer_steer(steer, body)
 
     async def _answer_steer(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        """A steer frame: answered as the source says; one that names no response, with an `error` frame."""
         try:
             if (problem := unaimed(body)) is not None:
                 raise RequestRefused(400, errors.error_body(problem, param="previous_response_id"))
