@@ -20,8 +20,16 @@ LONG_REPLY = reply(*(text(f"Part {n}. ", chunks=2) for n in range(20))).delayed(
 """Twenty output items, 3 s in all: a steer sent on the first delta lands many item boundaries before the end."""
 
 
+STUB = {"type": "function_call_output", "call_id": "call_7", "name": "shell"}
+STEPS = {
+    "accepted": SteerStep(),
+    "failed": SteerStep(answer="failed", code="invalid_input"),
+    "pending": SteerStep(answer="pending", required_input=[STUB]),
+}
+
+
 def steering_script(answer: str = "accepted") -> Script:
-    step = SteerStep(answer=answer) if answer == "accepted" else SteerStep(answer="failed", code="invalid_input")
+    step = STEPS[answer]
     return Script(steer=[step]).queue(LONG_REPLY, reply(text("Brief answer.")), reply(text("You're welcome.")))
 
 
@@ -68,6 +76,19 @@ async def test_a_failed_steer_is_kept_with_its_input_and_stops_nothing(serve: Se
         assert conversation.turn is not None
         [failed] = conversation.turn.steer_failures
         assert failed["error"]["code"] == "invalid_input" and failed["steer"]["input"] == "Stop."
+
+
+async def test_a_pending_steer_is_kept_and_the_response_ends_as_it_completes(serve: Serve) -> None:
+    """Pending (accepted, then waiting for tool results it names): no successor follows, the sampling ends with
+    the response's own completion, and the input stays queued on the server for the next request."""
+    async with served(serve, steering_script("pending")) as h:
+        conversation = h.conversation()
+        result = await steered_turn(conversation, "Stop.")
+        assert result.text == "Part 19. " and len(result.items) == 20
+        assert conversation.turn is not None
+        [pending] = conversation.turn.steer_pending
+        assert pending["required_input"] == [STUB]
+        assert all(exchange.successor_of is None for exchange in h.exchanges)
 
 
 async def test_steering_without_a_response_streaming_over_a_socket_is_refused_by_the_client(serve: Serve) -> None:

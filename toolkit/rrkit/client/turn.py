@@ -23,7 +23,15 @@ from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.lite import LITE_HEADER, LITE_METADATA
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
-from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_ANSWERS, STEER_FAILED, STEERED, steer_items
+from ..protocol.steer import (
+    STEER,
+    STEER_ACCEPTED,
+    STEER_ANSWERS,
+    STEER_FAILED,
+    STEER_PENDING,
+    STEERED,
+    steer_items,
+)
 from ..protocol.vocabulary import Transport
 from .connections import Connections
 from .errors import (
@@ -102,8 +110,12 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         self._reading: TraceEntry | None = None  # the WebSocket attempt whose stream is being read
         self._steering: list[list[Item]] = []  # steer input sent, not answered yet
         self._accepted: list[Item] = []  # steer input accepted, not committed yet (the successor commits it)
+        self._completed: dict[str, Any] | None = None  # a completion read while accepted input awaits its successor
         self.steer_failures: list[dict[str, Any]] = []
         """The `response.steer.failed` events this turn got: each hands its input back."""
+        self.steer_pending: list[dict[str, Any]] = []
+        """The `response.steer.pending` events this turn got: the input waits on the server for the tool results
+        its `required_input` names, in the next request (the reference client does not fill them in)."""
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.finish()
@@ -251,7 +263,7 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             try:
                 result = await self._consume(socket, entry, history, on_delta)
             finally:
-                self._reading, self._steering, self._accepted = None, [], []
+                self._reading, self._steering, self._accepted, self._completed = None, [], [], None
             socket.remember_completed(result.response_id, result.items)
             return result
 
@@ -357,7 +369,9 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
                 raise dropped("the stream ended before response.completed", after=ignored)
             entry.receive(raw, self._options.clock())
             if self._steered(raw, entry):
-                continue
+                if self._completed is None or self._accepted:
+                    continue
+                raw, self._completed = self._completed, None  # pending: no successor comes, the completion ends it
             event = map_event(raw)
             if event is None and raw.get("type") == ERROR:
                 ignored = raw
@@ -372,6 +386,10 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         """An event of steering the client reads and goes on: an answer to its steer frame, or the end of a
         response its accepted input stopped (or that completed before), which a successor follows."""
         kind = raw.get("type")
+        if kind == STEER_PENDING:  # follows the acceptance of the same input: it stays queued on the server
+            self.steer_pending.append(raw)
+            self._accepted = []
+            return True
         if kind in STEER_ANSWERS:
             sent = self._steering.pop(0) if self._steering else []
             if kind == STEER_ACCEPTED:
@@ -384,7 +402,10 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         if kind == INCOMPLETE:
             details = (raw.get("response") or {}).get("incomplete_details") or {}
             return bool(details.get("reason") == STEERED)
-        return kind == COMPLETED
+        if kind == COMPLETED:
+            self._completed = raw
+            return True
+        return False
 
     def _take(
         self,
@@ -399,7 +420,7 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             if self._accepted and entry.response_id and event.response_id != entry.response_id:
                 items += self._accepted  # the successor's creation commits the steering input
                 history += self._accepted
-                self._accepted = []
+                self._accepted, self._completed = [], None
             entry.response_id = event.response_id or entry.response_id
         elif isinstance(event, Metadata):
             if entry.transport == "ws" and self.frame_turn_state is None:

@@ -22,7 +22,7 @@ from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..protocol.plan import ResponsePlan, planned
 from ..protocol.request import input_items
-from ..protocol.steer import STEER, STEER_ACCEPTED, SteerQueue, is_steer, successor_request, unaimed
+from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_PENDING, SteerQueue, is_steer, successor_request, unaimed
 from ..protocol.vocabulary import CloseKind
 from ..script.steering import answer_steer
 from . import resources
@@ -331,7 +331,8 @@ class _AcceptedSocket:
         if events is None:
             events = answer_steer(frame, None, ids)
         queue = self.active.get(str(frame.get("previous_response_id")))
-        if queue is not None and any(event.get("type") == STEER_ACCEPTED for event in events):
+        kinds = {event.get("type") for event in events}
+        if queue is not None and STEER_ACCEPTED in kinds and STEER_PENDING not in kinds:  # pending: no successor
             queue.accept(frame)
         for event in events:
             try:
