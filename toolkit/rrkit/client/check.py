@@ -25,6 +25,12 @@ class CapturedExchange(Protocol):
     @property
     def route(self) -> str: ...
 
+    @property
+    def raw_body(self) -> str | None: ...
+
+    @property
+    def successor_of(self) -> str | None: ...
+
 
 def view_mismatches(trace: Trace, exchanges: Sequence[CapturedExchange]) -> list[str]:
     """Every way the sent requests differ from the captured ones: count, transport, wire, rebuilt logical.
@@ -55,4 +61,4 @@ def view_mismatches(trace: Trace, exchanges: Sequence[CapturedExchange]) -> list
 def _client_request(exchange: CapturedExchange) -> bool:
     """A create the client sent: not a steer frame (no request), nor a steered response's successor (the server
     made its request)."""
-    return getattr(exchange, "successor_of", None) is None and not is_steer(getattr(exchange, "raw_body", None))
+    return exchange.successor_of is None and not is_steer(exchange.raw_body)
