@@ -95,7 +95,7 @@ def test_a_bad_chaos_is_refused_saying_what_it_takes() -> None:
         FakeServer(chaos="drop=1.5")
     result = CliRunner().invoke(main, ["serve", "--chaos", "drp=0.1"])
     assert result.exit_code == 2 and "--chaos" in result.output
-    assert "expected drop=P, stall=P or seed=N" in result.output
+    assert "expected drop=P, stall=P, rate_limit=P, retry_after=S or seed=N" in result.output
 
 
 def test_the_marker_s_chaos_reaches_the_test_s_server(pytester: pytest.Pytester) -> None:

@@ -32,7 +32,7 @@ _KINDS: dict[str, tuple[tuple[type, ...], str]] = {
     "assert_all_played": ((bool,), "True or False"),
     "match": ((MatchConfig, Mapping, type(None)), "a MatchConfig, a mapping of match settings, or None"),
     "allow_repeats": ((bool, type(None)), "True, False or None"),
-    "chaos": ((Chaos, str, type(None)), "a Chaos, 'drop=P,stall=P,seed=N', or None"),
+    "chaos": ((Chaos, str, type(None)), "a Chaos, 'drop=P,stall=P,rate_limit=P,retry_after=S,seed=N', or None"),
 }
 
 
@@ -54,7 +54,7 @@ class RRKitConfig(Mapping[str, Any]):
     match: MatchConfig | Mapping[str, Any] | None = None  # a MatchConfig, or settings for MatchConfig.from_settings
     match_preset: str | tuple[str, ...] | None = None  # preset name(s) added to `match`, e.g. "codex"
     allow_repeats: bool | None = None  # True lets a recorded exchange answer more than once (overrides `match`)
-    chaos: Chaos | str | None = None  # seeded random drops and stalls on every stream: "drop=0.02,seed=7"
+    chaos: Chaos | str | None = None  # seeded random drops, stalls and 429s: "drop=0.02,rate_limit=0.05,seed=7"
 
     def __post_init__(self) -> None:
         """Check every value, so that a bad one fails naming its key; names lists become tuples."""

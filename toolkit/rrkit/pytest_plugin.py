@@ -17,10 +17,11 @@ from .cassette.recordmode import RecordMode, parse_record_mode
 if TYPE_CHECKING:
     from .plugin_options import RRKitConfig
     from .plugin_server import AsyncRRKitServer, Handle, RRKitServer
+    from .plugin_session import RRKitSession
     from .server.runner import FakeServer
     from .snapshot import RRKitSnapshotExtension
 
-__all__ = ["AsyncRRKitServer", "RRKitConfig", "RRKitServer", "RRKitSnapshotExtension"]
+__all__ = ["AsyncRRKitServer", "RRKitConfig", "RRKitServer", "RRKitSession", "RRKitSnapshotExtension"]
 
 _HANDLE = pytest.StashKey["Handle"]()
 """The test's server handle, while its fixture runs: its findings join the test's own failure."""
@@ -47,7 +48,7 @@ def __getattr__(name: str) -> Any:
         return RRKitSnapshotExtension
     # the modules as imported now, not stale `rrkit.plugin_server` attributes: pytester's in-process runs drop the
     # modules a run imported, and the fixtures' own imports load them afresh (with new classes)
-    for module in (".plugin_options", ".plugin_server"):
+    for module in (".plugin_options", ".plugin_server", ".plugin_session"):
         loaded = importlib.import_module(module, __package__)
         if hasattr(loaded, name):
             return getattr(loaded, name)
@@ -64,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--rrkit-upstream", default=None, help="Responses base URL to record from (default: the script)")
     group.addoption(
+        "--rrkit-serve-url",
+        default=None,
+        help="a running `rrkit serve` (http://host:port) every test's `rrkit_session` is on, shared by xdist workers "
+        "and CI jobs (default: $RRKIT_SERVE_URL, else a server in this process)",
+    )
+    group.addoption(
         "--rrkit-update",
         action="store_true",
         default=False,
@@ -77,9 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "rrkit(script=None, cassette=None, record_mode=None, upstream=None, match=None, match_preset=None, "
-        "allow_repeats=None, assert_all_used=True, assert_all_matched=True, assert_all_played=True): load a script "
-        "file (path or fixture:NAME), use a cassette (name, or True for cassettes/<module>/<test>), say how requests "
-        "match it, and relax teardown checks",
+        "allow_repeats=None, assert_all_used=True, assert_all_matched=True, assert_all_played=True, chaos=None): load "
+        "a script file (path or fixture:NAME), use a cassette (name, or True for cassettes/<module>/<test>), say how "
+        "requests match it, relax teardown checks, and put seeded chaos on the server's streams and requests "
+        "('drop=P,stall=P,rate_limit=P,retry_after=S,seed=N')",
     )
     if config.getoption("--rrkit-update", default=False) and hasattr(config.option, "update_snapshots"):
         config.option.update_snapshots = True  # what syrupy's --snapshot-update sets
@@ -142,6 +150,36 @@ def rrkit_shared_server(
     handle = request.node.stash[_HANDLE] = RRKitServer(rrkit_session_server, script, options, None)
     yield handle
     finish(_release(request.node))
+
+
+@pytest.fixture(scope="session")
+def rrkit_serve_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The root URL (`http://host:port`) of the server the tests' sessions are on: `--rrkit-serve-url` (or
+    $RRKIT_SERVE_URL), else a server this process starts for the whole run (per xdist worker)."""
+    from .plugin_session import serve_url
+
+    given = serve_url(request.config)
+    if given is not None:
+        yield given
+        return
+    from .server.runner import FakeServer
+
+    with FakeServer() as server:  # no script: a session without one plays the built-in default replies
+        yield server.http_url.removesuffix("/v1")
+
+
+@pytest.fixture
+def rrkit_session(
+    request: pytest.FixtureRequest, rrkit_config: RRKitConfig | Mapping[str, Any], rrkit_serve_url: str
+) -> Iterator[RRKitSession]:
+    """This test's own isolated session of the run's shared server (`x-rrkit-session`), reset at its start, with
+    the marker's script and chaos: `OpenAI(base_url=rrkit_session.http_url, default_headers=rrkit_session.headers)`,
+    or `rrkit_session.openai()`. Ended at teardown (kept for a look when the test failed)."""
+    from .plugin_session import close_session, open_session
+
+    session, options = open_session(request, rrkit_serve_url, rrkit_config)
+    yield session
+    close_session(session, failed=request.node.stash.get(_FAILED, False), check_matched=options.assert_all_matched)
 
 
 def _async_server_fixture() -> Any:

@@ -95,6 +95,9 @@ class CassetteSource(ReplySource):
         said = f"preset{'s' if len(presets) > 1 else ''} {', '.join(presets)}"
         return f"{said} ({'stored in the cassette' if self._presets_stored else 'given'})"
 
+    def for_session(self) -> CassetteSource:
+        return replace(self)  # the same cassette and settings, every recording available
+
     def reset(self) -> None:
         with self._lock:
             self._used.clear()

@@ -13,34 +13,88 @@ from .reporting import ReportOutputs, conclude_report, report_options
 
 
 @main.command()
-@click.argument("cassette_path", metavar="CASSETTE", type=click.Path(path_type=Path))
+@click.argument("path", metavar="CASSETTE|JOURNAL", type=click.Path(path_type=Path))
 @click.option(
     "--html",
     "html_path",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also write the timeline as one self-contained HTML page (no script, no external resources).",
 )
-def show(cassette_path: Path, html_path: Path | None) -> None:
+@click.option("--session", metavar="NAME", help="A journal's exchanges of this session only.")
+@click.option(
+    "--route", metavar="NAME", help="Only those on this route: responses.create, responses.retrieve, models.list, ..."
+)
+@click.option("--method", metavar="METHOD", help="Only those with this HTTP method (GET, POST, ...).")
+@click.option("--status", metavar="STATUS", help="Only those with this status: 429, or a class: 4xx, 5xx.")
+@click.option(
+    "--outcome", metavar="KIND", help="Only those that ended so: completed, failed, refused, dropped, answered, ..."
+)
+@click.option("--model", metavar="MODEL", help="Only those asking for this model.")
+@click.option(
+    "--since",
+    metavar="ID|TIME",
+    help="Only those after exchange ID, or started at TIME or later (ISO 8601, UTC unless it says; or Unix "
+    "seconds with a decimal point).",
+)
+@click.option("--until", metavar="ID|TIME", help="Only those up to exchange ID, or started before TIME.")
+@click.option("--json", "as_json", is_flag=True, help="Print a journal's matching records as JSON lines.")
+def show(path: Path, html_path: Path | None, as_json: bool, **filters: str | None) -> None:
     """Show a cassette as a timeline: its WebSocket connections, then each exchange in order (full or
-    incremental, warmup, request sizes, events compressed, timing, outcome, protocol problems).
+    incremental, warmup, request sizes, events compressed, timing, outcome, protocol problems). Or show a
+    journal (`rrkit serve --journal FILE.jsonl`, told by its content or its .jsonl name): one line per exchange,
+    then `N of TOTAL exchanges`; the filter options keep those of a session, route, method, status, outcome,
+    model or time (they apply to journals only), --json prints the records themselves.
 
     Exit status: 0 shown, 2 a usage or file error.
 
     \b
-    Example:
+    Examples:
       rrkit show cassettes/drop-mid-stream.ws.json --html drop-mid-stream.html
+      rrkit show exchanges.jsonl --status 4xx --since 2026-12-07T09:00:00Z
     """
+    from ..tools.show_journal import is_journal
+
+    given = {name: value for name, value in filters.items() if value}
+    if is_journal(path):
+        if html_path is not None:
+            raise click.UsageError("--html draws a cassette's timeline: a journal is shown as lines (or --json)")
+        _show_journal(path, given, as_json)
+        return
+    if given or as_json:
+        options = ", ".join(f"--{name}" for name in (*given, *(("json",) if as_json else ())))
+        raise click.UsageError(
+            f"{options}: the filters apply to journal files (`rrkit serve --journal FILE.jsonl`), "
+            f"and {path} is no journal: show the cassette without them"
+        )
     from ..tools.show import build_timeline
     from ..tools.show_terminal import print_timeline
 
-    cassette = read_cassette(cassette_path)
-    timeline = build_timeline(cassette, path=str(cassette_path))
+    cassette = read_cassette(path)
+    timeline = build_timeline(cassette, path=str(path))
     print_timeline(timeline)
     if html_path is not None:
         from ..tools.show_html import write_html
 
         written = write_file(html_path, "the HTML page", lambda: write_html(timeline, html_path))
         click.echo(f"rrkit: wrote {written}")
+
+
+def _show_journal(path: Path, given: dict[str, str], as_json: bool) -> None:
+    """A journal's exchanges that the filters keep, one line each (or their records), then how many of all."""
+    from ..server.exchange_filter import ExchangeFilter, FilterError
+    from ..server.exchange_log import record_line
+    from ..tools.show_journal import read_journal
+
+    try:
+        wanted = ExchangeFilter.parse(given)
+    except FilterError as error:
+        raise click.BadParameter(str(error), param_hint=f"'--{error.param}'") from None
+    view = read_journal(path, wanted, FileError)
+    for warning in view.warnings:
+        click.echo(warning, err=True)
+    for entry in view.shown:
+        click.echo(entry.text if as_json else record_line(entry.record))
+    click.echo(f"{len(view.shown)} of {view.total} exchanges", err=as_json)  # stdout stays JSON lines with --json
 
 
 @main.command()

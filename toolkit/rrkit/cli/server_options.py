@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..server.sessions import IDLE_SECONDS, MAX_SESSIONS
 from .common import PORT, RECORD_MODES, log_level_option
 from .options import (
     Decorator,
@@ -73,6 +74,9 @@ class ServerOptions:
     limits: tuple[str, ...]
     log_level: str
     chaos: str | None
+    require_key: str | None
+    session_idle: float
+    max_sessions: int
     settings: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,6 +92,16 @@ class ServerOptions:
                 settings["chaos"] = Chaos.parse(self.chaos)
             except SettingError as error:
                 raise click.BadParameter(str(error), param_hint="--chaos") from None
+        if self.require_key is not None:
+            from ..protocol.headers import is_header_value
+
+            if not self.require_key.strip() or not is_header_value(self.require_key.strip()):
+                raise click.BadParameter(
+                    "the key is empty or holds what no header can carry (a line break, a non-ASCII character)",
+                    param_hint="--require-key",
+                )
+            settings["require_key"] = self.require_key.strip()
+        settings["session_idle"], settings["max_sessions"] = self.session_idle, self.max_sessions
         object.__setattr__(self, "settings", settings)
 
     @property
@@ -125,10 +139,38 @@ server_options = folded(
     limit_option,
     log_level_option,
     click.option(
+        "--require-key",
+        metavar="KEY",
+        envvar="RRKIT_REQUIRE_KEY",
+        help="Answer every request without this API key (Authorization: Bearer KEY, or api-key: KEY) with the "
+        "service's 401, over HTTP and on the WebSocket upgrade; each session may set its own (PUT /__rrkit/key). "
+        "Also read from $RRKIT_REQUIRE_KEY, which keeps it out of the process list.",
+    ),
+    click.option(
+        "--session-idle",
+        type=click.FloatRange(min=0, min_open=True),
+        default=IDLE_SECONDS,
+        show_default=True,
+        metavar="SECONDS",
+        help="A session (a request's x-rrkit-session header) ends after this many seconds without a request, its "
+        "exchanges and stored responses forgotten.",
+    ),
+    click.option(
+        "--max-sessions",
+        type=click.IntRange(min=1),
+        default=MAX_SESSIONS,
+        show_default=True,
+        help="Sessions live at once (and the metrics' session series): beyond it, the least recently used idle "
+        "session ends to make room; when every one is busy, a new one is refused with 503.",
+    ),
+    click.option(
         "--chaos",
-        metavar="drop=P,stall=P,seed=N",
+        metavar="drop=P,stall=P,rate_limit=P,retry_after=S,seed=N",
         help="Seeded random faults on every stream without a cut of its own: before each event a drop with "
-        "probability P, else a stall; the same seed cuts the same exchanges at the same events on every run.",
+        "probability P, else a stall; and with rate_limit=P, each request refused first with a 429 "
+        "rate_limit_exceeded naming retry_after=S seconds (default 1; from 0.001 to 3600), no scripted reply used "
+        "by it. The same seed cuts the same exchanges at the same events, and refuses the same requests, on every "
+        "run.",
     ),
 )
 """The options of a command that runs a server in the foreground, as its parameter `server` (a ServerOptions)."""

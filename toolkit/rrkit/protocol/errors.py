@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class ErrorKind(StrEnum):
@@ -370,3 +370,27 @@ def ws_error_frame(
     if headers:
         frame["headers"] = dict(headers)
     return frame
+
+
+class ErrorAnswer(NamedTuple):
+    """An HTTP error answer before any stream: its status, JSON body and headers (a plan's `Rejection`)."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds to the millisecond, as few digits as it takes: `0.5`, `1.5`, `2`."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
+
+
+def rate_limit_answer(retry_after: float) -> ErrorAnswer:
+    """The service's refusal of a request over its rate limit: 429, `{type: requests, code: rate_limit_exceeded}`
+    with "Please try again in 1.5s." in its message, and the delay in both headers clients read: `retry-after`
+    (seconds; what Codex reads) and `retry-after-ms` (what the SDKs read first). Over WebSocket the same goes out
+    as an `error` frame with status 429 and these headers in its `headers`."""
+    seconds = seconds_text(retry_after)
+    message = f"Rate limit reached for requests. Please try again in {seconds}s."
+    headers = {"retry-after": seconds, "retry-after-ms": str(round(retry_after * 1000))}
+    return ErrorAnswer(429, error_body(message, type="requests", code=RATE_LIMIT_EXCEEDED), headers)

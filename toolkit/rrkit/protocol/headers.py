@@ -5,6 +5,7 @@ import re
 from collections.abc import Mapping
 
 TURN_STATE_HEADER = "x-codex-turn-state"
+SESSION_HEADER = "x-rrkit-session"  # rrkit's own: the isolated session of a shared server a request is for
 """Sticky-routing token: issued on an HTTP response or a 101, sent back within the same turn only."""
 
 OPENAI_BETA_HEADER = "openai-beta"

@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import math
 import random
+import reprlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
+from .errors import rate_limit_answer
 from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
 from .exceptions import RRKitError, SettingError
 from .made_on_read import MadeOnRead
+from .names import unknown_name
 from .sse import encode_comment, encode_json, encode_sse
 from .steer import SteerQueue
 from .vocabulary import CloseKind, LineEnding, Transport
@@ -44,41 +47,83 @@ class StreamCut(RRKitError):
         self.close, self.code, self.reason = close, code, reason
 
 
+CHAOS_FIELDS = ("drop", "stall", "rate_limit", "seed", "retry_after")
+"""A chaos's settings, as `Chaos.parse` reads them and its JSON (`to_json`, `from_json`) has them."""
+MIN_RETRY_AFTER = 0.001
+"""The shortest rate-limit delay a chaos names: a millisecond, `retry-after-ms`'s unit."""
+MAX_RETRY_AFTER = 3600.0
+"""The longest: an hour (the SDKs honour a delay of up to two minutes and back off on their own past it)."""
+_PROBABILITIES = ("drop", "stall", "rate_limit")
+_RATE_LIMIT_SALT = "rate_limit"
+"""Mixed into the seed of a request's rate-limit draw: independent of its stream's cut, drawn from (seed, key)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Chaos:
     """Seeded probabilistic faults for soak tests: before each event, a drop with probability `drop`, else a stall
     with probability `stall`. Each stream draws from its own generator, seeded with (seed, the exchange's number),
-    so the same seed cuts the same exchanges at the same events on every run."""
+    so the same seed cuts the same exchanges at the same events on every run. Apart from the cuts, a request is
+    refused as over the rate limit (429, `retry_after` seconds) with probability `rate_limit`, drawn from a
+    generator of its own (`rate_limited`): the same seed refuses the same requests on every run."""
 
     drop: float = 0.0
     stall: float = 0.0
     seed: int = 0
+    rate_limit: float = 0.0
+    retry_after: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("drop", "stall"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
+        for name in _PROBABILITIES:
+            if not 0.0 <= getattr(self, name) <= 1.0:  # NaN is none either
                 raise ValueError(f"chaos {name} is a probability from 0 to 1, got {getattr(self, name)!r}")
         if self.drop + self.stall > 1.0:
             raise ValueError(f"chaos drop + stall is a probability, at most 1: got {self.drop} + {self.stall}")
+        if not MIN_RETRY_AFTER <= self.retry_after <= MAX_RETRY_AFTER:
+            raise ValueError(f"chaos retry_after is {_KINDS['retry_after']}, got {self.retry_after!r}")
 
     @classmethod
     def parse(cls, text: str) -> Chaos:
-        """From `drop=0.02,stall=0.01,seed=7` (each part optional); a SettingError says what is wrong."""
+        """From `drop=0.02,stall=0.01,rate_limit=0.05,retry_after=1.5,seed=7` (each part optional); a SettingError
+        says what is wrong."""
         given: dict[str, float | int] = {}
         for part in filter(None, (piece.strip() for piece in text.split(","))):
             name, equals, value = part.partition("=")
             name = name.strip()
-            if not equals or name not in ("drop", "stall", "seed"):
-                raise SettingError(f"chaos {part!r}: expected drop=P, stall=P or seed=N, e.g. drop=0.02,seed=7")
+            if not equals or name not in CHAOS_FIELDS:
+                raise SettingError(
+                    f"chaos {part!r}: expected drop=P, stall=P, rate_limit=P, retry_after=S or seed=N, "
+                    "e.g. drop=0.02,rate_limit=0.05,seed=7"
+                )
             try:
                 given[name] = int(value) if name == "seed" else float(value)
             except ValueError:
-                kind = "an integer" if name == "seed" else "a probability from 0 to 1"
-                raise SettingError(f"chaos {name}={value!r}: {name} is {kind}") from None
+                raise SettingError(f"chaos {name}={value!r}: {name} is {_KINDS[name]}") from None
         try:
-            return cls(float(given.get("drop", 0.0)), float(given.get("stall", 0.0)), int(given.get("seed", 0)))
+            return cls(**given)  # type: ignore[arg-type]  # each a float, but the seed an int
         except ValueError as error:
             raise SettingError(str(error)) from None
+
+    @classmethod
+    def from_json(cls, obj: object) -> Chaos:
+        """From a JSON object with any of `CHAOS_FIELDS` (the others keep their defaults); a SettingError names the
+        field that is unknown, of the wrong type (a boolean is no number; NaN and infinities are refused) or out of
+        range."""
+        if not isinstance(obj, Mapping):
+            fields = ", ".join(CHAOS_FIELDS)
+            raise SettingError(f"chaos must be a JSON object with the fields {fields}, got {reprlib.repr(obj)}")
+        given: dict[str, Any] = {}
+        for name, value in obj.items():
+            if name not in CHAOS_FIELDS:
+                raise SettingError(unknown_name("chaos field", str(name), CHAOS_FIELDS, list_valid=True))
+            given[name] = _json_setting(name, value)
+        try:
+            return cls(**given)
+        except ValueError as error:
+            raise SettingError(str(error)) from None
+
+    def to_json(self) -> dict[str, Any]:
+        """Its settings as a JSON object (what `from_json` reads back)."""
+        return {name: getattr(self, name) for name in CHAOS_FIELDS}
 
     def first_cut(self, key: int) -> tuple[str, int] | None:
         """Where this chaos cuts stream `key` first: ("drop" or "stall", before event N), or None. Each event is
@@ -90,6 +135,45 @@ class Chaos:
         draw = random.Random(f"{self.seed}:{key}")
         index = 0 if hit >= 1.0 else int(math.log1p(-draw.random()) / math.log1p(-hit))
         return ("drop" if draw.random() * hit < self.drop else "stall"), index
+
+    def rate_limited(self, key: int) -> bool:
+        """Whether request `key` (its exchange's number) is refused as over the rate limit: drawn with probability
+        `rate_limit` from a generator of its own, seeded with (seed, key) and a salt, so the draw is the same on
+        every run and independent of the stream's cut."""
+        if self.rate_limit <= 0.0:
+            return False
+        if self.rate_limit >= 1.0:
+            return True
+        return random.Random(f"{self.seed}:{key}:{_RATE_LIMIT_SALT}").random() < self.rate_limit
+
+    def refusal(self) -> Rejection:
+        """The answer to a request it rate-limits: the service's 429 (`errors.rate_limit_answer`), naming
+        `retry_after`."""
+        return Rejection(*rate_limit_answer(self.retry_after))
+
+
+def _json_setting(name: str, value: object) -> float | int:
+    """A chaos setting's JSON value, of its type: an integer seed, else a finite number (never a boolean)."""
+    if isinstance(value, int) and not isinstance(value, bool) and name == "seed":
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and name != "seed":
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past any float: out of range, as infinity is
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise SettingError(f"chaos field {name!r} must be {_KINDS[name]}, got {reprlib.repr(value)}")
+
+
+_KINDS = {
+    "drop": "a probability from 0 to 1",
+    "stall": "a probability from 0 to 1",
+    "rate_limit": "a probability from 0 to 1",
+    "seed": "an integer",
+    "retry_after": f"seconds from {MIN_RETRY_AFTER:g} to {MAX_RETRY_AFTER:g}",
+}
+"""What each chaos setting takes, as an error says it."""
 
 
 @dataclass(frozen=True, slots=True)

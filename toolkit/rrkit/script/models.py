@@ -21,7 +21,7 @@ from ..protocol.headers import is_header_value
 from ..protocol.names import unknown_name
 from ..protocol.outcome import OutcomeKind
 from ..protocol.pace import Pace
-from ..protocol.plan import Chaos, Lifecycle
+from ..protocol.plan import MAX_RETRY_AFTER, MIN_RETRY_AFTER, Chaos, Lifecycle
 from ..protocol.routes import ROUTE_NAMES
 from ..protocol.steer import NOT_SUPPORTED, WAITING_FOR_REQUIRED_INPUT
 from ..protocol.vocabulary import CloseKind, LineEnding, Transport
@@ -130,16 +130,29 @@ class ErrorFrame(_RetryHeaders):
 
 class ChaosSpec(_Strict):
     """Seeded probabilistic faults: before each event a drop with probability `drop`, else a stall with
-    probability `stall`; the same seed cuts the same exchanges at the same events on every run."""
+    probability `stall`; the same seed cuts the same exchanges at the same events on every run. With `rate_limit`,
+    a request this reply would answer is first refused with the service's 429 (`retry_after` seconds) with that
+    probability, drawn apart from the cuts: the reply is not used up by it, and answers the retry."""
 
     drop: Annotated[float, Field(ge=0, le=1)] = 0.0
     stall: Annotated[float, Field(ge=0, le=1)] = 0.0
     seed: int = 0
+    rate_limit: Annotated[float, Field(ge=0, le=1)] = Field(
+        0.0,
+        description="the probability that a request this reply would answer is refused first with a 429 "
+        "rate_limit_exceeded (retry-after, retry-after-ms), the reply kept for the retry",
+    )
+    retry_after: Annotated[float, Field(ge=MIN_RETRY_AFTER, le=MAX_RETRY_AFTER)] = Field(
+        1.0, description="the delay (seconds) a rate_limit refusal names, in its headers and its message"
+    )
 
     @model_validator(mode="after")
     def _chaos(self) -> Self:
-        Chaos(self.drop, self.stall, self.seed)  # its rules, once (a ValueError names what is wrong)
+        self.chaos()  # its rules, once (a ValueError names what is wrong)
         return self
+
+    def chaos(self) -> Chaos:
+        return Chaos(self.drop, self.stall, self.seed, self.rate_limit, self.retry_after)
 
 
 class PaceSpec(_Strict):
@@ -186,7 +199,9 @@ class Fault(_Strict):
         description="event N goes out as data that is not JSON (its JSON cut short after its type and "
         "sequence_number: an SSE data line, a WebSocket frame); the events after it follow as usual",
     )
-    chaos: ChaosSpec | None = Field(None, description="seeded random drops and stalls (a scripted cut wins)")
+    chaos: ChaosSpec | None = Field(
+        None, description="seeded random drops and stalls (a scripted cut wins), and rate-limit refusals"
+    )
     pace: PaceSpec | None = Field(
         None, description="streaming physics: ttft, tokens_per_second, jitter, seed (added to delay_first/each)"
     )

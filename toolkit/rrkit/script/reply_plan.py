@@ -10,7 +10,6 @@ from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_t
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import (
-    Chaos,
     Lifecycle,
     PlannedEvent,
     Rejection,
@@ -224,7 +223,7 @@ def stream_fault(fault: Fault) -> StreamFault:
         fault.line_ending,
         fault.cut_inside,
         fault.not_json_at,
-        Chaos(fault.chaos.drop, fault.chaos.stall, fault.chaos.seed) if fault.chaos is not None else None,
+        fault.chaos.chaos() if fault.chaos is not None else None,
     )
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import ResponsePlan
+from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import input_items, is_warmup
 from ..protocol.routes import CREATE, Route
 from ..protocol.vocabulary import Transport
@@ -31,7 +31,8 @@ _CREATE_ROUTE = Route(CREATE)
 class RequestView:
     """What a rule can look at: transport, headers (lower-case names), the wire and the logical request; and
     what a relay forwards as it came: the query string and the body's bytes as sent (encoded, if they were);
-    and the server's id generator, which names the responses a source makes."""
+    and the server's id generator, which names the responses a source makes; and the number of the exchange
+    carrying it, which seeded chaos draws with (`Chaos.rate_limited`)."""
 
     transport: Transport
     headers: Mapping[str, str]
@@ -44,6 +45,7 @@ class RequestView:
     method: str = "POST"
     path: str = "/responses"  # under the API base (protocol.routes.api_path)
     route: Route = _CREATE_ROUTE
+    exchange_id: int = 0
 
     def describe(self) -> str:
         if self.route.name != CREATE:
@@ -208,6 +210,11 @@ class ReplySource(abc.ABC):
         """Start over: every answer available again."""
         return None
 
+    def for_session(self) -> ReplySource | None:
+        """A source of the same answers for a new isolated session (`server.state.Sessions`), every answer available;
+        None: this source cannot be split (sessions are refused)."""
+        return None
+
     async def aclose(self) -> None:
         """Release what the source holds (upstream connections); called once the server has stopped."""
         return None
@@ -240,6 +247,9 @@ class ScriptState(ReplySource):
             self._handshake_uses.clear()
             self._steer_uses.clear()
 
+    def for_session(self) -> ScriptState:
+        return ScriptState(self._script)
+
     async def select(self, request: RequestView) -> ResponsePlan | NoMatch:
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
         if self._script is None:
@@ -251,6 +261,8 @@ class ScriptState(ReplySource):
         ):
             return self._plan(None, request)
         chosen = self._choose(request)
+        if isinstance(chosen, Rejection):
+            return ResponsePlan(rejection=chosen)
         return chosen if isinstance(chosen, NoMatch) else self._plan(chosen, request)
 
     def _plan(self, reply: Reply | None, request: RequestView) -> ResponsePlan:
@@ -266,7 +278,9 @@ class ScriptState(ReplySource):
             steerable=self._script is not None and bool(self.script.steer),
         )
 
-    def _choose(self, request: RequestView) -> Reply | NoMatch:
+    def _choose(self, request: RequestView) -> Reply | Rejection | NoMatch:
+        """The reply that answers `request`, its use counted; or the refusal its chaos draws for the request (a rate
+        limit), which leaves the reply to answer the retry."""
         with self._lock:
             scored: list[tuple[int, int, str]] = []
             for index, step in enumerate(self.script.responses):
@@ -274,13 +288,16 @@ class ScriptState(ReplySource):
                 passed, failed = failed_conditions(step.when, request) if step.when else ([], [])
                 available = step.repeat or used < step.times
                 if available and not failed:
+                    refusal = _chaos_refusal(step, request)
+                    if refusal is not None:
+                        return refusal
                     self._uses[index] = used + 1
                     return step
                 score = len(passed) - len(failed) - (0 if available else 1)
                 note = _steps_report(index, step, used, failed if available else [*failed, "used up"])
                 scored.append((score, -index, note))
             if self.script.default is not None:
-                return self.script.default
+                return _chaos_refusal(self.script.default, request) or self.script.default
             scored.sort(reverse=True)
             return NoMatch(request.describe(), [note for _, _, note in scored[:3]])
 
@@ -339,6 +356,15 @@ class ScriptState(ReplySource):
                 for index, step in enumerate(self.script.steer)
                 if not step.repeat and self._steer_uses.get(index, 0) < step.times
             ]
+
+
+def _chaos_refusal(reply: Reply, request: RequestView) -> Rejection | None:
+    """The 429 a reply's own chaos refuses `request` with (drawn with the exchange's number), if it does."""
+    spec = reply.fault.chaos
+    if spec is None or not spec.rate_limit:
+        return None
+    chaos = spec.chaos()
+    return chaos.refusal() if chaos.rate_limited(request.exchange_id) else None
 
 
 class _Counted(Protocol):

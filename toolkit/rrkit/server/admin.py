@@ -18,14 +18,16 @@ from starlette.routing import Route
 
 from ..protocol import errors
 from ..protocol.encoding import body_form
-from ..protocol.exceptions import ScriptError
-from ..protocol.headers import media_type
+from ..protocol.exceptions import ScriptError, SettingError
+from ..protocol.headers import SESSION_HEADER, is_header_value, media_type
 from ..protocol.outcome import json_of_body
+from ..protocol.plan import Chaos
 from ..protocol.request import input_items
 from ..protocol.secrets import REDACTED, mask_headers, mask_request, scrub_key_like
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
 from .capture import Exchange
+from .exchange_filter import ExchangeFilter, FilterError
 from .http import read_body
 from .respond import RequestRefused, ServerState, Unmatched, state_of
 
@@ -90,8 +92,12 @@ def exchange_summary(exchange: Exchange) -> dict[str, Any]:
     model = (wire or {}).get("model")
     return {
         "id": exchange.id,
+        "session": exchange.session,
         "transport": exchange.transport,
         "connection": exchange.connection_id,
+        "method": exchange.method,
+        "path": exchange.path,
+        "route": exchange.route,
         "model": model if isinstance(model, str) else None,
         "request": "incremental" if exchange.incremental else "full",
         "warmup": exchange.warmup,
@@ -192,6 +198,16 @@ def memory_summary(state: ServerState) -> dict[str, Any]:
     }
 
 
+def _sessions_brief(state: ServerState) -> dict[str, Any] | None:
+    """The sessions' counts, for the default session's health (None in a session's own)."""
+    sessions = state.sessions
+    if sessions is None or state.session is not None:
+        return None
+    summary = sessions.summary()
+    del summary["data"]
+    return summary
+
+
 def reset_state(state: ServerState) -> dict[str, int]:
     """Forget what the server saw (exchanges, connections, near misses, stored responses) and start the source
     over (every scripted step available again); returns how much was forgotten."""
@@ -250,6 +266,10 @@ class Admin:
                 "connections": len(self.state.capture.connections),
                 "unmatched": self.state.unmatched.total,
                 "keep": self.state.capture.keep,
+                "session": self.state.session,
+                "chaos": self.state.chaos.to_json() if self.state.chaos is not None else None,
+                "key_required": self.state.require_key is not None,
+                "sessions": _sessions_brief(self.state),
                 "memory": memory_summary(self.state),
                 "urls": {
                     "http": f"{base}/v1",
@@ -260,19 +280,23 @@ class Admin:
         )
 
     async def exchanges(self, request: Request) -> Response:
-        since, limit, full = _count(request, "since"), _count(request, "limit"), _flag(request, "full")
-        exchanges = self._exchanges()
-        if since is not None:
-            exchanges = [exchange for exchange in exchanges if exchange.id > since]
-        more = limit is not None and len(exchanges) > limit
-        if limit is not None:  # after `since`: the first `limit` (paging on); else the most recent `limit`
-            exchanges = exchanges[:limit] if since is not None else exchanges[len(exchanges) - limit :]
+        limit, full = _count(request, "limit"), _flag(request, "full")
+        try:
+            wanted = ExchangeFilter.parse(request.query_params)
+        except FilterError as error:
+            raise _BadQuery(error.param, str(error)) from None
+        exchanges = [exchange for exchange in self._exchanges() if wanted.matches(exchange)]
+        total = len(exchanges)
+        more = limit is not None and total > limit
+        if limit is not None:  # from `since` on: the first `limit` (paging on); else the most recent `limit`
+            exchanges = exchanges[:limit] if wanted.starts_somewhere else exchanges[total - limit :]
         show = exchange_full if full else exchange_summary
         data = [show(exchange) for exchange in exchanges]
         return AdminJSON(
             {
                 "object": "list",
                 "data": data,
+                "total": total,
                 "first_id": data[0]["id"] if data else None,
                 "last_id": data[-1]["id"] if data else None,
                 "has_more": more,
@@ -338,6 +362,68 @@ class Admin:
         source.reset(script)  # every step of the new script available, from the next request on
         return AdminJSON({"loaded": True, "source": source_summary(self.state)})
 
+    async def _json_body(self, request: Request, what: str) -> Any:
+        """The JSON a `PUT /__rrkit/{what}` body holds, or the 400 (`invalid_{what}`) saying why there is none."""
+        try:
+            return json.loads(await read_body(request, self.state.limits.body) or b"null")
+        except (RequestRefused, ValueError) as error:
+            message = f"PUT {ADMIN_PREFIX}/{what}: the body is no JSON ({error}); send a JSON object"
+            return _error(400, message, code=f"invalid_{what}")
+
+    async def chaos(self, request: Request) -> Response:
+        """`GET` the session's chaos, `PUT` a new one (the fields of `--chaos` as JSON), `DELETE` it: from the
+        session's next request on."""
+        state = self.state
+        if request.method == "PUT":
+            body = await self._json_body(request, "chaos")
+            if isinstance(body, Response):
+                return body
+            try:
+                state.chaos = Chaos.from_json(body)
+            except SettingError as error:
+                return _error(400, f"PUT {ADMIN_PREFIX}/chaos: {error}", code="invalid_chaos")
+        elif request.method == "DELETE":
+            state.chaos = None
+        return AdminJSON({"session": state.session, "chaos": state.chaos.to_json() if state.chaos else None})
+
+    async def key(self, request: Request) -> Response:
+        """`GET` whether the session requires an API key, `PUT` one (`{"key": "..."}`), `DELETE` it (any key goes)."""
+        state = self.state
+        if request.method == "PUT":
+            body = await self._json_body(request, "key")
+            if isinstance(body, Response):
+                return body
+            key = body.get("key") if isinstance(body, dict) else None
+            if not isinstance(key, str) or not key.strip() or not is_header_value(key):
+                return _error(
+                    400,
+                    f'PUT {ADMIN_PREFIX}/key: give the key as {{"key": "sk-..."}} (a non-empty string a header can '
+                    "carry); DELETE the key to accept any",
+                    param="key",
+                    code="invalid_key",
+                )
+            state.require_key = key.strip()
+        elif request.method == "DELETE":
+            state.require_key = None
+        return AdminJSON({"session": state.session, "key_required": state.require_key is not None})
+
+    async def sessions(self, request: Request) -> Response:
+        sessions = self.state.sessions
+        return AdminJSON({"object": "list", **(sessions.summary() if sessions is not None else {"data": []})})
+
+    async def end_session(self, request: Request) -> Response:
+        """`DELETE /__rrkit/session`: end the session the request names (its stores and background runs go)."""
+        state = self.state
+        if state.session is None or state.sessions is None:
+            return _error(
+                400,
+                f"DELETE {ADMIN_PREFIX}/session ends the session the request names: send {SESSION_HEADER} (or "
+                "?session=NAME); the default session cannot be ended (POST /__rrkit/reset empties it).",
+                code="no_session_named",
+            )
+        state.sessions.drop(state.session)
+        return AdminJSON({"session": state.session, "ended": True})
+
     @staticmethod
     async def refuse(request: Request, error: Exception) -> Response:
         """404 and 405 as OpenAI-shaped errors that name the endpoints."""
@@ -374,6 +460,10 @@ class Admin:
             route("/metrics", "metrics", "GET"),
             route("/reset", "reset", "POST"),
             route("/script", "script", "POST"),
+            *(route("/chaos", "chaos", method) for method in ("GET", "PUT", "DELETE")),
+            *(route("/key", "key", method) for method in ("GET", "PUT", "DELETE")),
+            route("/sessions", "sessions", "GET"),
+            route("/session", "end_session", "DELETE"),
         ]
 
 
@@ -387,6 +477,10 @@ ENDPOINTS = ", ".join(
         ("GET", "/metrics"),
         ("POST", "/reset"),
         ("POST", "/script"),
+        ("GET|PUT|DELETE", "/chaos"),
+        ("GET|PUT|DELETE", "/key"),
+        ("GET", "/sessions"),
+        ("DELETE", "/session"),
     )
 )
 

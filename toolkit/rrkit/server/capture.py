@@ -176,6 +176,7 @@ class Exchange:
     method: str = "POST"  # the HTTP method (a WebSocket request is a `response.create` frame: POST's route)
     path: str = "/responses"  # the path under the API base (protocol.routes.api_path)
     route: str = CREATE  # the route's name (protocol.routes)
+    session: str | None = None  # the session it belongs to (the `x-rrkit-session` header); None: the default one
     on_outcome: Callable[[Exchange], None] | None = field(default=None, repr=False, compare=False)
     """Called when the exchange gets its outcome: its capture's listeners (a recording's journal, a log line)."""
 
@@ -287,10 +288,11 @@ class Capture:
     (`rrkit serve` without recording, whose memory then stays bounded however long it runs and however large its
     requests)."""
 
-    def __init__(self, keep: int | None = None, max_bytes: int | None = None) -> None:
+    def __init__(self, keep: int | None = None, max_bytes: int | None = None, session: str | None = None) -> None:
         if keep is not None and keep < 0:
             raise SettingError(f"keep must be a number of exchanges (0 or more), got {keep}")
         self.keep = keep
+        self.session = session  # the session whose exchanges these are (None: the default one)
         self.max_bytes = max_bytes if keep is not None else None  # a capture that keeps every one has no budget
         self.kept_bytes = 0  # of the ended exchanges still kept, when there is a budget
         self.evicted = 0  # exchanges dropped for the budget (the oldest first)
@@ -321,6 +323,7 @@ class Capture:
                 wire,
                 query=query,
                 on_outcome=self._ended,
+                session=self.session,
             )
             self._next_exchange += 1
             if self.keep is not None and len(self._exchanges) >= self.keep > 0:

@@ -8,9 +8,9 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..protocol.outcome import OutcomeKind
 from ..protocol.routes import CREATE
@@ -43,31 +43,105 @@ def outcome_text(exchange: Exchange) -> str:
     outcome = exchange.outcome
     if outcome is None:
         return "running"
-    words = [outcome.kind.value]
     status = outcome.status if outcome.status is not None else exchange.response_status
-    if status is not None and (outcome.kind in (OutcomeKind.REFUSED, OutcomeKind.ANSWERED) or not 200 <= status < 300):
+    return _outcome_words(outcome.kind, status, outcome.code or outcome.reason)
+
+
+def _outcome_words(kind: str, status: int | None, detail: str | None) -> str:
+    words = [kind]
+    if status is not None and (kind in (OutcomeKind.REFUSED, OutcomeKind.ANSWERED) or not 200 <= status < 300):
         words.append(str(status))
-    if detail := outcome.code or outcome.reason:
+    if detail:
         words.append(detail)
     return " ".join(words)
+
+
+class _Line(NamedTuple):
+    """What one line shows, read from an exchange or from its journal record."""
+
+    id: int
+    transport: str
+    route: str
+    method: str
+    path: str
+    query: str
+    kind: str
+    model: str
+    events: int
+    streamed: bool  # it sent events (on another route than the create, the line counts them only then)
+    outcome: str
+    ms: int
+    replayed: bool
 
 
 def exchange_line(exchange: Exchange, now: float | None = None) -> str:
     """One line for a person: `#3  ws    incr    gpt-5          14 ev  completed  38 ms`; on another route than
     the create, its method and path: `#4  http  GET /responses/resp_1  answered 200  2 ms`."""
-    replayed = "  (replayed)" if exchange.replayed else ""
-    if exchange.route != CREATE:
-        query = "?" + exchange.query if exchange.query else ""
-        events = f"{_events(exchange)} ev  " if len(exchange.events) else ""
-        where = f"{exchange.method} {exchange.path}{query}"
-        ending = f"{outcome_text(exchange)}  {_ms(exchange, now)} ms{replayed}"
-        return f"#{exchange.id:<3} {exchange.transport:<4} {where}  {events}{ending}"
-    kind = {"incremental": "incr"}.get(exchange_kind(exchange), exchange_kind(exchange))
-    line = (
-        f"#{exchange.id:<3} {exchange.transport:<4} {kind:<6}  {_model(exchange):<14} {_events(exchange):>3} ev  "
-        f"{outcome_text(exchange)}  {_ms(exchange, now)} ms"
+    return _line(
+        _Line(
+            exchange.id,
+            exchange.transport,
+            exchange.route,
+            exchange.method,
+            exchange.path,
+            exchange.query,
+            exchange_kind(exchange),
+            _model(exchange),
+            _events(exchange),
+            len(exchange.events) > 0,
+            outcome_text(exchange),
+            _ms(exchange, now),
+            exchange.replayed,
+        )
     )
-    return line + replayed
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """`exchange_line` for a journal record (`exchange_record`), as `rrkit show` prints a `--journal` file; a
+    record of an older rrkit, without `route` and `method`, was a create."""
+    ended = record.get("outcome")
+    if isinstance(ended, Mapping):
+        status = ended.get("status") if ended.get("status") is not None else record.get("status")
+        detail = ended.get("code") or ended.get("reason")
+        outcome = _outcome_words(str(ended.get("kind")), _int_or_none(status), str(detail) if detail else None)
+    else:
+        outcome = "running"
+    events = _int_or_none(record.get("events")) or 0
+    return _line(
+        _Line(
+            record["id"],
+            str(record.get("transport") or "-"),
+            str(record.get("route") or CREATE),
+            str(record.get("method") or "POST"),
+            str(record.get("path") or "/responses"),
+            str(record.get("query") or ""),
+            str(record.get("kind") or "full"),
+            record["model"] if isinstance(record.get("model"), str) and record["model"] else "-",
+            events,
+            events > 0,
+            outcome,
+            _int_or_none(record.get("ms")) or 0,
+            record.get("replayed") is True,
+        )
+    )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _line(line: _Line) -> str:
+    replayed = "  (replayed)" if line.replayed else ""
+    if line.route != CREATE:
+        query = "?" + line.query if line.query else ""
+        events = f"{line.events} ev  " if line.streamed else ""
+        where = f"{line.method} {line.path}{query}"
+        return f"#{line.id:<3} {line.transport:<4} {where}  {events}{line.outcome}  {line.ms} ms{replayed}"
+    kind = {"incremental": "incr"}.get(line.kind, line.kind)
+    return (
+        f"#{line.id:<3} {line.transport:<4} {kind:<6}  {line.model:<14} {line.events:>3} ev  "
+        f"{line.outcome}  {line.ms} ms{replayed}"
+    )
 
 
 def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, Any]:
@@ -76,6 +150,7 @@ def exchange_record(exchange: Exchange, now: float | None = None) -> dict[str, A
     previous = wire.get("previous_response_id")
     return {
         "id": exchange.id,
+        "session": exchange.session,
         "started_at": round(exchange.started_at, 6),
         "ms": _ms(exchange, now),
         "transport": exchange.transport,

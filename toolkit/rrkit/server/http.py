@@ -33,6 +33,7 @@ from .respond import (
     Responder,
     ServerState,
     invalid_request,
+    key_refused,
     scope_headers,
     state_of,
     store_ended,
@@ -97,6 +98,8 @@ class _Answer(Response):
         wire: dict[str, Any] = {}
         logical: dict[str, Any] = {}
         try:
+            if (unauthorized := key_refused(self.state, headers)) is not None:
+                raise unauthorized
             if too_large is not None:
                 raise too_large
             if exchange.route != routes.CREATE:

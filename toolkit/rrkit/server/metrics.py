@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from .respond import ServerState
+    from .state import Sessions
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -51,6 +52,32 @@ class _ServerCollector(Collector):
         yield GaugeMetricFamily("rrkit_memory_budget_bytes", "The memory budget (--limit memory)", state.limits.memory)
         yield GaugeMetricFamily("rrkit_connections", "WebSocket connections kept", len(capture.connections))
         yield CounterMetricFamily("rrkit_unmatched", "Requests nothing answered", unmatched.total)
+        if state.sessions is not None and state.session is None:
+            yield from _session_metrics(state.sessions)
+
+
+def _session_metrics(sessions: Sessions) -> Iterator[Metric]:
+    """The named sessions beside the default one's figures: one series per live session, so as many as
+    `--max-sessions` at most (an ended session's series go with it; its exchanges stay counted in the totals of
+    `rrkit_sessions_ended`)."""
+    live = sessions.sessions()
+    yield GaugeMetricFamily("rrkit_sessions", "Named sessions live", len(live))
+    ended = CounterMetricFamily("rrkit_sessions_ended", "Named sessions ended, by why", labels=["reason"])
+    for reason, count in sorted(sessions.ended.items()):
+        ended.add_metric([reason], count)
+    yield ended
+    exchanges = CounterMetricFamily(
+        "rrkit_session_exchanges",
+        "Exchanges ended in each live named session, by transport and outcome",
+        labels=["session", "transport", "outcome"],
+    )
+    kept = GaugeMetricFamily("rrkit_session_kept_bytes", "Bytes each live named session keeps", labels=["session"])
+    for session in live:
+        for (transport, outcome), count in sorted(session.state.counts.outcomes.items()):
+            exchanges.add_metric([session.name, transport, outcome], count)
+        kept.add_metric([session.name], session.kept_bytes())
+    yield exchanges
+    yield kept
 
 
 def metrics_text(state: ServerState) -> bytes:

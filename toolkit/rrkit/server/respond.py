@@ -1,118 +1,52 @@
-"""What both transports share: server state, validating a request, rebuilding its logical request, picking
+"""What both transports share: validating a request, rebuilding its logical request, picking
 and planning the answer."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
-from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from starlette.types import Scope
 
 from ..protocol import errors
 from ..protocol.exceptions import BadRequest, RRKitError
-from ..protocol.ids import IdGenerator
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.input_check import resolve_references
-from ..protocol.jsontext import UnsafeJSON, json_size
-from ..protocol.limits import Limits
+from ..protocol.jsontext import UnsafeJSON
+from ..protocol.keys import UNAUTHORIZED, key_refusal
 from ..protocol.outcome import Outcome, OutcomeKind
-from ..protocol.plan import Chaos, Rejection, ResponsePlan
+from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import input_items
 from ..protocol.request_check import check_request
 from ..protocol.resources import conversation_id, not_found
 from ..protocol.vocabulary import Transport
-from ..script.select import NoMatch, ReplySource, RequestView
-from .admin_guard import AdminPolicy
-from .capture import Capture, Exchange, ExchangeCounts
+from ..script.select import NoMatch, RequestView
+from .capture import Exchange
+from .state import STATE_KEY, ServerState, Unmatched, UnmatchedLog, state_of
 from .store import HTTP_STORE_SIZE, WS_STORE_SIZE, ResponseStore, Stored, store_ended
 from .stream import SERVER_ERROR_CODE, own_failure
 
-__all__ = ["HTTP_STORE_SIZE", "WS_STORE_SIZE", "ResponseStore", "Stored", "store_ended"]
+__all__ = [
+    "HTTP_STORE_SIZE",
+    "STATE_KEY",
+    "WS_STORE_SIZE",
+    "ResponseStore",
+    "ServerState",
+    "Stored",
+    "Unmatched",
+    "UnmatchedLog",
+    "state_of",
+    "store_ended",
+]
 
 log = logging.getLogger("rrkit.server")
 
 NO_MATCH_CODE = "rrkit_no_matching_reply"
 NORMAL_CLOSURE = 1000  # the WebSocket close code for "the purpose of the connection has been fulfilled"
 ABNORMAL_CLOSURE = 1006  # the WebSocket close code for "closed without a close frame"
-
-
-UNMATCHED_KEPT = 100
-"""Requests nothing answered whose near-miss reports a server keeps (the most recent ones) for `/__rrkit/unmatched`."""
-
-
-@dataclass(frozen=True)
-class Unmatched:
-    """A request nothing answered: which exchange carried it, and the source's near-miss report (`NoMatch`)."""
-
-    exchange_id: int
-    transport: Transport
-    connection_id: int | None
-    at: float  # when it was refused (seconds since the epoch)
-    report: NoMatch
-    wire_request: dict[str, Any]
-
-
-class UnmatchedLog:
-    """The most recent `Unmatched` requests, readable from any thread while the server answers."""
-
-    def __init__(self, size: int = UNMATCHED_KEPT, max_bytes: int | None = None) -> None:
-        self.size = size
-        self.max_bytes = max_bytes  # None: bounded by `size` alone
-        self.kept_bytes = 0
-        self._recent: deque[tuple[Unmatched, int]] = deque()
-        self._lock = threading.Lock()
-        self.total = 0  # requests nothing answered since the start (or the last reset), evicted ones included
-
-    def add(self, unmatched: Unmatched) -> None:
-        size = json_size(unmatched.wire_request) if self.max_bytes is not None else 0
-        with self._lock:
-            self._recent.append((unmatched, size))
-            self.kept_bytes += size
-            self.total += 1
-            while len(self._recent) > self.size or (
-                self.max_bytes is not None and self.kept_bytes > self.max_bytes and len(self._recent) > 1
-            ):
-                self.kept_bytes -= self._recent.popleft()[1]
-
-    def recent(self) -> list[Unmatched]:
-        with self._lock:
-            return [unmatched for unmatched, _ in self._recent]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._recent.clear()
-            self.kept_bytes = self.total = 0
-
-
-@dataclass
-class ServerState:
-    source: ReplySource
-    capture: Capture = field(default_factory=Capture)
-    ids: IdGenerator = field(default_factory=IdGenerator)
-    http_store: ResponseStore = field(default_factory=ResponseStore)
-    ws_store_size: int = WS_STORE_SIZE  # each WebSocket connection's own ResponseStore
-    stopping: asyncio.Event | None = None  # set by the runner on shutdown; ends stalls and pauses
-    lenient: bool = False  # accept coercible field types (`stream: "yes"`), as `check_request` says
-    unmatched: UnmatchedLog = field(default_factory=UnmatchedLog)  # recent near-miss reports
-    admin: AdminPolicy = field(default_factory=AdminPolicy)  # who may call the admin API
-    limits: Limits = field(default_factory=Limits)  # the sizes of what it reads
-    counts: ExchangeCounts = field(default_factory=ExchangeCounts)  # exchanges ended, for /__rrkit/metrics
-    chaos: Chaos | None = None  # drawn on every stream whose plan has no chaos (nor cut) of its own
-
-
-STATE_KEY = "rrkit.state"
-"""Scope key: the state of the server a request reached (one app serves every server of the process)."""
-
-
-def state_of(scope: Scope) -> ServerState:
-    state: ServerState = scope[STATE_KEY]
-    return state
 
 
 class RequestRefused(RRKitError):
@@ -155,6 +89,14 @@ def scope_headers(scope: Scope) -> dict[str, str]:
         key, text = name.decode("latin-1").lower(), value.decode("latin-1")
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return headers
+
+
+def key_refused(state: ServerState, headers: Mapping[str, str]) -> RequestRefused | None:
+    """The service's 401 for a request without the key the server (or its session) requires; None: let it in."""
+    if state.require_key is None:
+        return None
+    body = key_refusal(state.require_key, headers)
+    return None if body is None else RequestRefused(UNAUTHORIZED, body)
 
 
 def invalid_request(error: BadRequest | UnsafeJSON) -> RequestRefused:
@@ -236,9 +178,21 @@ class Responder:
         query: str = "",
         body: bytes | None = None,
     ) -> ResponsePlan:
-        """The source's plan for this request; a rejection (or no plan at all) is raised as `RequestRefused`."""
+        """The source's plan for this request; a rejection (or no plan at all) is raised as `RequestRefused`. A
+        request the server's chaos rate-limits is refused before the source chooses: no reply is used by it."""
+        chaos = self.state.chaos
+        if chaos is not None and chaos.rate_limited(exchange.id):
+            raise RequestRefused.of(chaos.refusal())
         view = RequestView(
-            exchange.transport, headers, wire, logical, exchange.connection_id, query, body, ids=self.state.ids
+            exchange.transport,
+            headers,
+            wire,
+            logical,
+            exchange.connection_id,
+            query,
+            body,
+            ids=self.state.ids,
+            exchange_id=exchange.id,
         )
         try:
             chosen = await self.state.source.select(view)
@@ -249,7 +203,6 @@ class Responder:
         exchange.replayed = chosen.replayed
         if chosen.rejection is not None:
             raise RequestRefused.of(chosen.rejection)
-        chaos = self.state.chaos
         if chaos is not None and chosen.body is None and chosen.fault.chaos is None:
             return replace(chosen, fault=replace(chosen.fault, chaos=chaos))
         return chosen

@@ -25,6 +25,8 @@ from .admin_guard import AdminPolicy, is_loopback, new_token
 from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
 from .respond import ResponseStore, Unmatched, UnmatchedLog
+from .sessions import IDLE_SECONDS, MAX_SESSIONS
+from .state import Sessions
 from .uvicorn_adapter import ForegroundServer
 
 if TYPE_CHECKING:
@@ -246,12 +248,15 @@ class LoopbackServer:
 
 class FakeServer(LoopbackServer):
     """The fake Responses server. `with FakeServer(script) as server:` runs it in a background thread;
-    `async with FakeServer(script) as server:` runs it on the current event loop. Request fields must have the
-    types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`).
-    `limits` bounds what it reads (rrkit.protocol.limits). `chaos` (a `Chaos`, or `"drop=0.02,stall=0.01,seed=7"`)
-    cuts streams at random, the same ones on every run with the same seed. The admin API answers callers on
-    loopback only, unless `admin_token` is given (then every call needs it); a server bound to another address
-    makes up a token when none is given (`admin_token` holds it)."""
+        `async with FakeServer(script) as server:` runs it on the current event loop. Request fields must have the
+        types the API requires (`stream` a boolean, ...); `lenient=True` accepts what coerces (`stream: "yes"`).
+        `limits` bounds what it reads (rrkit.protocol.limits). `chaos` (a `Chaos`, or `"drop=0.02,stall=0.01,seed=7"`)
+        cuts streams at random, the same ones on every run with the same seed. The admin API answers callers on
+        loopback only, unless `admin_token` is given (then every call needs it); a server bound to another address
+        makes up a token when none is given (`admin_token` holds it). `require_key` answers a request without that API
+    key with the service's 401. A request naming a session (`x-rrkit-session`) is answered by that session's own
+    script, journal, store, chaos and key (`sessions`), made on first use and dropped after `session_idle` idle
+    seconds, at most `max_sessions` at once."""
 
     def __init__(
         self,
@@ -268,6 +273,9 @@ class FakeServer(LoopbackServer):
         admin_hosts: Iterable[str] = (),
         limits: Limits | None = None,
         chaos: Chaos | str | None = None,
+        require_key: str | None = None,
+        session_idle: float = IDLE_SECONDS,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         if script is not None and source is not None:
             raise SettingError("give a script or a reply source (such as a cassette replay), not both")
@@ -278,7 +286,9 @@ class FakeServer(LoopbackServer):
             ids=ids or IdGenerator(),
             lenient=lenient,
             chaos=Chaos.parse(chaos) if isinstance(chaos, str) else chaos,
+            require_key=require_key or None,
         )
+        self.state.sessions = Sessions(self.state, idle=session_idle, limit=max_sessions)
         self.admin_token_made = not admin_token and not is_loopback(host)
         token = new_token() if self.admin_token_made else admin_token
         self.state.admin = AdminPolicy.of(token, [*admin_hosts, host])
@@ -308,6 +318,8 @@ class FakeServer(LoopbackServer):
         responses still being made stop."""
         await self.state.http_store.aclose()
         await self.state.source.aclose()
+        if self.state.sessions is not None:
+            await self.state.sessions.aclose()
 
     # -- what tests read ----------------------------------------------------------------------
     @property
@@ -321,6 +333,12 @@ class FakeServer(LoopbackServer):
     @property
     def exchanges(self) -> list[Exchange]:
         return self.state.capture.exchanges
+
+    @property
+    def sessions(self) -> Sessions:
+        """The isolated sessions requests named (`x-rrkit-session`): `server.sessions.state_of(name).capture`."""
+        assert self.state.sessions is not None
+        return self.state.sessions
 
     @property
     def connections(self) -> list[Connection]:

@@ -35,6 +35,7 @@ from .respond import (
     ResponseStore,
     ServerState,
     invalid_request,
+    key_refused,
     scope_headers,
     state_of,
     store_ended,
@@ -426,6 +427,11 @@ async def websocket_responses(websocket: WebSocket) -> None:
 
 async def _serve_websocket(state: ServerState, websocket: WebSocket, connection: Connection) -> None:
     headers = connection.handshake_headers
+    if (unauthorized := key_refused(state, headers)) is not None:
+        connection.status = unauthorized.status
+        await websocket.send_denial_response(JSONResponse(unauthorized.body, status_code=unauthorized.status))
+        mark_denial_sent(websocket.scope)
+        return
     handshake = await state.source.select_handshake(headers, connection_id=connection.id, query=connection.query)
     if handshake is not None and handshake.delay:
         await first_of(state.stopping or asyncio.Event(), timeout=handshake.delay)
