@@ -9,11 +9,14 @@ import time
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from rrkit.protocol.limits import Limits
+from rrkit.protocol.plan import Chaos
 from rrkit.relay.source import UpstreamSource
 from rrkit.script import Script, reply
 from rrkit.server.runner import FakeServer
@@ -217,3 +220,41 @@ def test_the_health_of_a_session_names_it_and_the_default_health_counts_the_sess
     assert _admin(server, "GET", "/health", "a").json()["session"] == "a"
     health = _admin(server, "GET", "/health").json()
     assert health["session"] is None and health["sessions"]["live"] == 1 and health["sessions"]["max"] == 7
+
+
+def test_the_sdk_waits_the_retry_after_of_a_sessions_run_time_rate_limit_and_other_sessions_are_not_refused(
+    serve: Serve,
+) -> None:
+    server = serve(Script(default=reply("after the wait")))
+    draws = ((seed, Chaos(rate_limit=0.5, seed=seed)) for seed in range(10_000))
+    seed = next(seed for seed, chaos in draws if chaos.rate_limited(0) and not chaos.rate_limited(1))  # refused once
+    chaos = {"rate_limit": 0.5, "retry_after": 0.5, "seed": seed}
+    assert _admin(server, "PUT", "/chaos", "limited", json=chaos).status_code == 200
+    limited = openai.OpenAI(
+        base_url=server.http_url, api_key="sk-x", max_retries=2, default_headers={HEADER: "limited"}
+    )
+    assert limited.responses.create(model="m", input="hi").output_text == "after the wait"
+    other = openai.OpenAI(base_url=server.http_url, api_key="sk-x", max_retries=0, default_headers={HEADER: "free"})
+    for _ in range(3):
+        assert other.responses.create(model="m", input="hi").output_text == "after the wait"
+    server.settle()
+    refused, retried = server.sessions.state_of("limited").capture.exchanges
+    assert refused.outcome is not None and refused.outcome.status == 429 and refused.ended_at is not None
+    assert retried.started_at - refused.ended_at >= 0.5 - 0.05  # the SDK waited the Retry-After it was given
+    assert all(
+        e.outcome and e.outcome.kind.value == "completed" for e in server.sessions.state_of("free").capture.exchanges
+    )
+
+
+def test_sessions_count_against_the_memory_budget_the_least_recently_used_idle_one_ending_for_room(
+    serve: Serve,
+) -> None:
+    server = serve(Script(default=reply("y" * 20_000)), keep=100, limits=Limits(memory=400_000))
+    for name in ("s1", "s2", "s3", "s4"):
+        for _ in range(3):
+            assert _create(server, name, {"model": "m", "input": "x"}).status_code == 200
+        server.settle()
+    budget = 400_000
+    kept = sum(session.kept_bytes() for session in server.sessions.sessions())
+    assert server.sessions.ended["evicted"] >= 1 and "s4" in [s.name for s in server.sessions.sessions()]
+    assert kept <= budget + max(session.kept_bytes() for session in server.sessions.sessions())
