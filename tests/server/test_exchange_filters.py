@@ -59,7 +59,7 @@ def _send_one(client: httpx.Client, url: str, rng: random.Random, responses: lis
         client.delete(f"{url}/responses/{responses.pop() if responses else 'resp_gone'}")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def journal() -> Iterator[tuple[FakeServer, list[Summary]]]:
     """A server that answered EXCHANGES real requests (about 10 s on a loaded 2-core machine), and its whole
     unfiltered list of summaries."""
@@ -150,7 +150,7 @@ def ids(page: dict[str, Any]) -> list[int]:
     return [summary["id"] for summary in page["data"]]
 
 
-def test_the_journal_mixes_routes_methods_statuses_outcomes_and_models(
+def the_journal_mixes_routes_methods_statuses_outcomes_and_models(
     journal: tuple[FakeServer, list[Summary]],
 ) -> None:
     _, summaries = journal
@@ -166,7 +166,7 @@ def test_the_journal_mixes_routes_methods_statuses_outcomes_and_models(
     assert {s["path"] for s in summaries} >= {"/responses", "/models", "/responses/resp_unknown"}
 
 
-def test_each_filter_and_combination_keeps_exactly_the_matching_exchanges_with_their_total(
+def each_filter_and_combination_keeps_exactly_the_matching_exchanges_with_their_total(
     journal: tuple[FakeServer, list[Summary]],
 ) -> None:
     server, summaries = journal
@@ -177,7 +177,7 @@ def test_each_filter_and_combination_keeps_exactly_the_matching_exchanges_with_t
         assert (page["first_id"], page["last_id"]) == (expected[0], expected[-1]) if expected else (None, None)
 
 
-def test_limit_keeps_the_total_of_every_match_and_pages_from_since_or_shows_the_most_recent(
+def limit_keeps_the_total_of_every_match_and_pages_from_since_or_shows_the_most_recent(
     journal: tuple[FakeServer, list[Summary]],
 ) -> None:
     server, summaries = journal
@@ -189,7 +189,7 @@ def test_limit_keeps_the_total_of_every_match_and_pages_from_since_or_shows_the_
         assert (page["total"], page["has_more"]) == (len(expected), len(expected) > 25), query
 
 
-def test_a_filtered_listing_pages_through_every_match_by_since_and_last_id(
+def a_filtered_listing_pages_through_every_match_by_since_and_last_id(
     journal: tuple[FakeServer, list[Summary]],
 ) -> None:
     server, summaries = journal
@@ -267,7 +267,7 @@ def test_a_bad_value_is_a_filter_error_naming_the_parameter() -> None:
     assert raised.value.param == "outcome"
 
 
-def test_an_exchange_and_its_journal_record_always_agree(journal: tuple[FakeServer, list[Summary]]) -> None:
+def an_exchange_and_its_journal_record_always_agree(journal: tuple[FakeServer, list[Summary]]) -> None:
     server, summaries = journal
     alice = Capture(session="alice").new_exchange("http", {}, {"model": "gpt-a", "input": "hi"})
     alice.response_status, alice.outcome = 429, Outcome(OutcomeKind.REFUSED, status=429, code="rate_limit_exceeded")
@@ -282,3 +282,15 @@ def test_an_exchange_and_its_journal_record_always_agree(journal: tuple[FakeServ
         by_exchange = [e.id for e in exchanges if wanted.matches(e)]
         assert by_exchange == [e.id for e in exchanges if wanted.matches(exchange_record(e, time.time()))], wanted
     assert [e.session for e in exchanges if ExchangeFilter(session="alice").matches(exchange_record(e))] == ["alice"]
+
+
+def test_on_a_journal_of_ten_thousand_exchanges_filters_keep_exactly_the_matches_and_count_their_total(
+    journal: tuple[FakeServer, list[Summary]],
+) -> None:
+    """One test over the one journal (built once: xdist would build it in each worker running a test of it), its
+    contracts each a function named for it."""
+    the_journal_mixes_routes_methods_statuses_outcomes_and_models(journal)
+    each_filter_and_combination_keeps_exactly_the_matching_exchanges_with_their_total(journal)
+    limit_keeps_the_total_of_every_match_and_pages_from_since_or_shows_the_most_recent(journal)
+    a_filtered_listing_pages_through_every_match_by_since_and_last_id(journal)
+    an_exchange_and_its_journal_record_always_agree(journal)
