@@ -107,6 +107,12 @@ CASES = [
         ],
     ),
     Case("conform", ExitStatus.USAGE, "an unknown scenario", lambda _: ["conform", "--only", "no-such-scenario"]),
+    Case(
+        "explore",
+        ExitStatus.USAGE,
+        "a --from file of no kind",
+        lambda p: ["explore", "--from", _folder(p, "x.yaml", "a: 1\n") + "/x.yaml"],
+    ),
     Case("conform", ExitStatus.USAGE, "an unknown profile", lambda _: ["conform", "--profile", "no-such-profile"]),
     Case(
         "conform",
@@ -168,6 +174,8 @@ CASES = [
 """In-process cases; serve's and record's 0 and 1 run them as processes (below)."""
 
 PROCESS_CASES = {
+    ("explore", ExitStatus.OK),  # tests/cli/test_cli_explore.py: a client explored as a process
+    ("explore", ExitStatus.FAILED),
     ("serve", ExitStatus.OK),
     ("serve", ExitStatus.FAILED),
     ("record", ExitStatus.OK),

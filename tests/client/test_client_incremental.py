@@ -80,12 +80,12 @@ async def test_after_a_warmup_with_the_whole_prompt_the_first_request_carries_an
         assert real.logical_request["input"] == [user_message("Say hello.")]
 
 
-async def test_the_baseline_id_is_the_one_in_response_completed_only(serve: Serve) -> None:
-    builder = ResponseEvents({"model": PROMPT.model}, response_id="resp_created_only")
+async def test_a_response_without_an_id_is_no_baseline_for_an_incremental_request(serve: Serve) -> None:
+    builder = ResponseEvents({"model": PROMPT.model})
     builder.start()
     builder.message("One.")
     builder.completed()
-    events = [*builder.events[:-1], {**builder.events[-1], "response": {**builder.events[-1]["response"], "id": ""}}]
+    events = [{**e, "response": {**e["response"], "id": ""}} if "response" in e else e for e in builder.events]
     async with served(serve, Script().queue(verbatim(*events), reply("Two."))) as h:
         conversation = h.conversation()
         await conversation.run_turn("First?")

@@ -6,7 +6,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from .cassettes import ThenCommand, client_command
 from .common import SECONDS, FileError, fixtures_directory, fixtures_option
 from .group import failed, main
 from .reporting import ReportOutputs, conclude_report, report_options
+
+if TYPE_CHECKING:
+    from ..conform.scenario import Scenario
 
 
 class ConformCommand(ThenCommand):
@@ -44,6 +47,15 @@ SERVER_ONLY = ("model", "api_key_env", "budget")
 @main.command(cls=ConformCommand)
 @click.option("--list", "list_only", is_flag=True, help="List the catalogue's scenarios (or, with --server, probes).")
 @click.option("--only", multiple=True, metavar="NAME", help="Run only this scenario or probe (repeatable).")
+@click.option(
+    "--scenario",
+    "scenario_paths",
+    multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Judge the client on this scenario file, or on this script file (its `expect` says whether its stream is "
+    "an answer: what `rrkit explore` writes), instead of the catalogue (repeatable).",
+)
 @click.option(
     "--transport",
     type=click.Choice(["http", "ws", "both"]),
@@ -90,6 +102,7 @@ def conform(
     budget: float | None,
     list_only: bool,
     only: tuple[str, ...],
+    scenario_paths: tuple[Path, ...],
     profile: str | None,
     transport: str,
     timeout: float | None,
@@ -134,6 +147,8 @@ def conform(
     given = {name for name in (*CLIENT_ONLY, *SERVER_ONLY) if ctx.params.get(name) is not None}
     transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
     if server_url is not None:
+        if scenario_paths:
+            raise click.UsageError("--scenario judges a client on a scenario: give no --server with it")
         if command or given & set(CLIENT_ONLY):
             raise click.UsageError("--server judges a server: give no client command and no --profile with it")
         target = ServerTarget(
@@ -147,13 +162,21 @@ def conform(
         return
     if given & set(SERVER_ONLY):
         raise click.UsageError("--model, --api-key-env and --budget go with --server: give --server URL, or leave them")
-    _conform_client(command, list_only, only, profile, transports, timeout or DEFAULT_TIMEOUT, outputs)
+    scenarios = [_scenario_file(path) for path in scenario_paths] or None
+    _conform_client(command, list_only, only, scenarios, profile, transports, timeout or DEFAULT_TIMEOUT, outputs)
+
+
+def _scenario_file(path: Path) -> Scenario:
+    from ..conform.scenario import load_scenario_or_script
+
+    return load_scenario_or_script(path)
 
 
 def _conform_client(
     command: list[str] | None,
     list_only: bool,
     only: tuple[str, ...],
+    scenarios: list[Scenario] | None,
     profile: str | None,
     transports: tuple[Transport, ...],
     timeout: float,
@@ -187,6 +210,7 @@ def _conform_client(
     report = run(
         command or None,
         only=only,
+        scenarios=scenarios,
         transports=transports,
         timeout=timeout,
         profile=judged_by,

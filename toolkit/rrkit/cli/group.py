@@ -81,6 +81,7 @@ COMMAND_MODULES: dict[str, str] = {
     "conform": "conformance",
     "demo": "fixtures",
     "diff": "cassettes",
+    "explore": "exploring",
     "fixtures": "fixtures",
     "record": "serving",
     "recover": "cassettes",

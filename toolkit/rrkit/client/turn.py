@@ -21,6 +21,7 @@ from ..protocol.headers import (
 )
 from ..protocol.incremental import Decision, decide, response_create
 from ..protocol.lite import LITE_HEADER, LITE_METADATA
+from ..protocol.order import answer_breaks
 from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.request import Item
 from ..protocol.steer import (
@@ -359,6 +360,7 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         idle = self._options.idle_timeout
         items: list[Item] = []
         ignored: dict[str, Any] | None = None  # the last `error` event without status, which map_event ignores
+        answer: list[dict[str, Any]] = []  # the response's events, held to the answer rules at its completion
         while True:
             try:
                 async with asyncio.timeout(idle):
@@ -373,9 +375,16 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
                     continue
                 raw, self._completed = self._completed, None  # pending: no successor comes, the completion ends it
             event = map_event(raw)
+            if isinstance(event, Created) and self._accepted and answer:
+                answer = []  # a steered response's successor: a response of its own
             if event is None and raw.get("type") == ERROR:
                 ignored = raw
-            elif isinstance(event, Completed):
+                continue
+            answer.append(raw)
+            if isinstance(event, Completed):
+                resumed = entry.resumed_after[-1] if entry.resumed_after else None
+                if (untrusted := answer_breaks(answer, starting_after=resumed)) is not None:
+                    raise dropped(f"the stream is no answer: {untrusted}", after=ignored)
                 # the baseline id is the completed response's only: never the one `response.created` named
                 entry.response_id = event.response_id or entry.response_id
                 return SampleResult(event.response_id, event.usage, event.end_turn, items)

@@ -52,6 +52,8 @@ class ConformRun:
     """The names of the tools the server's responses called."""
     declared: tuple[str, ...] = ()
     """The names of the tools the client's requests declared."""
+    answer: str | None = None
+    """The answer the client wrote to $RRKIT_ANSWER (None: it wrote none)."""
 
     @property
     def requests(self) -> tuple[Attempt, ...]:
@@ -95,10 +97,22 @@ class ScenarioResult:
         return next((verdict.na for verdict in self.verdicts if verdict.na), "")
 
 
+def _ended(run: ConformRun) -> str:
+    return f"the client's run {run.outcome}" + (f" ({run.detail})" if run.detail else "")
+
+
 def _outcome(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
-    return run.outcome == expectation.is_, f"the client's run {run.outcome}" + (
-        f" ({run.detail})" if run.detail else ""
-    )
+    return run.outcome == expectation.is_, _ended(run)
+
+
+def _answer(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
+    """The turn completes, with the stream's text when the client says its text ($RRKIT_ANSWER)."""
+    held, seen = run.outcome == "completed", _ended(run)
+    if run.answer is None:
+        return held, f"{seen}; it wrote no answer to $RRKIT_ANSWER, so its text was not judged"
+    if run.answer != expectation.is_:
+        return False, f"{seen}; it answered {run.answer!r}, the stream's text is {expectation.is_!r}"
+    return held, f"{seen}; it answered {run.answer!r}"
 
 
 def _answered(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
@@ -301,6 +315,7 @@ def _flow(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
 
 _JUDGES: dict[str, Callable[[Expectation, ConformRun], tuple[bool, str]]] = {
     "outcome": _outcome,
+    "answer": _answer,
     "answered": _answered,
     "retries": _retries,
     "named_delay": _named_delay,

@@ -6,11 +6,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import replace
 
 from ..differential.observation import WaitRanges, observe
 from ..differential.run import reference_turn
 from ..differential.settings import DEFAULT_BUDGETS
-from ..drive import Assignment, ClientEnd, ClientUnderTest, ReferenceClient, ServerURLs
+from ..drive import (
+    ANSWER_ENV,
+    Assignment,
+    ClientEnd,
+    ClientUnderTest,
+    ReferenceClient,
+    ServerURLs,
+    answer_file,
+    written_answer,
+)
 from ..protocol.ids import IdGenerator
 from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
@@ -60,12 +70,16 @@ def assignment(urls: ServerURLs, scenario: Scenario, transport: str) -> Assignme
 
 def play(scenario: Scenario, transport: str, client: ClientUnderTest, timeout: float) -> ConformRun:
     """Run `client` once against a fresh server playing `scenario`; what the server saw, as a ConformRun."""
-    with quiet_server_logs(), FakeServer(scenario.script, log_level="critical", ids=IdGenerator.counting()) as server:
+    server = FakeServer(scenario.script, log_level="critical", ids=IdGenerator.counting())
+    with answer_file() as answer, quiet_server_logs(), server:
         urls = ServerURLs(server.http_url, server.ws_url)
-        end = asyncio.run(client.run(assignment(urls, scenario, transport), timeout))
+        told = assignment(urls, scenario, transport)
+        told = replace(told, environment={**told.environment, ANSWER_ENV: str(answer)})
+        end = asyncio.run(client.run(told, timeout))
         with contextlib.suppress(TimeoutError):  # a stream left stalled is judged as it is
             server.settle(SETTLE)
         exchanges, connections = list(server.exchanges), list(server.connections)
+        said = written_answer(answer)
     ranges = WaitRanges(idle_timeout=REFERENCE_BUDGETS.idle_timeout, max_retries=REFERENCE_BUDGETS.max_retries)
     seen = observe(exchanges, connections, end.outcome, ranges)
     return ConformRun(
@@ -78,6 +92,7 @@ def play(scenario: Scenario, transport: str, client: ClientUnderTest, timeout: f
         called=seen_in.names_called(exchanges),
         declared=seen_in.tools_declared(exchanges),
         detail=end.detail,
+        answer=said,
         compaction=seen_in.after_compaction(exchanges),
         repeated=seen_in.repeated_in_conversation(exchanges),
     )

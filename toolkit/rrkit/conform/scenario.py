@@ -3,6 +3,7 @@ expectations a client's run is judged by; the catalogue shipped with rrkit, and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
@@ -22,6 +23,7 @@ from .named import select_named
 
 CheckKind = Literal[
     "outcome",
+    "answer",
     "answered",
     "retries",
     "named_delay",
@@ -55,6 +57,7 @@ def _both() -> list[Transport]:
 
 _PARAMETERS = {
     "outcome": ("is_",),
+    "answer": ("is_",),
     "transport_after": ("is_",),
     "retries": ("at_least", "at_most"),
     "named_delay": ("seconds",),
@@ -73,7 +76,9 @@ class Expectation(BaseModel):
 
     check: CheckKind
     why: str = Field(min_length=1, description="what a correct client does, and why")
-    is_: str | None = Field(None, alias="is", description="outcome / transport_after: the value required")
+    is_: str | None = Field(
+        None, alias="is", description="outcome / transport_after: the value required; answer: the answer's text"
+    )
     at_least: Annotated[int, Field(ge=0)] | None = None
     at_most: Annotated[int, Field(ge=0)] | None = None
     seconds: Annotated[float, Field(gt=0)] | None = None
@@ -121,6 +126,8 @@ class Expectation(BaseModel):
             return (
                 "sends " + ", ".join(self.headers) + (f" over {', '.join(self.transports)}" if self.transports else "")
             )
+        if self.check == "answer":
+            return "answers with the stream's text"
         if self.is_ is not None:
             return f"{self.check} is {self.is_}"
         return self.check
@@ -195,6 +202,42 @@ def load_scenario(path: Path | str) -> Scenario:
     return parse_scenario(data, path, tree)
 
 
+ANSWERED_WHY = "the script's stream is a whole answer: a correct client completes the turn with it (and its text)"
+NOT_ANSWERED_WHY = "the script's stream is no answer: a correct client fails the turn on its own, never completing it"
+
+
+def scenario_of_script(script: Script, path: Path) -> Scenario:
+    """A script file judged as a scenario (`rrkit conform --scenario`): over the transport its `expect` names (else
+    both), the client's turn must end as `expect.answer` says (else as `expect.outcome` does: completed or not)."""
+    expect = script.expect
+    answer = expect.answer if expect.answer is not None else expect.outcome == "completed"
+    if answer and expect.text is not None:
+        must = Expectation.model_validate({"check": "answer", "is": expect.text, "why": ANSWERED_WHY})
+    else:
+        why = ANSWERED_WHY if answer else NOT_ANSWERED_WHY
+        must = Expectation.model_validate({"check": "outcome", "is": "completed" if answer else "failed", "why": why})
+    name = re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-") or "script"
+    scenario = Scenario(
+        name=name,
+        description=script.description or f"the script {path}",
+        transports=[expect.transport] if expect.transport else list(TRANSPORTS),
+        script=script,
+        musts=[must],
+    )
+    scenario.path = path
+    return scenario
+
+
+def load_scenario_or_script(path: Path | str) -> Scenario:
+    """A scenario file, or a script file judged as one (`scenario_of_script`): what `rrkit conform --scenario` reads."""
+    from ..files.kind import file_kind
+
+    path = Path(path)
+    if file_kind(path) == "script":
+        return scenario_of_script(load_script(path), path)
+    return load_scenario(path)
+
+
 def catalogue(*, opt_in: bool = False) -> list[Scenario]:
     """Every shipped scenario, by name; the opt-in ones (`opt_in`: for the clients that can do what they ask) only
     with `opt_in=True`."""
@@ -215,6 +258,7 @@ __all__ = [
     "Scenario",
     "catalogue",
     "load_scenario",
+    "load_scenario_or_script",
     "parse_scenario",
     "select",
 ]

@@ -10,6 +10,7 @@ from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .client import (
+        ANSWER_ENV,
         Assignment,
         ClientEnd,
         ClientUnderTest,
@@ -17,12 +18,15 @@ if TYPE_CHECKING:
         FunctionClient,
         ReferenceClient,
         ServerURLs,
+        answer_file,
         as_client,
+        written_answer,
     )
     from .process import ProcessEnd, run_process
 
 _HOMES = {
     ".client": (
+        "ANSWER_ENV",
         "Assignment",
         "ClientEnd",
         "ClientUnderTest",
@@ -30,11 +34,14 @@ _HOMES = {
         "FunctionClient",
         "ReferenceClient",
         "ServerURLs",
+        "answer_file",
         "as_client",
+        "written_answer",
     ),
     ".process": ("ProcessEnd", "run_process"),
 }
 __all__ = [
+    "ANSWER_ENV",
     "Assignment",
     "ClientEnd",
     "ClientUnderTest",
@@ -43,8 +50,10 @@ __all__ = [
     "ProcessEnd",
     "ReferenceClient",
     "ServerURLs",
+    "answer_file",
     "as_client",
     "run_process",
+    "written_answer",
 ]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
@@ -16,6 +18,23 @@ from .process import run_process
 
 if TYPE_CHECKING:
     from ..client import ModelClient
+
+
+ANSWER_ENV = "RRKIT_ANSWER"
+"""A file a client may write its turn's answer to (the response's text, UTF-8): the judges that know the answer
+(`rrkit explore`, a script's `expect.text` in `rrkit conform --scenario`) judge the text too."""
+
+
+@contextmanager
+def answer_file() -> Iterator[Path]:
+    """A path for a client's answer ($RRKIT_ANSWER), in a folder of its own removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="rrkit-answer-") as folder:
+        yield Path(folder) / "answer.txt"
+
+
+def written_answer(path: Path) -> str | None:
+    """The answer a client wrote (None: it wrote none)."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
 
 
 @dataclass(frozen=True)

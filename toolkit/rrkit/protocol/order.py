@@ -85,6 +85,24 @@ REASONS: dict[Rule, str] = {
 know without it."""
 
 
+ANSWER_RULES = frozenset(
+    {
+        Rule.SEQUENCE,
+        Rule.CREATED_FIRST,
+        Rule.ONE_RESPONSE_ID,
+        Rule.TERMINAL_REQUIRED,
+        Rule.ITEM_ADDED_FIRST,
+        Rule.DONE_MATCHES_DELTAS,
+        Rule.COMPLETED_OUTPUT,
+        Rule.TERMINAL_STATE,
+    }
+)
+"""The rules whose breaking leaves a client no answer it can trust, up to the first terminal event (where a client
+stops reading): an event lost, repeated or out of place, another response's events, no end, text kept that was
+not shown, output unfinished, a terminal event saying another status. A stream that breaks one is never a turn's
+answer (`rrkit explore` holds clients to it); the other rules are about shape a client may read past."""
+
+
 ITEM_RULES = frozenset(
     {
         Rule.ITEM_ADDED_FIRST,
@@ -605,3 +623,10 @@ def check_order(
             detail = f"expected sequence_number {start + place} (resumed after {starting_after}), got {number!r}"
             kept.append(Violation(place, Rule.SEQUENCE, detail))
     return sorted(kept, key=lambda violation: violation.index)
+
+
+def answer_breaks(events: Iterable[dict[str, Any]], *, starting_after: int | None = None) -> Violation | None:
+    """The first rule of `ANSWER_RULES` a stream read up to its first terminal event breaks (None: none does): what
+    makes a stream no answer a client can trust. `starting_after=N`: a resumed stream's tail (see `check_order`)."""
+    violations = check_order(events, starting_after=starting_after)
+    return next((violation for violation in violations if violation.rule in ANSWER_RULES), None)

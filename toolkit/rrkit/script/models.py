@@ -414,6 +414,14 @@ class Expect(_Strict):
     status: int | None = None
     reason: str | None = None
     transport: Transport | None = Field(None, description="a fault of this transport only: the other just completes")
+    answer: bool | None = Field(
+        None,
+        description="whether a correct client takes what it gets as the turn's answer (`rrkit explore` writes it; "
+        "`rrkit conform --scenario` judges it); unset: as `outcome` says (completed: yes)",
+    )
+    text: str | None = Field(
+        None, description="the answer's text, as a client that writes it to $RRKIT_ANSWER gives it"
+    )
 
 
 class Script(_Strict):

@@ -122,6 +122,14 @@ def plan_reply(
     return ResponsePlan(events, response_id=builder.response_id, steer=steer, **common)
 
 
+def reply_events(reply: Reply, request: Mapping[str, Any], *, ids: IdGenerator | None = None) -> list[Event]:
+    """The events `reply` sends to `request` (its verbatim events, or the ones it makes), without faults or timing."""
+    if reply.events is not None:
+        return [dict(timed.event) for timed in reply.events]
+    builder = ResponseEvents(request, ids=ids or IdGenerator.counting(), model=reply.model, keep_events=False)
+    return list(_generated(builder, reply, False))
+
+
 def plan_route_reply(reply: Reply, route: str, request: Mapping[str, Any], *, ids: IdGenerator) -> ResponsePlan:
     """A scripted answer on a route other than the create: a refusal (`reject`); the whole body of a compaction
     (its `output`) or of an input token count (`usage.input_tokens`); else the fault and headers the server's own

@@ -6,15 +6,20 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+QUIETED = {"rrkit": logging.CRITICAL, "asyncio": logging.ERROR}
+"""The loggers a judged run quiets, to that level: rrkit's (scripted faults make the server warn: an unmatched retry,
+a cut stream) and asyncio's (a write to a socket its client closed, after a cut or a client that gave up)."""
+
 
 @contextmanager
 def quiet_server_logs() -> Iterator[None]:
-    """Only critical records from rrkit's loggers while inside: scripted faults make the server warn (an unmatched
-    retry, a cut stream), and the run's own report says what matters."""
-    logger = logging.getLogger("rrkit")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    """The loggers of `QUIETED` quiet while inside: the run's own report says what matters."""
+    loggers = {logging.getLogger(name): level for name, level in QUIETED.items()}
+    before = {logger: logger.level for logger in loggers}
+    for logger, level in loggers.items():
+        logger.setLevel(level)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in before.items():
+            logger.setLevel(level)

@@ -1,0 +1,19 @@
+"""How much an exploration may do (light: the command's help reads its defaults without loading the search)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_CASES = 200
+SECONDS = 300.0
+CASE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """`cases` generated at most (Hypothesis's examples; each distinct one run once), `seconds` of running the
+    client (generation and shrinking together), `case_timeout` seconds per run."""
+
+    cases: int = MAX_CASES
+    seconds: float = SECONDS
+    case_timeout: float = CASE_TIMEOUT
