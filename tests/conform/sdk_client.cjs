@@ -30,6 +30,16 @@ function overWs() {
   return { send, close: () => socket.close() };
 }
 
+// The turn's answer (its text), written where the judge asks for it (RRKIT_ANSWER, when it does).
+function said(final) {
+  if (!process.env.RRKIT_ANSWER) return;
+  const text = final.output
+    .filter((item) => item.type === "message")
+    .flatMap((item) => item.content.filter((part) => part.type === "output_text").map((part) => part.text))
+    .join("");
+  require("fs").writeFileSync(process.env.RRKIT_ANSWER, text, "utf8");
+}
+
 async function turn(send) {
   const history = [{ role: "user", content: "What is the weather in Paris?" }];
   let newItems = history;
@@ -37,7 +47,7 @@ async function turn(send) {
   for (;;) {
     const final = await send(history, newItems, previous);
     const calls = final.output.filter((item) => item.type === "function_call");
-    if (calls.length === 0) return;
+    if (calls.length === 0) return said(final);
     newItems = calls.map((call) => ({ type: "function_call_output", call_id: call.call_id, output: "24 C" }));
     history.push(...final.output, ...newItems);
     previous = final.id;

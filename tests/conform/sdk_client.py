@@ -4,7 +4,8 @@ Over HTTP (`responses.stream`), or over the SDK's WebSocket (`responses.connect(
 `ws`, where a tool output goes back with `previous_response_id`, as the SDK's WebSocket mode is meant for. Asked
 for a background response (RRKIT_REQUEST), it streams one and resumes it after the last event it got when the
 stream breaks, or (`stream: false`) polls it until it ends. Asked to do more (RRKIT_ACTION), it cancels a
-background response, compacts its history between two turns, or keeps two turns in a conversation."""
+background response, compacts its history between two turns, or keeps two turns in a conversation. A turn's
+answer (its text) goes to the file RRKIT_ANSWER names, when it names one."""
 
 import json
 import os
@@ -32,6 +33,13 @@ def over_ws(connection, history, new_items, previous):
     raise RuntimeError("the socket closed before response.completed")
 
 
+def said(text):
+    """The turn's answer, written where the judge asks for it (RRKIT_ANSWER, when it does)."""
+    if os.environ.get("RRKIT_ANSWER"):
+        with open(os.environ["RRKIT_ANSWER"], "w", encoding="utf-8") as file:
+            file.write(text)
+
+
 def turn(send, history=None):
     """One turn, each function call answered; the history after it (its input, each output, each tool output)."""
     history = list(history or [{"role": "user", "content": "What is the weather in Paris?"}])
@@ -41,6 +49,7 @@ def turn(send, history=None):
         outputs = [item.model_dump(exclude_none=True) for item in final.output]
         calls = [item for item in final.output if item.type == "function_call"]
         if not calls:
+            said(final.output_text)
             return history + outputs
         new = [{"type": "function_call_output", "call_id": call.call_id, "output": "24 C"} for call in calls]
         history += outputs + new

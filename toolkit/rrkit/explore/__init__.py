@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .judge import MUSTS, Broken
     from .operators import OPERATORS, Op
     from .search import Exploration
-    from .seeds import Seed, seeds_from, shipped_seeds
+    from .seeds import Seed, catalogue_seeds, default_seeds, seeds_from, shipped_seeds
     from .stream import Expected, Stream, Verdict, expected
 
 _HOMES = {
@@ -29,7 +29,7 @@ _HOMES = {
     ".operators": ("OPERATORS", "Op"),
     ".budget": ("Budget",),
     ".search": ("Exploration",),
-    ".seeds": ("Seed", "seeds_from", "shipped_seeds"),
+    ".seeds": ("Seed", "catalogue_seeds", "default_seeds", "seeds_from", "shipped_seeds"),
     ".stream": ("Expected", "Stream", "Verdict", "expected"),
 }
 __all__ = [
@@ -44,6 +44,8 @@ __all__ = [
     "Seed",
     "Stream",
     "Verdict",
+    "catalogue_seeds",
+    "default_seeds",
     "expected",
     "run",
     "seeds_from",
@@ -65,18 +67,18 @@ def run(
     on_case: Callable[[Case, Broken | None], None] | None = None,
 ) -> tuple[Exploration, Report]:
     """Explore `client` (rrkit's reference client by default; a command as a list of strings; a Python callable
-    given a command's environment, as `rrkit conform` runs it) from `seeds` (rrkit's own by default) over
-    `transports`, seeded with `seed`, within `budget`; each finding's script is written into `out` when given.
-    Returns the exploration and its report."""
+    given a command's environment, as `rrkit conform` runs it) from `seeds` (rrkit's own streams and the catalogue's
+    first replies by default) over `transports`, seeded with `seed`, within `budget`; each finding's script is
+    written into `out` when given. Returns the exploration and its report."""
     from ..drive import as_client
     from .budget import Budget
     from .report import Written, to_report, write_findings
     from .search import search
-    from .seeds import shipped_seeds
+    from .seeds import default_seeds
 
     judged = as_client(client)
     exploration = search(
-        judged, seeds or shipped_seeds(), transports, seed=seed, budget=budget or Budget(), on_case=on_case
+        judged, seeds or default_seeds(), transports, seed=seed, budget=budget or Budget(), on_case=on_case
     )
     said = command or judged.describe()
     written = (

@@ -32,8 +32,12 @@ class Found:
     case: Case
     stream: Stream
     expected: Expected
-    hits: int = 0
+    cases: set[Case] = field(default_factory=set)  # the distinct cases that hit it, shrinking's included
     operators: set[str] = field(default_factory=set)
+
+    @property
+    def hits(self) -> int:
+        return len(self.cases)
 
 
 @dataclass(frozen=True)
@@ -100,7 +104,7 @@ class _Search:
         finding = self.found.get(broken.key)
         if finding is None:
             finding = self.found[broken.key] = Found(broken, case, stream, oracle)
-        finding.hits += 1
+        finding.cases.add(case)
         finding.operators |= {op.name for op in case.ops}
         finding.case, finding.stream, finding.expected, finding.broken = case, stream, oracle, broken  # the latest
         raise _broke(broken.key)(str(case))

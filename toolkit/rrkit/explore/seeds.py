@@ -1,5 +1,6 @@
-"""The streams exploration starts from: rrkit's own (short first, so that a search shrinks towards it), or the first
-reply of a user's script or the first create of a cassette (`--from FILE`)."""
+"""The streams exploration starts from: rrkit's own (short first, so that a search shrinks towards it) and the first
+replies of the conformance catalogue, or the first reply of a user's script or the first create of a cassette
+(`--from FILE`)."""
 
 from __future__ import annotations
 
@@ -25,10 +26,13 @@ class Seed:
 
 def _message(text: str, chunks: int) -> tuple[Event, ...]:
     builder = ResponseEvents(REQUEST, ids=IdGenerator.counting(), keep_events=False)
-    made = [*builder.start(), *builder.iter_message(text, chunks), *builder.completed()]
+    return _fixed([*builder.start(), *builder.iter_message(text, chunks), *builder.completed()])
+
+
+def _fixed(events: list[Event]) -> tuple[Event, ...]:
     return tuple(
         {**event, "response": {**event["response"], "created_at": CREATED_AT}} if "response" in event else event
-        for event in made
+        for event in events
     )
 
 
@@ -39,6 +43,40 @@ def shipped_seeds() -> tuple[Seed, ...]:
         Seed("short", _message("é", 1)),
         Seed("text", _message("Hello! Grüße, 世界 👋 done.", 4)),
     )
+
+
+def catalogue_seeds() -> tuple[Seed, ...]:
+    """The first reply of each conformance scenario that is a whole answer a client takes without answering a call
+    (a text, hosted tools' work), each shape once: streams someone wrote down, to mutate."""
+    from ..conform.scenario import catalogue
+    from ..script.reply_plan import reply_events
+    from .stream import Stream, Verdict, expected
+
+    seeds, shapes = [], set()
+    for scenario in catalogue():
+        script = scenario.script
+        reply = script.responses[0] if script.responses else script.default
+        if reply is None or reply.reject is not None:
+            continue
+        events = _fixed(reply_events(reply, REQUEST))
+        shape = tuple(event.get("type") for event in events)
+        if shape in shapes or expected(Stream(events)).verdict is not Verdict.ANSWER or _asks_client(events):
+            continue
+        shapes.add(shape)
+        seeds.append(Seed(f"catalogue:{scenario.name}", events))
+    return tuple(seeds)
+
+
+def default_seeds() -> tuple[Seed, ...]:
+    return (*shipped_seeds(), *catalogue_seeds())
+
+
+def _asks_client(events: tuple[Event, ...]) -> bool:
+    from ..protocol.calls import client_call
+
+    end = first_terminal(events)
+    output = events[end].get("response", {}).get("output", []) if end is not None else []
+    return any(client_call(item) is not None for item in output)
 
 
 def seeds_from(path: Path) -> tuple[Seed, ...]:
