@@ -5,9 +5,11 @@ fixture is used (`plugin_server`)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
-from collections.abc import AsyncIterator, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,6 +17,7 @@ import pytest
 from .cassette.recordmode import RecordMode, parse_record_mode
 
 if TYPE_CHECKING:
+    from .explore import Exploration
     from .plugin_options import RRKitConfig
     from .plugin_server import AsyncRRKitServer, Handle, RRKitServer
     from .plugin_session import RRKitSession
@@ -180,6 +183,17 @@ def rrkit_session(
     session, options = open_session(request, rrkit_serve_url, rrkit_config)
     yield session
     close_session(session, failed=request.node.stash.get(_FAILED, False), check_matched=options.assert_all_matched)
+
+
+@pytest.fixture
+def rrkit_explore(tmp_path: Path) -> Callable[..., Exploration]:
+    """`rrkit_explore(client, seed=0, transports=("http", "ws"), budget=None, seeds=None)`: explore `client` (a
+    command as a list, a callable given the command's environment, a ClientUnderTest; None: rrkit's reference
+    client) and fail the test on any finding, each listed with its minimal script (written into the test's
+    temporary folder); the exploration when nothing is found."""
+    from .explore import check
+
+    return functools.partial(check, out=tmp_path)
 
 
 def _async_server_fixture() -> Any:

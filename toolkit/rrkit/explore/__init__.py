@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..lazy import lazy_exports
 
@@ -45,6 +45,7 @@ __all__ = [
     "Stream",
     "Verdict",
     "catalogue_seeds",
+    "check",
     "default_seeds",
     "expected",
     "run",
@@ -52,7 +53,7 @@ __all__ = [
     "shipped_seeds",
 ]
 
-__getattr__, __dir__ = lazy_exports(__name__, _HOMES, [name for name in __all__ if name != "run"])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES, [name for name in __all__ if name not in ("check", "run")])
 
 
 def run(
@@ -87,3 +88,19 @@ def run(
         else [Written(found, None) for found in exploration.findings]
     )
     return exploration, to_report(exploration, judged.describe(), written)
+
+
+def check(
+    client: ClientUnderTest | Sequence[str] | Callable[[dict[str, str]], object] | None = None,
+    *,
+    out: Path | None = None,
+    **options: Any,
+) -> Exploration:
+    """`run`, as a test asserts it: the exploration when nothing is found, else an AssertionError listing each
+    finding (its must, what was seen, its minimal script when `out` is given). What `rrkit_explore` calls."""
+    exploration, report = run(client, out=out, **options)
+    if report.ok:
+        return exploration
+    lines = [f"rrkit explore: {report.summary}"]
+    lines += [f"  - {finding}" for finding in report.findings]
+    raise AssertionError("\n".join(lines))
