@@ -4,6 +4,7 @@ events."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -79,6 +80,7 @@ class _Search:
         self.found: dict[tuple[str, str, str], Found] = {}
         self.generated = 0
         self.deadline = time.monotonic() + budget.seconds
+        self.settled: set[tuple[str, str, str]] = set()  # findings of earlier rounds, no longer raised
 
     def run_stream(self, stream: Stream, transport: Transport) -> tuple[Expected, Broken | None]:
         oracle = expected(stream)
@@ -106,6 +108,8 @@ class _Search:
             finding = self.found[broken.key] = Found(broken, case, stream, oracle)
         finding.cases.add(case)
         finding.operators |= {op.name for op in case.ops}
+        if broken.key in self.settled:
+            return  # found and shrunk in an earlier round: this one looks for others
         finding.case, finding.stream, finding.expected, finding.broken = case, stream, oracle, broken  # the latest
         raise _broke(broken.key)(str(case))
 
@@ -187,21 +191,32 @@ def search(
         transport=st.sampled_from(list(transports)),
         ops=st.lists(ops, min_size=1, max_size=MAX_OPS).map(tuple),
     )
-    test = settings(
-        max_examples=budget.cases,
-        database=None,
-        deadline=None,
-        phases=(Phase.generate, Phase.shrink),
-        report_multiple_bugs=True,
-        suppress_health_check=list(HealthCheck),
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )(seeded(seed)(given(cases)(state.case)))
-    try:
-        test()
-    except Exception as raised:  # the findings, as Hypothesis reports them: each is kept in `state.found` already
-        if not _only_findings(raised):
-            raise
+    for round_ in itertools.count():
+        # Hypothesis stops generating soon after a bug is found: a round ends there, shrinks what it found, and the
+        # next one (seeded on) looks further, the findings so far passing, until the budget is spent or a round
+        # finds nothing new
+        left = budget.cases - len(state.memo)
+        if left <= 0 or time.monotonic() > state.deadline:
+            break
+        known = len(state.found)
+        state.settled = set(state.found)
+        test = settings(
+            max_examples=left,
+            database=None,
+            deadline=None,
+            phases=(Phase.generate, Phase.shrink),
+            report_multiple_bugs=True,
+            suppress_health_check=list(HealthCheck),
+            verbosity=Verbosity.quiet,
+            print_blob=False,
+        )(seeded(seed + round_)(given(cases)(state.case)))
+        try:
+            test()
+        except Exception as raised:  # the findings, as Hypothesis reports them: each is kept in `state.found`
+            if not _only_findings(raised):
+                raise
+        if len(state.found) == known:
+            break
     findings = tuple(state.found.values())
     for finding in findings:
         state.reduce(finding)
