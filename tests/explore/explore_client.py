@@ -127,6 +127,11 @@ class Answer:
                 raise StreamError("response.completed with output unfinished")
             if [item.get("id") for item in response.get("output", [])] != done:
                 raise StreamError("response.completed lists other output than was streamed")
+            for index, item in enumerate(response.get("output", [])):
+                streamed = self.items[sorted(self.items)[index]]["text"]
+                told = {i: part.get("text") for i, part in enumerate(item.get("content") or []) if "text" in part}
+                if any(i in streamed and streamed[i] != text for i, text in told.items()):
+                    raise StreamError("response.completed tells another text than was streamed")
         return "".join(
             part.get("text", "")
             for item in response.get("output", [])

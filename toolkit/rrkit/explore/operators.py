@@ -158,6 +158,33 @@ def _truncate(stream: Stream, at: int, value: int) -> Stream | None:
     return _events(stream, list(stream.events[: 1 + at % end]))  # a clean end before the terminal event
 
 
+def _disagree(stream: Stream, at: int, value: int) -> Stream | None:
+    end = first_terminal(stream.events)
+    if end is None:
+        return None
+    terminal = stream.events[end]
+    response = terminal.get("response", {})
+    output = [_retold(item) for item in response.get("output", [])]
+    if output == response.get("output", []):
+        return None  # no text to tell otherwise
+    events = list(stream.events)
+    events[end] = {**terminal, "response": {**response, "output": output}}
+    return _events(stream, events)
+
+
+def _retold(item: Event) -> Event:
+    """An output message whose text says something else than was streamed."""
+    if item.get("type") != "message":
+        return item
+    content = [
+        {**part, "text": str(part.get("text", "")) + " (not what was streamed)"}
+        if part.get("type") == "output_text"
+        else part
+        for part in item.get("content", [])
+    ]
+    return {**item, "content": content}
+
+
 def _fail(stream: Stream, at: int, value: int) -> Stream | None:
     end = first_terminal(stream.events)
     if end is None:
@@ -234,6 +261,7 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("no_sequence", "no event has a sequence_number", "no answer", _no_sequence),
     Operator("switch_id", "the response id changes from an event on", "no answer", _switch_id),
     Operator("early_terminal", "the terminal event also sent before the output is whole", "no answer", _early_terminal),
+    Operator("disagree", "the terminal event's response tells another text than was streamed", "no answer", _disagree),
     Operator("fail", "the terminal event a response.failed with a code of the catalogue", "no answer", _fail),
     Operator("status", "an HTTP error status (429, 500, 503, 400, 401) instead of the stream", "no answer", _status),
     Operator("cut", "the connection cut before an event (or inside it)", "no answer", _break("cut_after")),

@@ -17,7 +17,7 @@ from .case import Case
 from .judge import Broken, Run, judge, play
 from .operators import OPERATOR_NAMES, Op
 from .seeds import Seed
-from .stream import Expected, Stream, expected
+from .stream import Delivery, Expected, Stream, expected
 
 MAX_OPS = 3
 """Operators in one case at most."""
@@ -151,8 +151,8 @@ def _without(stream: Stream, index: int) -> list[Stream]:
     ]
 
 
-def _moved(stream: Stream, index: int) -> Any:
-    """The delivery with its places after `index` one earlier; None when a break sits on the event left out."""
+def _moved(stream: Stream, index: int) -> Delivery | None:
+    """The delivery with its places after `index` one earlier; None when the event left out is the one sent garbled."""
     delivery = stream.delivery
     changes: dict[str, Any] = {}
     for name in ("cut_after", "stall_after", "not_json_at"):
