@@ -15,6 +15,7 @@ from websockets.exceptions import ConnectionClosed
 from rrkit.cassette import cassette_from_capture
 from rrkit.cassette.replay import CassetteSource
 from rrkit.protocol.events import UNPARSABLE
+from rrkit.protocol.ids import IdGenerator
 from rrkit.protocol.sse import SSEDecoder, iter_events
 from rrkit.script import Reply, Script, reply, text
 from rrkit.tools.validate import validate_cassette
@@ -53,6 +54,38 @@ def raw_chunks(port: int) -> list[bytes]:
         chunks.append(rest[:size])
         assert rest[size : size + 2] == b"\r\n"
         rest = rest[size + 2 :]
+
+
+def cut_body(port: int) -> bytes:
+    """POST the default body over a bare socket to a server that cuts it: the body's bytes as they came, from
+    chunks of which the last is cut short, with no final chunk."""
+    payload = json.dumps(BODY).encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + f"content-length: {len(payload)}\r\n\r\n".encode()
+            + payload
+        )
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert not data.endswith(b"0\r\n\r\n")  # no final chunk
+    body, rest = b"", data.partition(b"\r\n\r\n")[2]
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        body, rest = body + rest[: int(size_line, 16)], rest[int(size_line, 16) + 2 :]
+    return body
+
+
+def frames_until_cut(server: Any) -> list[str]:
+    """The frames a WebSocket request gets from a server that cuts the connection."""
+    frames: list[str] = []
+    with ws_connect(server) as websocket:
+        websocket.send(json.dumps({"type": "response.create", **{k: v for k, v in BODY.items() if k != "stream"}}))
+        with pytest.raises(ConnectionClosed):
+            while True:
+                frames.append(str(websocket.recv(timeout=30)))
+    return frames
 
 
 def shape(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -125,25 +158,36 @@ def test_a_cut_inside_an_event_leaves_half_a_frame_then_no_final_chunk(serve: Se
 
 def test_half_a_frame_is_what_the_sse_parser_holds_when_the_cut_comes(serve: Serve) -> None:
     server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
-    payload = json.dumps(BODY).encode()
-    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=30) as sock:
-        sock.sendall(
-            b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
-            + f"content-length: {len(payload)}\r\n\r\n".encode()
-            + payload
-        )
-        data = b""
-        while chunk := sock.recv(65536):
-            data += chunk
-    assert not data.endswith(b"0\r\n\r\n")  # no final chunk
-    body, rest = b"", data.partition(b"\r\n\r\n")[2]
-    while rest:  # the chunks as they came, the last one cut short
-        size_line, _, rest = rest.partition(b"\r\n")
-        body, rest = body + rest[: int(size_line, 16)], rest[int(size_line, 16) + 2 :]
+    body = cut_body(port_of(server))
     messages = body.split(b"\n\n")
     assert len(iter_events(SSEDecoder().feed(b"\n\n".join(messages[:-1]) + b"\n\n"))) == 4  # four whole events
     half = messages[-1].split(b"\n")[-1]
     assert half.startswith(b"data: {") and not half.endswith(b"}")  # and half of the fifth, never ended
+
+
+@pytest.mark.parametrize("cut_bytes", [1, 7, 10_000])
+def test_a_cut_inside_an_event_falls_after_the_bytes_it_names_all_but_the_last_at_most(
+    serve: Serve, cut_bytes: int
+) -> None:
+    whole = raw_chunks(port_of(serve(Script(default=WHOLE), ids=IdGenerator.counting())))
+    frames = b"".join(whole).split(b"\n\n")
+    fifth = frames[4] + b"\n\n"  # the event cut: its frame as it goes out whole
+    cut = pieces({"drop_after": 4, "cut_inside": True, "cut_bytes": cut_bytes})
+    server = serve(Script(default=cut), ids=IdGenerator.counting())  # the same ids as the whole one's
+    body = cut_body(port_of(server))
+    sent = body.split(b"\n\n")[4]  # what went out of the fifth frame
+    assert len(sent) == min(cut_bytes, len(fifth) - 1) and fifth.startswith(sent)
+
+
+def test_over_websocket_a_cut_at_a_byte_sends_that_much_of_the_events_json(serve: Serve) -> None:
+    server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True, "cut_bytes": 9})))
+    frames = frames_until_cut(server)
+    assert len(frames) == 5 and frames[4] == '{"type":"'
+
+
+def test_cut_bytes_without_cut_inside_is_refused_at_load() -> None:
+    with pytest.raises(ValueError, match="give cut_inside: true too"):
+        WHOLE.fault.model_validate({"drop_after": 2, "cut_bytes": 3})
 
 
 def test_the_sdk_raises_on_a_cut_inside_an_event(serve: Serve) -> None:
@@ -154,12 +198,7 @@ def test_the_sdk_raises_on_a_cut_inside_an_event(serve: Serve) -> None:
 
 def test_over_websocket_half_a_frame_arrives_then_the_connection_dies(serve: Serve) -> None:
     server = serve(Script(default=pieces({"drop_after": 4, "cut_inside": True})))
-    frames: list[str] = []
-    with ws_connect(server) as websocket:
-        websocket.send(json.dumps({"type": "response.create", **{k: v for k, v in BODY.items() if k != "stream"}}))
-        with pytest.raises(ConnectionClosed):
-            while True:
-                frames.append(str(websocket.recv(timeout=30)))
+    frames = frames_until_cut(server)
     assert len(frames) == 5 and json.loads(frames[0])["type"] == "response.created"
     with pytest.raises(json.JSONDecodeError):
         json.loads(frames[4])

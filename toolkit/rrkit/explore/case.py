@@ -72,6 +72,7 @@ def script_of(stream: Stream, transport: Transport, expected: Expected, *, name:
         line_ending=delivery.line_ending,
         drop_after=delivery.cut_after,
         cut_inside=delivery.cut_inside,
+        cut_bytes=delivery.cut_bytes,
         stall_after=delivery.stall_after,
         not_json_at=delivery.not_json_at,
     )

@@ -222,7 +222,8 @@ def _break(name: str) -> Callable[[Stream, int, int], Stream | None]:
         if stream.delivery.breaks:
             return None  # one break per stream: the first given stands
         index = at % (_end(stream) + 1)
-        extra = {"cut_inside": value % 2 == 1} if name == "cut_after" else {}
+        inside = value % 2 == 1  # inside the event, after 1, 2, 3, ... of its bytes (any byte: shrinks to the first)
+        extra = {"cut_inside": inside, "cut_bytes": 1 + value // 2 if inside else None} if name == "cut_after" else {}
         return _delivered(stream, **{name: index}, **extra)
 
     return change
@@ -264,7 +265,7 @@ OPERATORS: tuple[Operator, ...] = (
     Operator("disagree", "the terminal event's response tells another text than was streamed", "no answer", _disagree),
     Operator("fail", "the terminal event a response.failed with a code of the catalogue", "no answer", _fail),
     Operator("status", "an HTTP error status (429, 500, 503, 400, 401) instead of the stream", "no answer", _status),
-    Operator("cut", "the connection cut before an event (or inside it)", "no answer", _break("cut_after")),
+    Operator("cut", "the connection cut before an event, or inside it at any byte", "no answer", _break("cut_after")),
     Operator(
         "not_json", "an event sent as data that is not JSON (a client may skip it)", "depends", _break("not_json_at")
     ),

@@ -19,14 +19,15 @@ Event = dict[str, Any]
 class Delivery:
     """How the events go out: in pieces of `chunk_bytes` (HTTP), lines ending `line_ending` (HTTP), a pause of
     `pauses[i]` seconds before event i, and at most one break: cut after `cut_after` events (inside the next one
-    with `cut_inside`), silent after `stall_after`, event `not_json_at` sent as data that is not JSON; or, instead
-    of a stream, an error answer with HTTP status `status`."""
+    with `cut_inside`, after its first `cut_bytes` bytes), silent after `stall_after`, event `not_json_at` sent as
+    data that is not JSON; or, instead of a stream, an error answer with HTTP status `status`."""
 
     chunk_bytes: int | None = None
     line_ending: LineEnding = "lf"
     pauses: tuple[tuple[int, float], ...] = ()
     cut_after: int | None = None
     cut_inside: bool = False
+    cut_bytes: int | None = None  # with cut_inside: the bytes of the event that go out (None: half)
     stall_after: int | None = None
     not_json_at: int | None = None
     status: int | None = None

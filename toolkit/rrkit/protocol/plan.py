@@ -194,6 +194,7 @@ class StreamFault:
     not_json_at: int | None = None  # this event goes out as data that is not JSON (`not_json`); the rest follow
     chaos: Chaos | None = None
     past_end: bool = True  # a cut at or past the stream's end still applies (a scripted one; not chaos's)
+    cut_bytes: int | None = None  # with cut_inside: how much of that event goes out (None: half, `_cut` says)
 
     def resolved(self, key: int) -> StreamFault:
         """This fault for stream `key`, its chaos turned into the cut it draws (one not scripted already wins);

@@ -194,6 +194,12 @@ class Fault(_Strict):
         description="the cut at drop_after falls inside that event: the first half of its bytes (SSE), or a frame "
         "of its JSON cut short (WebSocket), goes out, then the connection closes bare",
     )
+    cut_bytes: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="with cut_inside: the cut falls after this many bytes of that event's SSE frame, or characters "
+        "of its JSON over WebSocket (all but the last at most); unset: half its frame (SSE), its type and "
+        "sequence_number (WebSocket)",
+    )
     not_json_at: Annotated[int, Field(ge=0)] | None = Field(
         None,
         description="event N goes out as data that is not JSON (its JSON cut short after its type and "
@@ -212,6 +218,8 @@ class Fault(_Strict):
             raise ValueError("use either drop_after or stall_after, not both")
         if self.cut_inside and self.drop_after is None:
             raise ValueError("cut_inside says where the drop_after cut falls: give drop_after too")
+        if self.cut_bytes is not None and not self.cut_inside:
+            raise ValueError("cut_bytes says where inside the event the cut falls: give cut_inside: true too")
         return self
 
 

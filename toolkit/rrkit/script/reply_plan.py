@@ -232,6 +232,7 @@ def stream_fault(fault: Fault) -> StreamFault:
         fault.cut_inside,
         fault.not_json_at,
         fault.chaos.chaos() if fault.chaos is not None else None,
+        cut_bytes=fault.cut_bytes,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 
 from ..protocol.exceptions import RRKitError
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_terminal
-from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json, unparsable
 from ..protocol.vocabulary import CloseKind
 from .capture import Exchange, SentEvents, begun_here
 
@@ -270,21 +270,29 @@ async def _play_run(run: Sequence[PlannedEvent], fault: StreamFault, sender: _Se
 
 async def _cut(channel: Channel, fault: StreamFault, planned: PlannedEvent, sent: SentEvents, at: float) -> int:
     """The scripted cut before `planned`, and how many frames went out with it. With `cut_inside`, a start of it
-    goes out first and the connection then closes bare: over SSE the first half of its frame's bytes (which no
-    parser dispatches), over WebSocket a frame of its JSON cut short (recorded in `sent`, as any frame sent)."""
+    goes out first and the connection then closes bare: over SSE the first `cut_bytes` of its frame's bytes (half
+    by default; no parser dispatches them), over WebSocket a frame of its JSON cut short (after `cut_bytes`
+    characters, or after its type and sequence number; recorded in `sent`, as any frame sent)."""
     if not fault.cut_inside:
         await channel.cut(fault.close, fault.close_code, fault.close_reason)
         return 0
     frames = 0
-    if isinstance(planned.wire, str):
-        partial = not_json(planned, "ws")
+    wire, given = planned.wire, fault.cut_bytes
+    if isinstance(wire, str):
+        cut = wire[: _within(given, wire)] if given is not None else None
+        partial = not_json(planned, "ws") if cut is None else unparsable(cut, planned.type or "", "ws")
         await channel.send([partial.wire])
         sent.sent(at, [partial.wire], [partial.type])
         frames = 1
     else:
-        await channel.send([planned.wire[: max(1, len(planned.wire) // 2)]])
+        await channel.send([wire[: _within(given, wire) if given is not None else max(1, len(wire) // 2)]])
     await channel.cut("tcp", fault.close_code, fault.close_reason)
     return frames
+
+
+def _within(given: int, wire: str | bytes) -> int:
+    """A cut's length inside a frame: at least one, and all but its last byte (or character) at most."""
+    return max(1, min(given, len(wire) - 1))
 
 
 async def _end(fault: StreamFault, exchange: Exchange, channel: Channel, sent: int) -> Outcome:
