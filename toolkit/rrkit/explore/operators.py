@@ -10,7 +10,7 @@ from typing import Literal
 from ..protocol import event_names as ev
 from ..protocol.errors import FAILURE_CODES
 from ..protocol.vocabulary import TRANSPORTS, Transport
-from .stream import Delivery, Event, Stream, first_terminal
+from .stream import Event, Stream, first_terminal
 
 Claim = Literal["keeps", "no answer", "depends"]
 """What an operator makes of a valid stream: `keeps` its verdict (the client must cope), `no answer` (the client
@@ -275,10 +275,6 @@ OPERATOR_NAMES = tuple(operator.name for operator in OPERATORS)
 _BY_NAME = {operator.name: operator for operator in OPERATORS}
 
 
-def operator(name: str) -> Operator:
-    return _BY_NAME[name]
-
-
 def apply(stream: Stream, ops: tuple[Op, ...] | list[Op], transport: Transport) -> Stream:
     """The stream with each operator applied in turn (one that does not apply, or not over `transport`, is left
     out)."""
@@ -289,4 +285,4 @@ def apply(stream: Stream, ops: tuple[Op, ...] | list[Op], transport: Transport) 
     return stream
 
 
-__all__ = ["OPERATORS", "OPERATOR_NAMES", "Delivery", "Op", "Operator", "apply", "operator"]
+__all__ = ["OPERATORS", "OPERATOR_NAMES", "Op", "Operator", "apply"]
