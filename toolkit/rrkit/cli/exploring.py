@@ -36,7 +36,7 @@ from .reporting import ReportOutputs, conclude_report, report_options
     type=click.IntRange(min=1),
     default=MAX_CASES,
     show_default=True,
-    help="Cases generated at most (each distinct one run once).",
+    help="Cases generated at most (each distinct one run once); shrinking what is found runs more.",
 )
 @click.option(
     "--seconds",

@@ -11,8 +11,8 @@ CASE_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Budget:
-    """`cases` generated at most (Hypothesis's examples; each distinct one run once), `seconds` of running the
-    client (generation and shrinking together), `case_timeout` seconds per run."""
+    """`cases` generated at most (Hypothesis's examples; each distinct one run once; shrinking a finding runs more),
+    `seconds` of running the client (generation and shrinking together), `case_timeout` seconds per run."""
 
     cases: int = MAX_CASES
     seconds: float = SECONDS
