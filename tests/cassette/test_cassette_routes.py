@@ -96,6 +96,7 @@ def walk(base_url: str) -> Answers:
 
     note("models", [model.to_dict() for model in client.models.list().data])
     note("model", client.models.retrieve("gpt-test"))
+    note("model_delete", client.models.delete("ft:gpt-4o-mini:acemeco:suffix:abc123"))
     return answers
 
 

@@ -174,3 +174,27 @@ def conversation_id(value: object) -> str | None:
 def models_etag(models: Iterable[str]) -> str:
     """The catalogue's `x-models-etag`: changes exactly when the list of models does."""
     return hashlib.sha256("\n".join(models).encode()).hexdigest()[:16]
+
+
+FINE_TUNED_PREFIX = "ft:"
+"""A fine-tuned model's id begins so (`ft:gpt-4o-mini:acemeco:suffix:abc123`): the only models a DELETE removes."""
+
+
+def model_deleted(model_id: str) -> dict[str, Any]:
+    """What `DELETE /v1/models/{model}` answers for a fine-tuned model (the spec's `DeleteModelResponse`)."""
+    return {"id": model_id, "object": "model", "deleted": True}
+
+
+def model_not_found(model_id: str) -> dict[str, Any]:
+    """The 404 body of a model the service does not have (or the caller may not see), as the service words it."""
+    message = f"The model `{model_id}` does not exist or you do not have access to it."
+    return errors.error_body(message, code="model_not_found")
+
+
+def model_not_deletable(model_id: str) -> dict[str, Any]:
+    """The 403 body of a DELETE of a base model: only the fine-tuned models an organization owns can be deleted."""
+    message = (
+        f"The model '{model_id}' cannot be deleted: only fine-tuned models ({FINE_TUNED_PREFIX}...) your "
+        "organization owns can be deleted, by a member with the Owner role."
+    )
+    return errors.error_body(message, type=errors.default_error_type(403))

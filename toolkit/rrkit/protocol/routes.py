@@ -24,6 +24,7 @@ ITEMS_RETRIEVE = "conversations.items.retrieve"
 ITEMS_DELETE = "conversations.items.delete"
 MODELS_LIST = "models.list"
 MODELS_RETRIEVE = "models.retrieve"
+MODELS_DELETE = "models.delete"
 OTHER = "other"
 """A method and path outside the table: the proxy relays it, a cassette replays it, the fake server answers 404."""
 
@@ -48,6 +49,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("DELETE", "/conversations/{conversation_id}/items/{item_id}", ITEMS_DELETE),
     ("GET", "/models", MODELS_LIST),
     ("GET", "/models/{model}", MODELS_RETRIEVE),
+    ("DELETE", "/models/{model}", MODELS_DELETE),
 )
 """Every route the official SDKs call on the resource: method, path under the API base, name."""
 

@@ -8,18 +8,19 @@ import functools
 from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
-from starlette.websockets import WebSocket
 
 from ..protocol import errors
 from ..protocol.headers import SESSION_HEADER
 from .admin import ADMIN_PREFIX, admin_app, admin_health
-from .http import ANY_METHOD, http_responses
+from .http import deny, resource_routes
 from .respond import NO_MATCH_CODE, STATE_KEY, ServerState
 from .sessions import SESSION_PARAM, SessionRefused
-from .uvicorn_adapter import RAW_SEND, KeepRawSend, mark_denial_sent
+from .uvicorn_adapter import KeepRawSend
 from .websocket import websocket_responses
 
 __all__ = ["NO_MATCH_CODE", "ServerState", "create_app"]
@@ -29,15 +30,36 @@ __all__ = ["NO_MATCH_CODE", "ServerState", "create_app"]
 def _shared_app() -> ASGIApp:
     """The one app every server of the process runs (built once: a fresh server per test costs less); each
     request finds its server's state in its scope."""
-    routes: list[BaseRoute] = []
-    for path in ("/v1/responses", "/responses"):
-        routes.append(Route(path, http_responses, methods=["POST"]))
-        routes.append(WebSocketRoute(path, websocket_responses))
-    routes.append(Route(ADMIN_PREFIX, admin_health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
-    routes.append(Mount(ADMIN_PREFIX, app=admin_app()))
-    # every other method and path: the resource's routes (protocol.routes), answered by the store or relayed
-    routes.append(Route("/{path:path}", http_responses, methods=list(ANY_METHOD)))
-    return KeepRawSend(Starlette(routes=routes))
+    table: list[BaseRoute] = [WebSocketRoute(path, websocket_responses) for path in ("/v1/responses", "/responses")]
+    table.append(Route(ADMIN_PREFIX, admin_health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
+    table.append(Mount(ADMIN_PREFIX, app=admin_app()))
+    app = Starlette(routes=table, exception_handlers={HTTPException: _http_error, Exception: _server_error})
+    # Every other method and path is a route of the resource (protocol.routes), answered by the store or relayed:
+    # the router's default rather than a `{path:path}` route, whose pattern stops at a newline, and no redirect
+    # of a trailing slash (`/v1/responses/` is the create).
+    app.router.default = resource_routes
+    app.router.redirect_slashes = False
+    return KeepRawSend(app)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """An HTTP error Starlette raises before rrkit's code answers (a method an admin endpoint does not take), as
+    the API's JSON error."""
+    assert isinstance(exc, HTTPException)
+    where = f"{request.method} {request.url.path}"
+    allow = (exc.headers or {}).get("Allow")
+    message = f"{where}: {exc.detail}" + (f"; use {allow}." if allow else ".")
+    body = errors.error_body(message, type=errors.default_error_type(exc.status_code))
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """An error rrkit did not catch: a 500 in the API's shape naming it (a bug in rrkit: the traceback is logged)."""
+    message = (
+        f"rrkit failed answering {request.method} {request.url.path}: {type(exc).__name__}: {exc}. "
+        "This is a bug in rrkit: please report it with the server's log."
+    )
+    return JSONResponse(errors.error_body(message, type="server_error"), status_code=500)
 
 
 def create_app(state: ServerState) -> ASGIApp:
@@ -87,14 +109,5 @@ def state_for(state: ServerState, scope: Scope) -> ServerState:
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, refused: SessionRefused) -> None:
     """A request whose session cannot be had: an OpenAI-shaped error (over WebSocket, the upgrade refused)."""
-    body = JSONResponse(
-        errors.error_body(refused.message, type=errors.default_error_type(refused.status), code=refused.code),
-        status_code=refused.status,
-    )
-    if scope["type"] == "http":
-        await body(scope, receive, send)
-        return
-    scope[RAW_SEND] = send  # what `mark_denial_sent` finds uvicorn's protocol by
-    websocket = WebSocket(scope, receive, send)
-    await websocket.send_denial_response(body)
-    mark_denial_sent(scope)
+    body = errors.error_body(refused.message, type=errors.default_error_type(refused.status), code=refused.code)
+    await deny(scope, receive, send, refused.status, body)

@@ -11,8 +11,10 @@ from dataclasses import replace
 from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
+from starlette.routing import request_response
 from starlette.types import Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from ..protocol import errors, routes
 from ..protocol.encoding import decode_body
@@ -39,13 +41,36 @@ from .respond import (
     store_ended,
 )
 from .stream import ChannelGone, Gone, first_of, play, until_client_leaves
-from .uvicorn_adapter import connection_transport, corked, one_write
-
-ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+from .uvicorn_adapter import RAW_SEND, connection_transport, corked, mark_denial_sent, one_write
 
 
 async def http_responses(request: Request) -> Response:
     return _Answer(state_of(request.scope), request)
+
+
+_answer_http = request_response(http_responses)
+
+
+async def resource_routes(scope: Scope, receive: Receive, send: Send) -> None:
+    """Any request no pattern of the app routes (the router's default, any method, any path, a newline in it too):
+    over HTTP a route of the resource, answered by the store or relayed; a WebSocket upgrade elsewhere than
+    `/v1/responses` is refused with the API's 404."""
+    if scope["type"] == "http":
+        await _answer_http(scope, receive, send)
+        return
+    message = f"Invalid URL (GET {scope['path']}): a WebSocket connects to {routes.API_PREFIX}/responses."
+    await deny(scope, receive, send, 404, errors.error_body(message))
+
+
+async def deny(scope: Scope, receive: Receive, send: Send, status: int, body: Mapping[str, object]) -> None:
+    """An error in the API's JSON shape, answered over HTTP or as the refusal of a WebSocket upgrade."""
+    answer = JSONResponse(body, status_code=status)
+    if scope["type"] == "http":
+        await answer(scope, receive, send)
+        return
+    scope.setdefault(RAW_SEND, send)  # what `mark_denial_sent` finds uvicorn's protocol by (the server's own send)
+    await WebSocket(scope, receive, send).send_denial_response(answer)
+    mark_denial_sent(scope)
 
 
 class _Answer(Response):
@@ -70,7 +95,8 @@ class _Answer(Response):
             "http", scope_headers(scope), None, query=scope.get("query_string", b"").decode("latin-1")
         )
         exchange.method, exchange.path = scope["method"], api_path(scope["path"])
-        self.route = route_of(exchange.method, exchange.path)
+        # routed by the path as sent, its escapes kept: an id holding `%2F` is one segment
+        self.route = route_of(exchange.method, bytes(scope.get("raw_path") or b"").decode("latin-1") or scope["path"])
         exchange.route = self.route.name
         gone = Gone()
         watcher = asyncio.create_task(_watch_disconnect(receive, gone)) if too_large is None else None

@@ -234,7 +234,21 @@ def _list_models(state: ServerState, view: RequestView) -> ResponsePlan:
 
 
 def _retrieve_model(state: ServerState, view: RequestView) -> ResponsePlan:
-    return _json(shapes.model_object(view.route["model"]), headers=_catalogue_headers())
+    model = view.route["model"]
+    if state.http_store.model_deleted(model):
+        raise RequestRefused(404, shapes.model_not_found(model))
+    return _json(shapes.model_object(model), headers=_catalogue_headers())
+
+
+def _delete_model(state: ServerState, view: RequestView) -> ResponsePlan:
+    """A fine-tuned model is deleted (once: then it is gone); a base model of the catalogue is not the caller's to
+    delete; any other id is a model the service does not have."""
+    model = view.route["model"]
+    if model.startswith(shapes.FINE_TUNED_PREFIX) and state.http_store.delete_model(model):
+        return _json(shapes.model_deleted(model))
+    if model in shapes.DEFAULT_MODELS:
+        raise RequestRefused(403, shapes.model_not_deletable(model))
+    raise RequestRefused(404, shapes.model_not_found(model))
 
 
 _HANDLERS: dict[str, Callable[[ServerState, RequestView], ResponsePlan]] = {
@@ -254,6 +268,7 @@ _HANDLERS: dict[str, Callable[[ServerState, RequestView], ResponsePlan]] = {
     routes.ITEMS_DELETE: _delete_item,
     routes.MODELS_LIST: _list_models,
     routes.MODELS_RETRIEVE: _retrieve_model,
+    routes.MODELS_DELETE: _delete_model,
 }
 
 

@@ -92,6 +92,7 @@ class ResponseStore(MutableMapping[str, Stored]):
         self._kept: OrderedDict[str, Stored] = OrderedDict()
         self._conversations: OrderedDict[str, Conversation] = OrderedDict()
         self._sizes: dict[str, int] = {}
+        self._deleted_models: OrderedDict[str, None] = OrderedDict()  # fine-tunes deleted, newest last
 
     def __getitem__(self, response_id: str) -> Stored:
         stored = self._kept[response_id]
@@ -149,6 +150,19 @@ class ResponseStore(MutableMapping[str, Stored]):
         self._conversations.pop(conversation_id, None)
         self.kept_bytes -= self._sizes.pop("conversation:" + conversation_id, 0)
 
+    def delete_model(self, model: str) -> bool:
+        """Delete a fine-tuned model: False when it already was. The ids deleted are kept (as many as responses),
+        so a later read of one is a 404."""
+        if model in self._deleted_models:
+            return False
+        self._deleted_models[model] = None
+        while len(self._deleted_models) > self.size:
+            self._deleted_models.popitem(last=False)
+        return True
+
+    def model_deleted(self, model: str) -> bool:
+        return model in self._deleted_models
+
     def _count(self, key: str, size: int) -> None:
         if self.max_bytes is not None:
             self._sizes[key] = size
@@ -173,6 +187,7 @@ class ResponseStore(MutableMapping[str, Stored]):
     def clear(self) -> None:
         self._kept.clear()
         self._conversations.clear()
+        self._deleted_models.clear()
         self._sizes.clear()
         self.kept_bytes = 0
 

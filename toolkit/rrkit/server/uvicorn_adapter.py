@@ -1,5 +1,6 @@
 """Every use of uvicorn's internals, in one place: the connection's transport behind `send`, the handshake flag of
-its websockets-sansio protocol, its live connections and tasks, its lifespan and signal handling. The version
+its websockets-sansio protocol, its live connections and tasks, its lifespan and signal handling, its 400 to a
+request it cannot parse. The version
 range in pyproject.toml is the one these were checked against."""
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from typing import Any, Protocol
 
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
+from ..protocol import errors
 from ..protocol.plan import RUN_BYTES
+from ..protocol.sse import encode_json
 from ..protocol.wsframe import text_frames
 from .capture import track_begun
 
@@ -244,6 +248,26 @@ class _PeersFault(logging.Filter):
         return True
 
 
+UNPARSABLE_REQUEST = (
+    "The HTTP request could not be parsed: its request line, a header or its framing is malformed (a method "
+    "httptools does not know, a path with spaces or bytes beyond ASCII: percent-encode them). Send a well-formed "
+    "HTTP/1.1 request."
+)
+
+
+class _JSONErrorsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, its 400 to a request it cannot parse (sent before any app sees it) in the API's
+    JSON shape, as every other error of the server."""
+
+    def send_400_response(self, msg: str) -> None:
+        body = encode_json(errors.error_body(UNPARSABLE_REQUEST))
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        head.extend(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers)
+        head.append(b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body))
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
+
+
 def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) -> uvicorn.Config:
     """The one configuration rrkit runs uvicorn with (loaded, ready to serve). uvicorn's logging configuration is
     installed once, again only when its stderr handler is gone or writes to a stderr since swapped (pytest's
@@ -257,7 +281,7 @@ def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) ->
         log_level=None if in_place else log_level,
         log_config=None if in_place else uvicorn.config.LOGGING_CONFIG,
         lifespan="off",
-        http="httptools",
+        http=_JSONErrorsProtocol,
         ws="websockets-sansio",
         ws_per_message_deflate=True,
         ws_max_size=ws_max_size,
