@@ -12,6 +12,7 @@ import httpcore2  # noqa: F401
 import pytest
 import uvicorn.protocols.http.httptools_impl
 import uvicorn.protocols.websockets.websockets_sansio_impl  # noqa: F401
+from hypothesis import HealthCheck, settings
 
 from .errortrap import Serve
 from .hostile import commands_without_traceback, pytest_runtest_makereport  # noqa: F401  (hooks, fixture)
@@ -23,6 +24,10 @@ from .hostile import commands_without_traceback, pytest_runtest_makereport  # no
 # Likewise uvicorn's httptools protocol: re-imported after such a run, it would catch a new `HttpParserUpgrade`
 # class while the C parser raises the old one, and every later WebSocket upgrade in the worker would fail.
 from .rrkit_process import kill_left
+
+# The suite shares two cores with other work: a test's examples are not timed (no deadline), nor its generation.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 @pytest.fixture(scope="session", autouse=True)

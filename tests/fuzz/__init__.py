@@ -12,14 +12,15 @@ import json
 import os
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 CI_BASE = 100
 """`max_examples` of the `ci` profile: what `cases(n)` is relative to."""
 
-settings.register_profile("ci", max_examples=CI_BASE, deadline=None, print_blob=True)
-settings.register_profile("deep", max_examples=CI_BASE * 10, deadline=None, print_blob=True)
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}  # two shared cores time nothing
+settings.register_profile("ci", max_examples=CI_BASE, print_blob=True, **_UNTIMED)
+settings.register_profile("deep", max_examples=CI_BASE * 10, print_blob=True, **_UNTIMED)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 
 

@@ -303,7 +303,7 @@ def test_events_response_object_defaults_without_a_request() -> None:
     assert response["model"] == "gpt-rrkit"
     assert response["tools"] == []
     assert response["tool_choice"] == "auto"
-    assert response["parallel_tool_calls"] is False
+    assert response["parallel_tool_calls"] is True  # the service's default
     assert ResponseEvents({"model": "m"}, model="override").created()[0]["response"]["model"] == "override"
 
 

@@ -221,9 +221,12 @@ TOOLS = [
     {
         "type": "function",
         "name": "f",
+        "description": None,
         "parameters": {"type": "integer", "maximum": BIG, "minimum": -BIG, "default": 2**64},
+        "strict": False,
     }
 ]
+"""A function tool with every field it is echoed with (`strict`, `description`), so that the echo equals it."""
 
 
 def test_a_big_integer_round_trips_exactly_through_the_echoed_tools_over_sse(server: FakeServer) -> None:

@@ -35,11 +35,13 @@ def plan_recording(
     close_code: int = 1011,
     time_scale: float = 0.0,
     rename: Callable[[str], str] | None = None,
+    renamed: Callable[[str], str] | None = None,
     steerable: bool = False,
 ) -> ResponsePlan:
     """The plan that plays `exchange` back. `rename` maps the recorded response id to the id to send (each
-    replay issues its own); `time_scale` 0 plays at once, 1 at the recorded speed; `steerable` (a cassette with
-    steer frames): over a WebSocket, steering input accepted for it gets its successor."""
+    replay issues its own), `renamed` the id of an earlier response the events name (`previous_response_id`) to
+    the one this replay sent for it; `time_scale` 0 plays at once, 1 at the recorded speed; `steerable` (a cassette
+    with steer frames): over a WebSocket, steering input accepted for it gets its successor."""
     kept = replayable_headers(exchange.response_headers)
     turn_state = next((v for k, v in exchange.response_headers.items() if k.lower() == TURN_STATE_HEADER), None)
     common: dict[str, Any] = {"headers": kept, "turn_state": turn_state, "replayed": True}
@@ -55,7 +57,7 @@ def plan_recording(
         return ResponsePlan(rejection=rejection_of(refused), **common)
     events = compact(exchange.events)
     fault = _fault(outcome, len(events), close, close_code)
-    plan = _events_plan(events, transport, time_scale, rename, fault=fault, **common)
+    plan = _events_plan(events, transport, time_scale, rename, renamed, fault=fault, **common)
     if steerable and transport == "ws" and plan.response_id:  # steering input accepted for it gets its successor
         return replace(plan, steer=SteerQueue(plan.response_id))
     return plan
@@ -66,13 +68,17 @@ def _events_plan(
     transport: Transport,
     time_scale: float,
     rename: Callable[[str], str] | None,
+    renamed: Callable[[str], str] | None = None,
     **common: Any,
 ) -> ResponsePlan:
-    """Recorded events played again, the response id they state renamed."""
-    recorded_id = _first_response_id(events)
+    """Recorded events played again, the response id they state renamed, and the previous one they name."""
+    recorded_id, previous = _first_response_ids(events)
     sent_id = rename(recorded_id) if rename is not None and recorded_id else recorded_id
-    swap = (f'"{recorded_id}"', f'"{sent_id}"') if recorded_id and sent_id != recorded_id else None
-    played = events_of(_played(events, transport, time_scale, swap))
+    swaps = [(recorded_id, sent_id)] if recorded_id and sent_id else []
+    if previous and renamed is not None:
+        swaps.append((previous, renamed(previous)))
+    quoted = [(f'"{old}"', f'"{new}"') for old, new in swaps if old != new]
+    played = events_of(_played(events, transport, time_scale, quoted))
     return ResponsePlan(played, response_id=sent_id or "", **common)
 
 
@@ -98,7 +104,7 @@ def _fault(outcome: Outcome | None, events: int, close: CloseKind, close_code: i
 
 
 def _played(
-    events: RecordedEvents, transport: Transport, scale: float, swap: tuple[str, str] | None
+    events: RecordedEvents, transport: Transport, scale: float, swaps: list[tuple[str, str]]
 ) -> Iterator[PlannedEvent]:
     """The events as planned, a kept SSE comment left out over WebSocket (its pause goes to the next event)."""
     before = 0.0
@@ -106,16 +112,20 @@ def _played(
     for at, raw in events.timed():
         if left_out is not None and left_out in raw:
             continue
-        if swap is not None:
+        for swap in swaps:
             raw = raw.replace(*swap)
         yield verbatim(raw, transport, max(0.0, at - before) * scale, lazy=True)  # checked at load
         before = at
 
 
-def _first_response_id(events: RecordedEvents) -> str | None:
-    """The response id the first lifecycle event states, parsing no event but that one (a kept SSE comment has
-    no `"response"`)."""
+def _first_response_ids(events: RecordedEvents) -> tuple[str | None, str | None]:
+    """The response id the first lifecycle event states and the previous response it names, parsing no event but
+    that one (a kept SSE comment has no `"response"`)."""
     for _, raw in events.timed():
-        if '"response"' in raw and (found := response_id_of([json.loads(raw)])):
-            return found
-    return None
+        if '"response"' not in raw:
+            continue
+        event = json.loads(raw)
+        if found := response_id_of([event]):
+            previous = event["response"].get("previous_response_id")
+            return found, previous if isinstance(previous, str) else None
+    return None, None

@@ -178,6 +178,9 @@ class CassetteSource(ReplySource):
                 self._recorded_of[sent], self._sent_of[recorded_id] = recorded_id, sent
             return self._renames[key]
 
+        def renamed(recorded_id: str) -> str:
+            return self._renames.get((connection_id, recorded_id)) or self._sent_id_of(recorded_id)
+
         scale = self.time_scale
         plan = plan_recording(
             exchange,
@@ -186,6 +189,7 @@ class CassetteSource(ReplySource):
             close_code=code,
             time_scale=scale,
             rename=rename,
+            renamed=renamed,
             steerable=bool(self._steers),
         )
         if plan.steer is not None and exchange.response_id in self._steered:

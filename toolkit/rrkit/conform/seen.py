@@ -18,7 +18,7 @@ from ..protocol.request import (
     item_key,
     retained_by_compaction,
 )
-from ..protocol.resources import conversation_id
+from ..protocol.response_object import conversation_id
 from ..protocol.routes import COMPACT, CONVERSATIONS_CREATE, CREATE, ITEMS_CREATE, route_of
 from ..server.capture import Exchange
 from .checks import AfterCompaction

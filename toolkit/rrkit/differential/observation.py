@@ -12,7 +12,7 @@ from ..protocol.errors import ending_error, named_delays
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.outcome import OutcomeKind
 from ..protocol.request import is_compaction_request
-from ..protocol.resources import conversation_id
+from ..protocol.response_object import conversation_id
 from ..protocol.routes import CREATE, RETRIEVE, resumed_after, route_of
 from ..server.capture import Connection, Exchange
 

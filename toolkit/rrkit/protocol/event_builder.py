@@ -10,6 +10,7 @@ from typing import Any
 from .event_names import ITEM_ADDED, ITEM_DONE
 from .ids import IdGenerator
 from .request import Item
+from .response_object import response_object
 
 Event = dict[str, Any]
 """One event (or a frame kept in its place) as its JSON object."""
@@ -52,24 +53,18 @@ class EventBuilder:
         return event
 
     def response_object(self, status: str, **extra: Any) -> dict[str, Any]:
-        request = self.request
-        tool_choice = request.get("tool_choice")
-        return {
-            "id": self.response_id,
-            "object": "response",
-            "created_at": self.created_at,
-            "status": status,
-            "model": self.model,
-            "instructions": request.get("instructions"),
-            "output": [dict(item) for item in self.output] if status != "in_progress" else [],
-            "parallel_tool_calls": bool(request.get("parallel_tool_calls", False)),
-            "tool_choice": tool_choice if tool_choice is not None else "auto",
-            "tools": list(request.get("tools") or []),
-            "error": None,
-            "incomplete_details": None,
-            "usage": None,
+        """The response as it stands at `status` (`protocol.response_object`): its output once it is not in progress,
+        completed at the moment it says so."""
+        return response_object(
+            self.request,
+            response_id=self.response_id,
+            created_at=self.created_at,
+            model=self.model,
+            status=status,
+            output=self.output if status != "in_progress" else (),
+            completed_at=max(self.created_at, int(time.time())) if status == "completed" else None,
             **extra,
-        }
+        )
 
     # -- output items -----------------------------------------------------------------------
     def _add_item(self, item: Item) -> tuple[int, Event]:

@@ -111,11 +111,11 @@ class ResponseEvents(ToolCallEvents):
         in its error when given."""
         error = {"code": code, "message": message or failure_message(code)}
         error |= {name: value for name, value in (("param", param), ("type", type)) if value is not None}
-        return [self._emit(FAILED, response=self.response_object("failed", error=error))]
+        return [self._emit(FAILED, response=self.response_object("failed", error=error, usage=self.default_usage()))]
 
     def incomplete(self, reason: str) -> list[Event]:
-        details = {"reason": reason}
-        return [self._emit(INCOMPLETE, response=self.response_object("incomplete", incomplete_details=details))]
+        stated = {"incomplete_details": {"reason": reason}, "usage": self.default_usage()}
+        return [self._emit(INCOMPLETE, response=self.response_object("incomplete", **stated))]
 
     def error(self, message: str, code: str | None = None, param: str | None = None) -> list[Event]:
         """The flat SSE `error` event."""
@@ -237,12 +237,13 @@ class ResponseEvents(ToolCallEvents):
     def iter_audio(self, transcript: str, *audio: str, chunks: int = 1) -> Iterator[Event]:
         """Spoken output, which belongs to no output item: its transcript in `chunks` deltas, transcript done, one
         `audio.delta` per piece of audio (base64), audio done."""
+        owner = {"response_id": self.response_id}
         for piece in iter_chunks(transcript, chunks):
-            yield self._emit(AUDIO_TRANSCRIPT_DELTA, delta=piece)
-        yield self._emit(AUDIO_TRANSCRIPT_DONE)
+            yield self._emit(AUDIO_TRANSCRIPT_DELTA, **owner, delta=piece)
+        yield self._emit(AUDIO_TRANSCRIPT_DONE, **owner)
         for piece in audio:
-            yield self._emit(AUDIO_DELTA, delta=piece)
-        yield self._emit(AUDIO_DONE)
+            yield self._emit(AUDIO_DELTA, **owner, delta=piece)
+        yield self._emit(AUDIO_DONE, **owner)
 
     # -- output items, made all at once (the same arguments) -------------------------------------------------
     message = _all_at_once(iter_message)

@@ -162,15 +162,6 @@ def not_found(kind: str, object_id: str, *, param: str | None = None) -> dict[st
     return errors.error_body(f"{kind} with id '{object_id}' not found.", param=param)
 
 
-def conversation_id(value: object) -> str | None:
-    """The id a create's `conversation` names: the string itself, or its object's `id`."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("id"), str):
-        return str(value["id"])
-    return None
-
-
 def models_etag(models: Iterable[str]) -> str:
     """The catalogue's `x-models-etag`: changes exactly when the list of models does."""
     return hashlib.sha256("\n".join(models).encode()).hexdigest()[:16]

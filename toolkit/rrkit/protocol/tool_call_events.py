@@ -66,6 +66,9 @@ class _ToolCall(NamedTuple):
     done_names: bool = False
 
 
+SHELL_ACTION_LIMITS: Item = {"timeout_ms": None, "max_output_length": None}
+"""A shell call's action limits the service states even when none is set."""
+
 _FUNCTION_CALL = _ToolCall("function_call", "arguments", ARGUMENTS_DELTA, ARGUMENTS_DONE, done_names=True)
 _CUSTOM_TOOL_CALL = _ToolCall("custom_tool_call", "input", CUSTOM_INPUT_DELTA, CUSTOM_INPUT_DONE)
 
@@ -195,10 +198,9 @@ class ToolCallEvents(EventBuilder):
         done, then the item done with `action.commands`; `action`: its other fields (`timeout_ms`,
         `max_output_length`); `environment`: where to run them (`{"type": "local"}`)."""
         item_id = item_id or self.ids.new("shell_call")
-        call: Item = {"call_id": call_id or self.ids.new("call")}
-        if environment is not None:
-            call["environment"] = environment
-        base: Item = {"id": item_id, "type": "shell_call", **call, "action": {**(action or {}), "commands": []}}
+        call: Item = {"call_id": call_id or self.ids.new("call"), "environment": environment}
+        limits = {**SHELL_ACTION_LIMITS, **(action or {})}
+        base: Item = {"id": item_id, "type": "shell_call", **call, "action": {**limits, "commands": []}}
         index, added = self._add_item(base)
         yield added
         for number, command in enumerate(commands):
@@ -206,11 +208,11 @@ class ToolCallEvents(EventBuilder):
             yield self._emit(SHELL_COMMAND_ADDED, **where, command="")
             yield self._emit(SHELL_COMMAND_DELTA, **where, delta=command)
             yield self._emit(SHELL_COMMAND_DONE, **where, command=command)
-        done_action = {**(action or {}), "commands": list(commands)}
+        done_action = {**limits, "commands": list(commands)}
         yield self._done_item(index, {**base, "action": done_action, "status": "completed"})
 
     def iter_shell_call_output(
-        self, call_id: str, outputs: list[Item], *, item_id: str | None = None
+        self, call_id: str, outputs: list[Item], *, max_output_length: int | None = None, item_id: str | None = None
     ) -> Iterator[Event]:
         """What the client's shell commands printed (`{stdout, stderr, outcome}` each, in command order): added,
         per command a content delta and done, then the item done with every output."""
@@ -222,5 +224,5 @@ class ToolCallEvents(EventBuilder):
                 (SHELL_OUTPUT_DONE, {"command_index": number, "output": [output]}),
             )
         ]
-        fields: Item = {"call_id": call_id, "output": []}
+        fields: Item = {"call_id": call_id, "output": [], "max_output_length": max_output_length}
         return self._iter_hosted("shell_call_output", fields, deltas, {"output": outputs}, item_id=item_id)

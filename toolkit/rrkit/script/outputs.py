@@ -192,7 +192,7 @@ class WholeItemOut(_Strict):
 
     type: str
     added_status: ClassVar[str | None] = "in_progress"  # None: the item type knows no in_progress, added as done
-    makes_call_id: ClassVar[bool] = False  # a call the client answers: a call_id is made where none is given
+    makes_call_id: ClassVar[bool] = False  # a call_id is made where none is given (a call, an output that states one)
 
     def asks_client(self) -> bool:
         """A call the client must run and answer (a call_id is made for it where none is given)."""
@@ -241,11 +241,16 @@ class LocalShellCallOut(WholeItemOut):
 
 
 class LocalShellCallOutputOut(WholeItemOut):
-    """What a local shell call printed (the item's id is the call's)."""
+    """What a local shell call (its `call_id`, made where none is given) printed."""
 
+    makes_call_id = True
     type: Literal["local_shell_call_output"]
     output: str
+    call_id: str | None = None
     status: ItemStatus = "completed"
+
+    def asks_client(self) -> bool:
+        return False
 
 
 class ComputerCallOut(WholeItemOut):
@@ -262,6 +267,7 @@ class ComputerCallOut(WholeItemOut):
 class ComputerCallOutputOut(WholeItemOut):
     """The screenshot a computer call (its `call_id`) answered with: an image URL or a file id."""
 
+    added_status = None
     type: Literal["computer_call_output"]
     call_id: str
     image_url: str | None = None
@@ -363,10 +369,14 @@ class ToolSearchCallOut(_ToolSearchItem):
 
 
 class ToolSearchOutputOut(_ToolSearchItem):
-    """The tools a tool search found (tool definitions, `{type: function, name, parameters, strict}` each)."""
+    """The tools a tool search found (tool definitions, `{type: function, name, parameters, strict}` each); its
+    `call_id` stated, null for a search the service ran."""
 
     type: Literal["tool_search_output"]
     tools: list[dict[str, Any]] = []
+
+    def item_fields(self) -> dict[str, Any]:
+        return {**super().item_fields(), "call_id": self.call_id}
 
 
 class AdditionalToolsOut(WholeItemOut):

@@ -80,7 +80,7 @@ _WRITERS: dict[type[Any], Callable[[ResponseEvents, Any], Iterator[Event]]] = {
 
 def _whole_item(builder: ResponseEvents, output: WholeItemOut) -> Iterator[Event]:
     fields = output.item_fields()
-    if output.asks_client() and fields.get("call_id") is None:
+    if (output.makes_call_id or output.asks_client()) and fields.get("call_id") is None:
         fields["call_id"] = builder.ids.new("call")
     return builder.iter_item(output.type, fields, added_status=output.added_status)
 

@@ -14,6 +14,7 @@ from ..protocol.events import Event
 from ..protocol.ids import IdGenerator
 from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import input_items, is_warmup
+from ..protocol.response_object import echoed_request
 from ..protocol.routes import CREATE, Route
 from ..protocol.vocabulary import Transport
 from .default_reply import default_plan
@@ -46,6 +47,11 @@ class RequestView:
     path: str = "/responses"  # under the API base (protocol.routes.api_path)
     route: Route = _CREATE_ROUTE
     exchange_id: int = 0
+
+    @property
+    def echoed(self) -> dict[str, Any]:
+        """The request a response to this one echoes (`protocol.response_object.echoed_request`)."""
+        return echoed_request(self.wire, self.logical)
 
     def describe(self) -> str:
         if self.route.name != CREATE:
@@ -254,7 +260,7 @@ class ScriptState(ReplySource):
         """Warmups are answered by the server itself unless a step asks for `generate: false` explicitly."""
         if self._script is None:
             return default_plan(
-                request.logical, transport=request.transport, ids=request.ids, warmup_only=is_warmup(request.wire)
+                request.echoed, transport=request.transport, ids=request.ids, warmup_only=is_warmup(request.wire)
             )
         if is_warmup(request.wire) and not any(
             step.when is not None and step.when.generate is False for step in self.script.responses
@@ -271,7 +277,7 @@ class ScriptState(ReplySource):
 
         return plan_reply(
             WARMUP_REPLY if reply is None else reply,
-            request.logical,
+            request.echoed,
             transport=request.transport,
             ids=request.ids,
             warmup=reply is None,

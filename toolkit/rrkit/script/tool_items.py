@@ -57,8 +57,8 @@ def local_shell_call(
     return LocalShellCallOut.model_validate({"type": "local_shell_call", "command": list(command), **fields})
 
 
-def local_shell_call_output(output: str) -> LocalShellCallOutputOut:
-    return LocalShellCallOutputOut(type="local_shell_call_output", output=output)
+def local_shell_call_output(output: str, call_id: str | None = None) -> LocalShellCallOutputOut:
+    return LocalShellCallOutputOut(type="local_shell_call_output", output=output, call_id=call_id)
 
 
 def shell_call(

@@ -141,7 +141,7 @@ class BackgroundRun:
             return dict(self.response)
         if self._in_progress_seen < self.in_progress_polls and self.status != "cancelled":
             self._in_progress_seen += 1
-            return {**self.response, "status": "in_progress", "output": [], "usage": None}
+            return {**self.response, "status": "in_progress", "output": [], "usage": None, "completed_at": None}
         return dict(self.response)
 
     def cancel(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.plan import NO_FAULT, Rejection, ResponsePlan, VerbatimBody
 from ..protocol.request import Item, input_items
+from ..protocol.response_object import conversation_id, echoed_request
 from ..protocol.sse import encode_json
 from ..script.select import RequestView
 from .background import BackgroundRun
@@ -292,9 +293,9 @@ def begin_background(
         if run.status == "completed":
             _add_items(state, wire, stored.input_given or [], stored.output)
 
-    first = ResponseEvents(logical, response_id=response_id, ids=state.ids).response_object("queued")
+    first = ResponseEvents(echoed_request(wire, logical), response_id=response_id, ids=state.ids)
     run = BackgroundRun(
-        {**first, **_echoed(wire)},
+        first.response_object("queued"),
         queued_polls=lifecycle.queued_polls,
         queued_seconds=lifecycle.queued_seconds,
         in_progress_polls=lifecycle.in_progress_polls,
@@ -312,17 +313,6 @@ def begin_background(
     )
 
 
-def _echoed(wire: Mapping[str, Any]) -> dict[str, Any]:
-    """What a response object echoes of its request beyond what the event builder does."""
-    echoed: dict[str, Any] = {"background": wire.get("background") is True, "store": wire.get("store") is not False}
-    named = shapes.conversation_id(wire.get("conversation"))
-    if named:
-        echoed["conversation"] = {"id": named}
-    if wire.get("previous_response_id"):
-        echoed["previous_response_id"] = wire["previous_response_id"]
-    return echoed
-
-
 def add_to_conversation(state: ServerState, exchange: Exchange, wire: Mapping[str, Any]) -> None:
     """A completed create that names a conversation (over either transport) adds its input and its output to it."""
     if exchange.outcome is None or exchange.outcome.kind is not OutcomeKind.COMPLETED:
@@ -332,7 +322,7 @@ def add_to_conversation(state: ServerState, exchange: Exchange, wire: Mapping[st
 
 
 def _add_items(state: ServerState, wire: Mapping[str, Any], given: list[Item], output: list[Item]) -> None:
-    named = shapes.conversation_id(wire.get("conversation"))
+    named = conversation_id(wire.get("conversation"))
     conversation = state.http_store.conversation(named) if named else None
     if conversation is None:
         return

@@ -21,7 +21,8 @@ from ..protocol.outcome import Outcome, OutcomeKind
 from ..protocol.plan import Rejection, ResponsePlan
 from ..protocol.request import input_items
 from ..protocol.request_check import check_request
-from ..protocol.resources import conversation_id, not_found
+from ..protocol.resources import not_found
+from ..protocol.response_object import conversation_id
 from ..protocol.vocabulary import Transport
 from ..script.select import NoMatch, RequestView
 from .capture import Exchange

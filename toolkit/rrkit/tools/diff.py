@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 WIRE_STEERING = ("previous_response_id", INPUT_FIELD)
+ECHOED_PREVIOUS = ("response", "previous_response_id")
+"""Where an event's response echoes the previous response its request named."""
 """What a delta and a full request carry differently; the rest of two such wire requests is still compared."""
 
 
@@ -111,6 +113,7 @@ class _Differ:
         self.found: list[Difference] = []
         self.connections: tuple[dict[int, int], dict[int, int]] = ({}, {})  # A -> B and B -> A connection ids
         self.where: tuple[Side, Side] = (Side(), Side())
+        self._incrementality_differs = False  # in the exchange pair being compared
 
     # -- the whole ---------------------------------------------------------------------------------------------
     def run(self) -> list[tuple[int | None, int | None]]:
@@ -207,6 +210,7 @@ class _Differ:
         headers = (header_map(ea.response_headers, strict), header_map(eb.response_headers, strict))
         self._changes(Kind.HEADERS, compare(*headers, ("response_headers",)))
         stream_a, stream_b = EventStream(ea, strict), EventStream(eb, strict)
+        self._incrementality_differs = ea.incremental != eb.incremental
         self._events(stream_a, stream_b)
         self._changes(
             Kind.BODY, compare(body_value(ea.response_body), body_value(eb.response_body), ("response_body",))
@@ -283,6 +287,8 @@ class _Differ:
             # with an event missing or extra, every later sequence_number is off by as much: validation
             # checks each side's numbering, the diff does not repeat it per event
             changes = [change for change in changes if change.path[2:] != ("sequence_number",)]
+        if self._incrementality_differs:  # the response echoes what the request's incrementality difference says
+            changes = [change for change in changes if change.path[2:] != ECHOED_PREVIOUS]
         self._changes(Kind.EVENT_FIELD, changes, events=at)
 
     def _event_positions(self, a: EventStream, b: EventStream) -> list[tuple[int | None, int | None]]:
