@@ -79,6 +79,14 @@ def test_script_imports_only_files_and_protocol() -> None:
             assert {_layer(target) for target in imported} <= allowed, (module, imported)
 
 
+def test_references_import_only_protocol_and_files() -> None:
+    """`rrkit.references` holds what others wrote (the OpenAPI description) as checks every judge may use."""
+    for module, imported in _graph().items():
+        if _layer(module) == "references":
+            allowed = {"references", "protocol", "files", FOUNDATION}
+            assert {_layer(target) for target in imported} <= allowed, (module, imported)
+
+
 def test_relay_imports_only_protocol_and_script() -> None:
     """The relay forwards and relays; what answers from it (the server, the cassettes) imports it, never back."""
     for module, imported in _graph().items():
@@ -147,6 +155,7 @@ def _is_package(module: str) -> bool:
     [
         ("rrkit.protocol", {"protocol", FOUNDATION}),
         ("rrkit.script", {"protocol", "files", "script", FOUNDATION}),
+        ("rrkit.references.check", {"protocol", "references", FOUNDATION}),
     ],
 )
 def test_importing_a_low_layer_loads_no_web_framework_and_no_higher_layer(module: str, allowed: set[str]) -> None:

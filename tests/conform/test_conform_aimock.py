@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from rrkit.conform.server import ServerReport, Target, run_server
-from rrkit.report import Severity
+from rrkit.report import Finding, Severity
 
 from .aimock import aimock_server, missing
 
@@ -28,14 +28,24 @@ def report(aimock: str) -> ServerReport:
     return run_server(Target(aimock))
 
 
-def _musts(report: ServerReport, probe: str, transport: str) -> set[str]:
-    return {
-        f.reason
+def _must_findings(report: ServerReport, probe: str, transport: str) -> list[Finding]:
+    return [
+        finding
         for result in report.results
         if (result.probe, result.transport) == (probe, transport)
-        for f in result.findings
-        if f.severity is Severity.MUST
-    }
+        for finding in result.findings
+        if finding.severity is Severity.MUST
+    ]
+
+
+def _musts(report: ServerReport, probe: str, transport: str) -> set[str]:
+    """The `must` reasons of one probe run, the field check's left out (its own test below)."""
+    return {f.reason for f in _must_findings(report, probe, transport) if f.rule != "fields"}
+
+
+def _fields(report: ServerReport, probe: str, transport: str) -> set[str]:
+    """What the field check found in one probe run as `must`: `field: problem`, one per field path."""
+    return {f.evidence for f in _must_findings(report, probe, transport) if f.rule == "fields"}
 
 
 def test_the_run_completes_over_both_transports_and_names_findings(report: ServerReport) -> None:
@@ -64,3 +74,17 @@ def test_its_upgrade_and_its_refusal_of_invalid_json_are_as_the_protocol_says(re
 def test_its_websocket_error_frames_carry_no_status(report: ServerReport) -> None:
     musts = _musts(report, "invalid-json", "ws")
     assert musts == {"an error frame carries the HTTP `status` a client classifies it by"}
+
+
+def test_the_field_check_names_the_fields_its_responses_and_errors_lack_by_path(report: ServerReport) -> None:
+    """What this version sends lacks fields the spec requires (and the service sends): in the snapshot of every
+    streamed event, in a whole body, in an error object."""
+    streamed = _fields(report, "sse-text", "http")
+    assert {"response.temperature: missing", "response.metadata: missing", "part.logprobs: missing"} <= streamed
+    assert "response.usage.input_tokens_details: missing" in streamed
+    assert {"temperature: missing", "tools: missing"} <= _fields(report, "json-response", "http")
+    assert "error.param: missing" in _fields(report, "invalid-json", "http")
+    finding = next(
+        f for r in report.results if r.probe == "sse-text" for f in r.findings if f.place.field == "response.top_p"
+    )
+    assert finding.place.event == 0 and finding.also  # reported once, at the first event, its repeats counted on it

@@ -27,6 +27,7 @@ from rrkit.conform.server import (
 from rrkit.conform.server.answer import Answer
 from rrkit.conform.server.check_texts import CHECK_TEXTS
 from rrkit.conform.server.checks import judge_answer
+from rrkit.conform.server.fields import field_findings
 from rrkit.conform.server.retry import LONGEST_WAIT, retry_delay
 from rrkit.drive.ending import Ending
 from rrkit.protocol.exceptions import ConformError, ServerUnreachable, SettingError
@@ -158,9 +159,17 @@ def test_an_error_frame_without_status_or_code_is_named_at_its_event_and_field()
         judge_answer(_answer("ws", events=[frame]), [Expect(check="refused", code="previous_response_not_found")])
     )
     fields = {(f.place.field, f.severity) for f in findings}
-    assert ("status", Severity.MUST) in fields and ("error.code", Severity.SHOULD) in fields
+    assert ("status", Severity.MUST) in fields
     assert ("error.code", Severity.MUST) in fields  # the code clients act on is not the one required
     assert all(f.place.event == 0 and f.place.event_type == "error" for f in findings)
+    answer = _answer("ws", events=[frame])
+    (missing,) = field_findings([answer])  # the spec requires `code` (null when there is none): the field check's
+    assert (missing.place.field, missing.severity, missing.evidence) == (
+        "error.code",
+        Severity.MUST,
+        "error.code: missing",
+    )
+    assert field_findings([answer], findings) == []  # named by the refused check already: once
 
 
 def test_a_stream_cut_before_its_end_breaks_a_must_and_its_order_is_checked_as_a_prefix() -> None:

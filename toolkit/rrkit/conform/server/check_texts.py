@@ -21,3 +21,13 @@ CHECK_TEXTS: dict[str, str] = {
         "response ends and a successor commits the input and completes"
     ),
 }
+
+FIELDS = "fields"
+
+PROBE_CHECK_TEXTS: dict[str, str] = {
+    FIELDS: (
+        "every body and event the server sends holds to the OpenAPI description, field by field (each field path "
+        "once per probe; `must` where a client with a strict schema breaks)"
+    ),
+}
+"""The checks every probe runs on all its answers, whatever its steps expect."""

@@ -216,15 +216,6 @@ def _error_object(found: Found, error: dict[str, Any], expect: Expect, event: in
             event=event,
             field="error.message",
         )
-    for key in ("type", "param", "code"):
-        if key not in error:
-            found.add(
-                Severity.SHOULD,
-                f"an error object carries `{key}` (null when it has none)",
-                "it is missing",
-                event=event,
-                field=f"error.{key}",
-            )
     for problem in body_problems(error, "error") or ():
         found.add(Severity.SHOULD, "the error object parses as the official SDK's ErrorObject", problem, event=event)
     if expect.code is not None and error.get("code") != expect.code:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..listing import Listed
-from .check_texts import CHECK_TEXTS
+from .check_texts import CHECK_TEXTS, PROBE_CHECK_TEXTS
 
 
 def render_probes(probes: Sequence[Listed], console: Console) -> None:
@@ -21,6 +21,6 @@ def render_probes(probes: Sequence[Listed], console: Console) -> None:
     checks = Table(box=None, pad_edge=False)
     for column in ("check", "what it holds an answer to"):
         checks.add_column(column, overflow="fold")
-    for name, what in CHECK_TEXTS.items():
+    for name, what in {**CHECK_TEXTS, **PROBE_CHECK_TEXTS}.items():
         checks.add_row(name, what)
     console.print(checks)

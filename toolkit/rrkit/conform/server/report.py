@@ -17,6 +17,7 @@ from ..timeouts import RUN_BUDGET
 from .answer import Answer
 from .checks import judge_answer, upgrade_broken
 from .drive import Target, read_target_upgrade, run_probe
+from .fields import field_findings
 from .probe import Probe, probe_catalogue, select_probes
 from .sdk import sdk_version
 
@@ -171,6 +172,7 @@ async def judge_server(
                 for step, answer in zip(probe.steps, answers, strict=False)
                 for finding in judge_answer(answer, step.expect, upgrade_reported=upgrade_reported)
             ]
+            findings += field_findings(answers, findings)
             result = ProbeResult(probe.name, transport, tuple(answers), tuple(findings))
             results.append(result)
             if on_result is not None:
