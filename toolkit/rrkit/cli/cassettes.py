@@ -134,21 +134,23 @@ def diff(a_path: Path, b_path: Path, strict: bool, ignore: tuple[str, ...], view
 def validate(cassettes: tuple[Path, ...], outputs: ReportOutputs) -> None:
     """Check cassettes against the protocol: the event order rules of every event family in each recorded
     stream (side-channel frames left out), each recorded outcome against its terminal event, and each WebSocket
-    delta against the earlier response it continues. A folder stands for every cassette under it.
+    delta against the earlier response it continues. Recorded bodies and events are held to the OpenAPI
+    description field by field: where they depart, that is the recording's (a `should`, never a failure). A folder
+    stands for every cassette under it.
 
-    Exit status: 0 every cassette is clean, 1 a rule broken, 2 a usage or file error.
+    Exit status: 0 no rule broken, 1 a rule broken, 2 a usage or file error.
 
     \b
     Examples:
       rrkit validate cassettes/
       rrkit validate session.json --json
     """
-    from ..tools.validate import Validated, validate_cassette, validation_report
+    from ..tools.validate import Validated, validate_recording, validation_report
 
     validated = []
     for path in _cassette_files(cassettes):
         cassette = read_cassette(path)
-        validated.append(Validated(str(path), len(cassette.exchanges), validate_cassette(cassette)))
+        validated.append(Validated(str(path), len(cassette.exchanges), validate_recording(cassette)))
     report = validation_report(validated)
     conclude_report(report, outputs)
 

@@ -62,7 +62,7 @@ ROUTE_KINDS: Final[dict[str, BodyKind]] = {
     routes.ITEMS_DELETE: "conversation",
     routes.MODELS_LIST: "model_list",
     routes.MODELS_RETRIEVE: "model",
-    "models.delete": "deleted_model",  # the SDK's models.delete (rrkit.protocol.routes names it once it routes it)
+    routes.MODELS_DELETE: "deleted_model",
 }
 """The kind of a route's 2xx JSON body (`rrkit.protocol.routes` names). `responses.delete` has none: the spec
 documents no 200 body for it (see `artefacts`)."""

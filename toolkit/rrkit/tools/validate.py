@@ -1,5 +1,6 @@
-"""Protocol validation of a cassette: event-order rules per stream, and WebSocket deltas that must rebuild to their
-recorded logical request (docs/protocol.md: One exchange, three views; Events; When a request may be incremental)."""
+"""Protocol validation of a cassette: event-order rules per stream, WebSocket deltas that must rebuild to their
+recorded logical request (docs/protocol.md: One exchange, three views; Events; When a request may be incremental),
+and the recorded bodies and events against the OpenAPI description (the recording's, never failing)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from ..protocol.order import Rule, Violation
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_events, response_of_body
 from ..protocol.request import INPUT_FIELD, Item, input_items
 from ..protocol.steer import answer_problems
-from ..report import Case, Finding, Place, Report
+from ..report import Case, Finding, Place, Report, Severity
+from .recorded_fields import REASON, RECORDED_FIELDS, recorded_field_findings
 from .stream_rules import check_stream
 
 CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DISCONNECTED})
@@ -36,6 +38,7 @@ class Check(StrEnum):
 RULES: dict[str, str] = {
     **{rule.name.lower(): rule.value for rule in Rule},
     **{check.name.lower(): check.value for check in Check},
+    RECORDED_FIELDS: REASON,
 }
 """Every rule a finding can name (`sequence`, `one_terminal`, `rebuilds`, ...) -> what the rule says."""
 
@@ -68,8 +71,13 @@ def validation_report(validated: Sequence[Validated]) -> Report:
         )
         for one in validated
     )
-    broken = sum(1 for one in validated if one.findings)
-    verdict = "every cassette is clean" if not broken else f"{broken} of {len(validated)} cassette(s) break a rule"
+    broken = sum(1 for one in validated if any(finding.severity is Severity.MUST for finding in one.findings))
+    dated = sum(1 for one in validated if any(finding.rule == RECORDED_FIELDS for finding in one.findings))
+    verdict = "no rule broken" if not broken else f"{broken} of {len(validated)} cassette(s) break a rule"
+    if not any(one.findings for one in validated):
+        verdict = "every cassette is clean"
+    elif dated:
+        verdict += f"; {dated} recorded with fields the OpenAPI description has otherwise (the recording's)"
     subject = validated[0].path if len(validated) == 1 else f"{len(validated)} cassettes"
     detail = {"cassettes": [{"path": one.path, "exchanges": one.exchanges} for one in validated]}
     summary = f"rrkit validate: {len(validated)} cassette(s): {verdict}"
@@ -102,6 +110,17 @@ def validate_cassette(cassette: Cassette) -> list[Finding]:
                     exchange.id, input_items(exchange.logical_request or {}), _output(exchange, events)
                 )
     return findings
+
+
+def validate_recording(cassette: Cassette) -> list[Finding]:
+    """`rrkit validate`'s findings: the protocol's (`validate_cassette`), then, exchange by exchange, where the
+    recorded fields depart from the OpenAPI description (the recording's, `should`)."""
+    fields = [
+        finding
+        for exchange in cassette.exchanges
+        for finding in recorded_field_findings(exchange, [recorded.event for recorded in exchange.events])
+    ]
+    return validate_cassette(cassette) + fields
 
 
 def stream_findings(exchange: RecordedExchange, events: Sequence[dict[str, Any]]) -> list[Finding]:
