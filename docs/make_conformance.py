@@ -10,6 +10,8 @@ virtualenvs of their own as tests/conform/frameworks/requirements*.txt say:
 
     .venv/bin/python docs/make_conformance.py
 
+`--servers` rewrites only the Servers section (the servers' runs need none of the clients).
+
 A client that is not installed is left out (and said so). A failed verdict without an explanation in
 EXPLAINED, or an explanation that no verdict needs any more, stops it with exit status 1: the page never
 carries a verdict nobody looked at.
@@ -39,6 +41,7 @@ from rrkit.conform import (  # noqa: E402
     run,
 )
 from rrkit.conform.server import ServerReport, Target, probe_catalogue, run_server  # noqa: E402
+from rrkit.conform.server.check_texts import FIELDS  # noqa: E402
 from rrkit.differential.codex import CODEX_VERSION, find_codex  # noqa: E402
 from rrkit.protocol.exceptions import CodexNotFound  # noqa: E402
 from rrkit.protocol.vocabulary import Transport  # noqa: E402
@@ -350,7 +353,9 @@ def server_lines(reports: dict[str, ServerReport | None]) -> list[str]:
         "",
         "`rrkit conform --server URL` run on each server below, with every probe of its battery",
         "(`rrkit conform --server URL --list`) over both transports. A cell counts the `must` findings (they break",
-        "real clients) and the `should` ones (departures from the real service); every finding is listed below.",
+        "real clients) and the `should` ones (departures from the real service); every finding is listed below,",
+        "the field check's (`fields`: every body and event held to the OpenAPI description, field by field, each",
+        "field path once per probe run; `must` where a client with a strict schema breaks) in a table of its own.",
         "",
         "| probe | over | " + " | ".join(reports) + " |",
         "|---|---|" + "---|" * len(reports),
@@ -371,8 +376,43 @@ def server_lines(reports: dict[str, ServerReport | None]) -> list[str]:
             lines += ["", f"{title}: not installed where this page was made."]
             continue
         lines += ["", f"### {title}", ""]
-        lines += [f"- {finding}" for finding in report.findings] or ["No finding."]
+        others = [finding for finding in report.findings if finding.rule != FIELDS]
+        lines += [f"- {finding}" for finding in others] or ["No finding but the field check's (below)."]
+        lines += field_lines([finding for finding in report.findings if finding.rule == FIELDS])
     return lines
+
+
+def field_lines(findings: Sequence[Finding]) -> list[str]:
+    """The field check's findings (`fields`: every body and event held to the OpenAPI description), one row per
+    field and problem, with how many probe runs met it and the first place it was met."""
+    if not findings:
+        return ["", "The field check (every body and event held to the OpenAPI description): no finding."]
+    rows: dict[tuple[str, str], list[Finding]] = {}
+    for finding in findings:
+        rows.setdefault((finding.severity.value, finding.evidence), []).append(finding)
+    lines = [
+        "",
+        f"The field check (every body and event held to the OpenAPI description): {len(rows)} field problem(s), "
+        f"{len(findings)} finding(s) over the probe runs.",
+        "",
+        "| field | severity | probe runs | first met at |",
+        "|---|---|---|---|",
+    ]
+    for (severity, evidence), found in sorted(rows.items(), key=lambda row: (row[0][0] != "must", row[0][1])):
+        place = found[0].place
+        at = place.label + (f" event {place.event} ({place.event_type})" if place.event is not None else "")
+        lines.append(f"| `{evidence}` | {severity} | {len(found)} | {at} |")
+    return lines
+
+
+def servers_only() -> int:
+    """Rewrite only the page's Servers section (`--servers`): the servers' runs need none of the clients."""
+    page = ROOT / "docs" / "conformance.md"
+    text = page.read_text(encoding="utf-8")
+    head = text.split("\n## Servers\n", 1)[0]
+    page.write_text(head + "\n".join(server_lines(_servers())) + "\n", encoding="utf-8")
+    print("wrote the Servers section of docs/conformance.md", file=sys.stderr)
+    return 0
 
 
 def _counts(findings: Sequence[Finding]) -> str:
@@ -468,4 +508,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(servers_only() if sys.argv[1:] == ["--servers"] else main())
