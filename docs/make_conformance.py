@@ -376,6 +376,9 @@ def server_lines(reports: dict[str, ServerReport | None]) -> list[str]:
             lines += ["", f"{title}: not installed where this page was made."]
             continue
         lines += ["", f"### {title}", ""]
+        if not report.findings:
+            lines.append("No finding.")
+            continue
         others = [finding for finding in report.findings if finding.rule != FIELDS]
         lines += [f"- {finding}" for finding in others] or ["No finding but the field check's (below)."]
         lines += field_lines([finding for finding in report.findings if finding.rule == FIELDS])
@@ -385,8 +388,6 @@ def server_lines(reports: dict[str, ServerReport | None]) -> list[str]:
 def field_lines(findings: Sequence[Finding]) -> list[str]:
     """The field check's findings (`fields`: every body and event held to the OpenAPI description), one row per
     field and problem, with how many probe runs met it and the first place it was met."""
-    if not findings:
-        return ["", "The field check (every body and event held to the OpenAPI description): no finding."]
     rows: dict[tuple[str, str], list[Finding]] = {}
     for finding in findings:
         rows.setdefault((finding.severity.value, finding.evidence), []).append(finding)
