@@ -39,8 +39,8 @@ def _script(tmp_path: Path, events: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _fields(url: str) -> list[Finding]:
-    report = run_server(Target(url), only=["sse-text"], transports=["http"])
+def _fields(url: str, probe: str = "sse-text") -> list[Finding]:
+    report = run_server(Target(url), only=[probe])
     return [finding for finding in report.findings if finding.rule == "fields"]
 
 
@@ -69,10 +69,11 @@ def test_a_wrong_typed_field_in_a_streamed_event_is_a_must_naming_it_by_path(ser
 
     events = _events(wrong)
     server = serve(load_script(_script(tmp_path, events)))
-    (finding,) = _fields(server.http_url)
     at = next(index for index, event in enumerate(events) if event.get("logprobs") == "none")
-    assert (finding.place.field, finding.place.event, finding.severity) == ("logprobs", at, Severity.MUST)
-    assert finding.evidence == 'logprobs: expected array, got "none"'
+    for probe in ("sse-text", "upgrade"):  # over HTTP SSE, then a WebSocket
+        (finding,) = _fields(server.http_url, probe)
+        assert (finding.place.field, finding.place.event, finding.severity) == ("logprobs", at, Severity.MUST)
+        assert finding.evidence == 'logprobs: expected array, got "none"'
     result = CliRunner().invoke(main, ["conform", "--server", server.http_url, "--only", "sse-text"])
     assert result.exit_code == 1 and "field logprobs" in result.output and 'got "none"' in result.output
 
