@@ -1,7 +1,8 @@
 // Every route of the Responses resource walked with the official `openai` npm SDK (OPENAI_BASE_URL and
 // OPENAI_API_KEY from the environment): create, retrieve, resume a background stream from `starting_after`,
-// cancel, delete, input items, input tokens, compaction, conversations and their items, models. Prints one JSON
-// object: what each call gave back, as the SDK parsed it; exits 1 naming the call that threw.
+// cancel, delete, input items, input tokens, compaction, conversations and their items, models (list, delete a
+// fine-tune). Prints one JSON object: what each call gave back, as the SDK parsed it; exits 1 naming the call that
+// threw.
 const OpenAI = require("openai");
 
 const client = new OpenAI({ maxRetries: 0, timeout: 10000 });
@@ -67,6 +68,7 @@ async function main() {
     for await (const model of client.models.list()) models.push(model.id);
     return models;
   });
+  await call("model_deleted", async () => (await client.models.delete("ft:gpt-4o-mini:acemeco:suffix:abc123")).deleted);
   console.log(JSON.stringify({ ...seen, create: seen.create.status, conversation: seen.conversation.object }));
 }
 

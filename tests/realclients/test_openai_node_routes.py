@@ -36,6 +36,7 @@ EXPECTED = {
     "conversation_items": ["user", "user", "assistant"],
     "conversation_deleted": True,
     "models": ["gpt-rrkit", "gpt-test", "gpt-5.5", "gpt-5.4", "gpt-5.4-mini"],
+    "model_deleted": True,
 }
 
 
