@@ -25,12 +25,10 @@ LONG_ID = "resp_" + "x" * 60_000
 """An id in a path of 60 kB (httpx sends at most 64 kB of URL): the router still reads it."""
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeServer]:
-    serve = Serve()
+@pytest.fixture
+def server(serve: Serve) -> Iterator[FakeServer]:
     with serve.running() as running:
         yield running
-    serve.finish()
 
 
 def error_of(status: int, media: str, content: bytes) -> dict[str, Any]:
@@ -124,3 +122,16 @@ def test_the_server_still_answers_after_every_malformed_request(server: FakeServ
     raw_exchange(server, b"GET /v1/a b HTTP/1.1\r\n\r\n")
     answer = httpx.post(server.http_url + "/responses", json={"model": "gpt-test", "input": "hi"}, timeout=30)
     assert answer.status_code == 200 and answer.json()["status"] == "completed"
+
+
+def test_an_error_rrkit_did_not_catch_is_a_json_500_naming_it(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug planted by the test")
+
+    monkeypatch.setattr("rrkit.server.resources.answer", broken)
+    serve.allow_errors("a bug planted by the test")
+    server = serve()
+    answer = httpx.get(server.http_url + "/models", timeout=30)
+    error = error_of(answer.status_code, answer.headers.get("content-type", ""), answer.content)
+    assert answer.status_code == 500 and error["type"] == "server_error"
+    assert "RuntimeError: a bug planted by the test" in error["message"] and "GET /v1/models" in error["message"]
