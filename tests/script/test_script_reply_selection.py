@@ -24,7 +24,8 @@ from ..server.faultclient import (
     ws_request,
 )
 
-TOOL_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+TOOL_CALL = {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"}
+TOOL_OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}  # answers TOOL_CALL
 
 
 def answer_http(server: FakeServer, request: dict[str, Any] | None = None, **headers: str) -> str:
@@ -62,7 +63,7 @@ def test_rule_on_the_last_input_item_type_picks_the_tool_answer(serve: Serve) ->
     )
     server = serve(script)
     assert answer_http(server) == "calling the tool"
-    assert answer_http(server, body(input=[USER, TOOL_OUTPUT])) == "after the tool"
+    assert answer_http(server, body(input=[USER, TOOL_CALL, TOOL_OUTPUT])) == "after the tool"
 
 
 def test_rule_on_the_model(serve: Serve) -> None:
@@ -141,7 +142,7 @@ def test_every_condition_of_a_rule_must_hold(serve: Serve) -> None:
     both = Match(model="gpt-large", last_input_type="function_call_output")
     server = serve(Script(default=reply("default")).add(reply("both"), when=both, repeat=True))
     assert answer_http(server, body(model="gpt-large")) == "default"
-    assert answer_http(server, body(model="gpt-large", input=[USER, TOOL_OUTPUT])) == "both"
+    assert answer_http(server, body(model="gpt-large", input=[USER, TOOL_CALL, TOOL_OUTPUT])) == "both"
 
 
 # -- nothing matches -------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import pytest
 from openai.types.responses import response_input_item_param
 from websockets.sync.client import connect
 
+from rrkit.protocol.answer_check import CHECKED_ANSWERS
 from rrkit.protocol.input_check import INPUT_ITEMS, ITEM_REFERENCE
 from rrkit.server import FakeServer
 
@@ -90,7 +91,8 @@ def test_the_table_is_the_sdk_s_input_item_union_less_the_fields_an_item_sent_ba
 
 def test_every_input_item_type_is_taken_with_its_required_fields(creates: Creates) -> None:
     for kind in INPUT_ITEMS.keys() - {ITEM_REFERENCE}:  # a reference must name a stored item (below)
-        assert creates.refusal([item(kind)]) is None, kind
+        answered = CHECKED_ANSWERS.get(kind)  # an answer follows the call it names (test_continuation_answers)
+        assert creates.refusal([*([item(answered)] if answered else []), item(kind)]) is None, kind
     assert creates.refusal([{"role": "user", "content": "hi"}]) is None  # a message's short form
 
 

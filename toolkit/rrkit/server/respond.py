@@ -12,6 +12,7 @@ from typing import Any
 from starlette.types import Scope
 
 from ..protocol import errors
+from ..protocol.answer_check import check_answers
 from ..protocol.exceptions import BadRequest, RRKitError
 from ..protocol.incremental import logical_from_wire, rebuild_logical
 from ..protocol.input_check import resolve_references
@@ -124,15 +125,17 @@ class Responder:
 
     def logical(self, wire: dict[str, Any], store: ResponseStore) -> dict[str, Any]:
         """The request as the model sees it: a delta rebuilt on the response it names, or the conversation's
-        items before its input, each item reference replaced by the item it names. A relaying source answers an
-        id this server never saw itself (the upstream may know it): its logical request keeps the id, and the
-        references."""
+        items before its input, each item reference replaced by the item it names, each answer following the call
+        it names (`answer_check`). A relaying source answers an id this server never saw itself (the upstream may
+        know it): its logical request keeps the id, and the references."""
         logical, http = self._rebuilt(wire, store), self.state.http_store
         items = logical.get("input")
         if self.state.source.relays_unknown_ids or not isinstance(items, list):
             return logical
         try:
             resolved = resolve_references(items, lambda item_id: store.find_item(item_id) or http.find_item(item_id))
+            if not self.state.source.answers_every_route:  # a replayed or relayed answer is the recording's to give
+                check_answers(resolved)
         except BadRequest as error:
             raise invalid_request(error) from None
         return logical if resolved is items else {**logical, "input": resolved}

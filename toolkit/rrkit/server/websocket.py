@@ -174,6 +174,7 @@ class _AcceptedSocket:
         return True
 
     async def _answer(self, exchange: Exchange, text: str, lane: str | None = None) -> None:
+        body: Any = None
         try:
             try:
                 body = parse_json(text, what="frame")
@@ -204,6 +205,7 @@ class _AcceptedSocket:
             logical = exchange.logical_request = self.responder.logical(wire, self.store)
             plan = await self.responder.plan(exchange, self.connection.handshake_headers, wire, logical)
         except RequestRefused as rejected:
+            self._forget_base(body)
             await self._refuse(exchange, rejected, lane)
             return
         if plan.body is not None:
@@ -227,6 +229,12 @@ class _AcceptedSocket:
             if successor is None:
                 return
             exchange, plan = successor
+
+    def _forget_base(self, body: Any) -> None:
+        """Drop a refused continuation's base from the connection's cache, as the service's WebSocket mode does."""
+        named = body.get("previous_response_id") if isinstance(body, dict) else None
+        if isinstance(named, str) and not self.state.source.answers_every_route:  # a replay keeps what it recorded
+            self.store.pop(named, None)
 
     async def _play_steerable(self, plan: ResponsePlan, exchange: Exchange, channel: Channel) -> Outcome:
         """Play a response; while it plays, the frames that come are read: a steer frame is answered at once (the
