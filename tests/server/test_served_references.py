@@ -16,7 +16,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from rrkit.protocol import routes
-from rrkit.references import BodyKind, route_kind
+from rrkit.references import BODY_SCHEMAS, BodyKind, route_kind
 from rrkit.script import Script, load_script
 from rrkit.script.shipped import shipped_fixtures
 from rrkit.server import FakeServer
@@ -190,20 +190,7 @@ def test_the_route_walk_reaches_every_route_and_both_transports(serve: Serve) ->
     served = _served(serve, None, "defaults")
     assert {transport for transport, _, _ in served.events} == {"http", "ws"}
     kinds = {kind for kind, _, _ in served.bodies}
-    assert kinds >= {
-        "response",
-        "item_list",
-        "input_tokens",
-        "compaction",
-        "conversation",
-        "deleted_conversation",
-        "conversation_item",
-        "conversation_item_list",
-        "model",
-        "model_list",
-        "deleted_model",
-        "error",
-    }
+    assert kinds >= set(BODY_SCHEMAS)
 
 
 # -- each reference refuses what it should ------------------------------------------------------------------------
