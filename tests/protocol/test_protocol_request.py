@@ -168,7 +168,7 @@ def test_the_bodies_clients_send_pass_the_fast_check_as_they_are(body: dict[str,
         ("stream", "yes", "Invalid type for 'stream': expected a boolean, but got a string instead."),
         ("temperature", float("nan"), "Invalid 'temperature': expected a finite number."),
         ("max_output_tokens", 0, "Invalid 'max_output_tokens': integer below minimum value."),
-        ("input", [1], "Invalid type for 'input[0]': expected an object, but got an integer instead."),  # by its item
+        ("input", [1], "Invalid type for 'input[0]': expected an input item, but got an integer instead."),  # its item
     ],
 )
 def test_a_body_the_fast_check_cannot_vouch_for_is_judged_and_worded_by_the_models(

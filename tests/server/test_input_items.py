@@ -112,12 +112,60 @@ def test_an_unknown_type_a_bare_value_and_an_untyped_item_are_refused_naming_the
     assert bogus["message"].startswith("Invalid value: 'bogus'. Supported values are: 'message', 'function_call'")
     bare = creates.refusal(["hello"])
     assert bare is not None and (bare["param"], bare["code"]) == ("input[0]", "invalid_type")
-    assert bare["message"] == "Invalid type for 'input[0]': expected an object, but got a string instead."
+    assert bare["message"] == "Invalid type for 'input[0]': expected an input item, but got a string instead."
     untyped = creates.refusal([{"content": "hi"}])
     assert untyped is not None and (untyped["param"], untyped["code"]) == (
         "input[0].type",
         "missing_required_parameter",
     )
+
+
+WRONG_TYPES: list[tuple[dict[str, Any], str, str]] = [
+    (
+        {"role": "user", "content": [{"type": "input_text", "text": 7}]},
+        "input[0].content[0].text",
+        "expected a string, but got an integer instead",
+    ),
+    (
+        {"role": "user", "content": None},
+        "input[0].content",
+        "expected one of an array of objects or string, but got null",
+    ),
+    ({"role": "user", "content": ["hi"]}, "input[0].content[0]", "expected an object, but got a string instead"),
+    ({"role": 1, "content": "hi"}, "input[0].role", "expected a string, but got an integer instead"),
+    (
+        {"role": "user", "content": [{"type": "input_image", "image_url": {"url": "x"}}]},
+        "input[0].content[0].image_url",
+        "expected a string, but got an object instead",
+    ),
+    (
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": {"city": "Paris"}},
+        "input[0].arguments",
+        "expected a string, but got an object instead",
+    ),
+    (
+        {"type": "function_call_output", "call_id": "c", "output": {"text": "x"}},
+        "input[0].output",
+        "expected one of a string or array of objects, but got an object instead",
+    ),
+    (
+        {"type": "custom_tool_call_output", "call_id": "c", "output": [{"type": "input_text", "text": None}]},
+        "input[0].output[0].text",
+        "expected a string, but got null instead",
+    ),
+]
+"""A field inside an input item of the wrong type, the field's path and the service's words for it."""
+
+
+def test_a_field_inside_an_item_of_the_wrong_type_is_refused_naming_its_path(creates: Creates) -> None:
+    for wrong, param, words in WRONG_TYPES:
+        error = creates.refusal([wrong])
+        assert error is not None, param
+        assert (error["param"], error["code"], error["type"]) == (param, "invalid_type", "invalid_request_error")
+        assert error["message"].startswith(f"Invalid type for '{param}': {words}"), error["message"]
+    image = {"type": "input_image", "image_url": None, "file_id": "file_1", "detail": "auto"}
+    taken = {"role": "user", "content": [{"type": "input_text", "text": "hi"}, image]}  # an image's fields may be null
+    assert creates.refusal([taken]) is None
 
 
 def test_an_item_reference_is_the_stored_item_it_names_and_one_nothing_holds_is_refused(creates: Creates) -> None:

@@ -1,5 +1,5 @@
 """The items a request's `input` may hold, by type, with the fields each one needs: checked as the API checks
-them, an unknown type or a missing field answered with a 400 naming `input[N].field`."""
+them, an unknown type, a missing field or a wrong-typed one answered with a 400 naming `input[N].field`."""
 
 from __future__ import annotations
 
@@ -56,25 +56,72 @@ but `id` and `status`: an item a client sends back from an earlier answer may le
 history without them, with `store: false`), and the service takes it (a test holds the table to the SDK's)."""
 
 
+STRING = "a string"
+PARTS_OR_STRING = "one of an array of objects or string"
+STRING_OR_PARTS = "one of a string or array of objects"
+FIELD_TYPES: dict[str, dict[str, str]] = {
+    MESSAGE: {"role": STRING, "content": PARTS_OR_STRING},
+    "function_call": {"call_id": STRING, "name": STRING, "arguments": STRING},
+    "function_call_output": {"call_id": STRING, "output": STRING_OR_PARTS},
+    "custom_tool_call": {"call_id": STRING, "name": STRING, "input": STRING},
+    "custom_tool_call_output": {"call_id": STRING, "output": STRING_OR_PARTS},
+}
+"""The types of the fields of the items clients send most, where present (null is a wrong type: `Invalid type for
+'input[4].content': expected one of an array of objects or string, but got null instead.`, and for an output
+`expected one of a string or array of objects`, as the service words them). A list is of content parts."""
+
+PART_TYPES: dict[str, dict[str, str]] = {
+    "input_text": {"text": STRING},
+    "output_text": {"text": STRING},
+    "refusal": {"refusal": STRING},
+    "input_image": {"image_url": STRING, "file_id": STRING, "detail": STRING},
+    "input_file": {"file_id": STRING, "file_data": STRING, "file_url": STRING, "filename": STRING},
+}
+"""The types of a content part's fields (`input[0].content[0].text`: `expected a string`, as the service words
+it); the text of a text part is required, an image's or a file's fields may be null."""
+_REQUIRED_IN_PART = frozenset({"text", "refusal"})
+_NONE: dict[str, str] = {}
+
+
 def check_input_items(items: list[Any]) -> None:
-    """BadRequest for the first item of `input` that is not an object, has no type the API knows, or lacks a
-    field its type requires (`param` names it: `input[2].call_id`). An item without `type` is a message if it has a
-    `role` (the short form), else a reference to a stored item if it has an `id`."""
+    """BadRequest for the first item of `input` that is not an object, has no type the API knows, lacks a
+    field its type requires (`param` names it: `input[2].call_id`), or has a field of the wrong type (`FIELD_TYPES`,
+    `PART_TYPES`: `input[0].content[0].text`). An item without `type` is a message if it has a `role` (the short
+    form), else a reference to a stored item if it has an `id`."""
     for index, item in enumerate(items):
-        where = f"input[{index}]"
         if not isinstance(item, dict):
-            raise BadRequest.wrong_type(f"'{where}'", "an object", json_type(item), where)
+            where = f"input[{index}]"
+            raise BadRequest.wrong_type(f"'{where}'", "an input item", json_type(item), where)
         kind = item.get("type", MESSAGE if "role" in item else ITEM_REFERENCE if "id" in item else None)
         if kind is None:
-            raise BadRequest.missing(f"{where}.type")
+            raise BadRequest.missing(f"input[{index}].type")
         required = INPUT_ITEMS.get(kind) if isinstance(kind, str) else None
         if required is None:
             known = ", ".join(f"'{name}'" for name in INPUT_ITEMS)
             message = f"Invalid value: {kind!r}. Supported values are: {known}."
-            raise BadRequest(message, param=f"{where}.type", code=INVALID_VALUE)
+            raise BadRequest(message, param=f"input[{index}].type", code=INVALID_VALUE)
         for name in required:
             if name not in item:
-                raise BadRequest.missing(f"{where}.{name}")
+                raise BadRequest.missing(f"input[{index}].{name}")
+        for name, expected in FIELD_TYPES.get(kind, _NONE).items():
+            value = item.get(name, "")
+            if type(value) is not str:
+                _check_field(value, expected, f"input[{index}].{name}")
+
+
+def _check_field(value: object, expected: str, place: str) -> None:
+    """A field that is not a string: a list of content parts where it may be one, else a wrong type."""
+    if expected == STRING or type(value) is not list:
+        raise BadRequest.wrong_type(f"'{place}'", expected, json_type(value), place)
+    for index, part in enumerate(value):
+        if type(part) is not dict:
+            where = f"{place}[{index}]"
+            raise BadRequest.wrong_type(f"'{where}'", "an object", json_type(part), where)
+        for name, kind in PART_TYPES.get(part.get("type"), _NONE).items():  # type: ignore[arg-type]
+            text = part.get(name)
+            if type(text) is not str and (text is not None or (name in _REQUIRED_IN_PART and name in part)):
+                where = f"{place}[{index}].{name}"
+                raise BadRequest.wrong_type(f"'{where}'", kind, json_type(text), where)
 
 
 def is_reference(item: object) -> bool:
