@@ -3,7 +3,7 @@ no call before it is refused with the service's 400, as the service checks a con
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .calls import CLIENT_CALLS
@@ -31,13 +31,13 @@ def check_answers(items: Sequence[Any]) -> None:
     calls it replaced are in it, out of sight."""
     issued: set[str] = set()
     for item in items:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, dict):
             continue
         kind = item.get("type")
         if kind == COMPACTION_ITEM:
             return
         call_id = item.get("call_id")
-        if not isinstance(call_id, str) or not isinstance(kind, str):
+        if type(call_id) is not str or type(kind) is not str:
             continue
         if kind in CLIENT_CALLS:
             issued.add(call_id)
