@@ -13,16 +13,17 @@ from urllib.parse import parse_qsl
 from ..protocol import errors, routes
 from ..protocol import resources as shapes
 from ..protocol.events import ResponseEvents, done_items
+from ..protocol.exceptions import BadRequest
 from ..protocol.ids import IdGenerator
 from ..protocol.outcome import OutcomeKind
 from ..protocol.plan import NO_FAULT, Rejection, ResponsePlan, VerbatimBody
-from ..protocol.request import Item, input_items
+from ..protocol.request import Item, input_items, json_type
 from ..protocol.response_object import conversation_id, echoed_request
 from ..protocol.sse import encode_json
 from ..script.select import RequestView
 from .background import BackgroundRun
 from .capture import Exchange
-from .respond import RequestRefused, Responder, ServerState
+from .respond import RequestRefused, Responder, ServerState, invalid_request
 from .store import Conversation, Stored, stated_of
 
 
@@ -150,10 +151,13 @@ def _conversation(state: ServerState, view: RequestView) -> Conversation:
     return conversation
 
 
-def _metadata(view: RequestView) -> dict[str, Any]:
+def _metadata(view: RequestView, *, required: bool = False) -> dict[str, Any]:
+    """A conversation's `metadata` (an update must give it: the API's 400 names it, as for a wrong type)."""
     metadata = view.wire.get("metadata")
+    if required and "metadata" not in view.wire:
+        raise invalid_request(BadRequest.missing("metadata"))
     if metadata is not None and not isinstance(metadata, dict):
-        raise _refused(400, "Invalid 'metadata': expected an object of strings.", param="metadata")
+        raise invalid_request(BadRequest.wrong_type("'metadata'", "an object", json_type(metadata), "metadata"))
     return dict(metadata or {})
 
 
@@ -181,7 +185,7 @@ def _retrieve_conversation(state: ServerState, view: RequestView) -> ResponsePla
 
 def _update_conversation(state: ServerState, view: RequestView) -> ResponsePlan:
     conversation = _conversation(state, view)
-    conversation.metadata = _metadata(view)
+    conversation.metadata = _metadata(view, required=True)
     state.http_store.keep_conversation(conversation)
     return _json(_conversation_object(conversation))
 
