@@ -82,6 +82,15 @@ def test_http_a_full_request_answers_only_calls_earlier_in_its_own_input(serve: 
         assert post(client, server, {"input": [compaction, ANSWER]})[0] == 200  # its calls are out of sight
 
 
+def test_a_call_named_by_an_item_reference_is_issued_before_its_answer(serve: Serve) -> None:
+    server = serve(calling())
+    with httpx.Client(timeout=10) as client:
+        _, events, _ = post(client, server, {"input": [USER], "store": True})
+        (call,) = [event["item"] for event in events if event["type"] == "response.output_item.done"]
+        reference = {"type": "item_reference", "id": call["id"]}
+        assert post(client, server, {"input": [USER, reference, ANSWER]})[0] == 200
+
+
 def test_the_official_sdk_gets_a_bad_request_naming_the_input(serve: Serve) -> None:
     server = serve(calling())
     client = sdk(server)
