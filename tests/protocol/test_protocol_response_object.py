@@ -134,3 +134,9 @@ def test_previous_response_id_is_echoed_from_the_wire() -> None:
 def test_failed_and_incomplete_state_their_usage() -> None:
     assert ResponseEvents({}).failed("server_error")[0]["response"]["usage"]["total_tokens"] >= 0
     assert ResponseEvents({}).incomplete("max_output_tokens")[0]["response"]["usage"] is not None
+
+
+def test_prompt_cache_options_are_stated_whole_and_moderation_settings_not_echoed() -> None:
+    response = _response({"prompt_cache_options": {"mode": "explicit"}, "moderation": {"model": "omni"}})
+    assert response["prompt_cache_options"] == {"ttl": "30m", "mode": "explicit"}
+    assert "moderation" not in response

@@ -25,15 +25,8 @@ class Seed:
 
 
 def _message(text: str, chunks: int) -> tuple[Event, ...]:
-    builder = ResponseEvents(REQUEST, ids=IdGenerator.counting(), keep_events=False)
-    return _fixed([*builder.start(), *builder.iter_message(text, chunks), *builder.completed()])
-
-
-def _fixed(events: list[Event]) -> tuple[Event, ...]:
-    return tuple(
-        {**event, "response": {**event["response"], "created_at": CREATED_AT}} if "response" in event else event
-        for event in events
-    )
+    builder = ResponseEvents(REQUEST, ids=IdGenerator.counting(), created_at=CREATED_AT, keep_events=False)
+    return (*builder.start(), *builder.iter_message(text, chunks), *builder.completed())
 
 
 def shipped_seeds() -> tuple[Seed, ...]:
@@ -58,7 +51,7 @@ def catalogue_seeds() -> tuple[Seed, ...]:
         reply = script.responses[0] if script.responses else script.default
         if reply is None or reply.reject is not None:
             continue
-        events = _fixed(reply_events(reply, REQUEST))
+        events = tuple(reply_events(reply, REQUEST, created_at=CREATED_AT))
         shape = tuple(event.get("type") for event in events)
         if shape in shapes or expected(Stream(events)).verdict is not Verdict.ANSWER or _asks_client(events):
             continue

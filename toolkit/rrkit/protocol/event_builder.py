@@ -38,6 +38,7 @@ class EventBuilder:
         self.request = dict(request or {})
         self.response_id = response_id or self.ids.new("response")
         self.created_at = int(time.time()) if created_at is None else created_at
+        self._clock = created_at is None  # a given creation time: the response completes in that same second
         self.model = model or self.request.get("model") or "gpt-rrkit"
         self.sequence_number = 0
         self.output: list[Item] = []
@@ -62,9 +63,12 @@ class EventBuilder:
             model=self.model,
             status=status,
             output=self.output if status != "in_progress" else (),
-            completed_at=max(self.created_at, int(time.time())) if status == "completed" else None,
+            completed_at=self._completed_at() if status == "completed" else None,
             **extra,
         )
+
+    def _completed_at(self) -> int:
+        return max(self.created_at, int(time.time())) if self._clock else self.created_at
 
     # -- output items -----------------------------------------------------------------------
     def _add_item(self, item: Item) -> tuple[int, Event]:

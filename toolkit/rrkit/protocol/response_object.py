@@ -37,8 +37,10 @@ the request says otherwise)."""
 
 SERVICE_TIER_CHOSEN = "default"
 """The tier a response reports when the request asked the service to choose (`auto`)."""
-OPTIONAL_ECHOES = ("user", "prompt", "prompt_cache_retention", "moderation", "prompt_cache_options")
-"""Fields echoed only when the request sets them (the service leaves them out, or null, otherwise)."""
+PROMPT_CACHE_DEFAULT: Mapping[str, Any] = MappingProxyType({"ttl": "30m", "mode": "implicit"})
+OPTIONAL_ECHOES = ("user", "prompt", "prompt_cache_retention")
+"""Fields echoed only when the request sets them (the service leaves them out, or null, otherwise). Not `moderation`:
+the response's holds the moderation's results, not the request's settings."""
 
 
 def echoed_tools(tools: object) -> list[Any]:
@@ -126,6 +128,8 @@ def response_object(
         "metadata": dict(metadata) if isinstance(metadata, Mapping) else {},
     }
     response |= {name: request[name] for name in OPTIONAL_ECHOES if request.get(name) is not None}
+    if isinstance(request.get("prompt_cache_options"), Mapping):
+        response["prompt_cache_options"] = _merged(request["prompt_cache_options"], PROMPT_CACHE_DEFAULT)
     conversation = conversation_id(request.get("conversation"))
     if conversation is not None:
         response["conversation"] = {"id": conversation}

@@ -122,11 +122,15 @@ def plan_reply(
     return ResponsePlan(events, response_id=builder.response_id, steer=steer, **common)
 
 
-def reply_events(reply: Reply, request: Mapping[str, Any], *, ids: IdGenerator | None = None) -> list[Event]:
-    """The events `reply` sends to `request` (its verbatim events, or the ones it makes), without faults or timing."""
+def reply_events(
+    reply: Reply, request: Mapping[str, Any], *, ids: IdGenerator | None = None, created_at: int | None = None
+) -> list[Event]:
+    """The events `reply` sends to `request` (its verbatim events, or the ones it makes, created at `created_at`),
+    without faults or timing."""
     if reply.events is not None:
         return [dict(timed.event) for timed in reply.events]
-    builder = ResponseEvents(request, ids=ids or IdGenerator.counting(), model=reply.model, keep_events=False)
+    ids = ids or IdGenerator.counting()
+    builder = ResponseEvents(request, ids=ids, model=reply.model, created_at=created_at, keep_events=False)
     return list(_generated(builder, reply, False))
 
 
