@@ -1,17 +1,15 @@
-"""Schemathesis against the fake server with the OpenAI OpenAPI description's routes (openapi_routes.json, made by
-openapi_excerpt.py): on every operation, with valid and invalid requests, with random ids and with ids the server
-holds, no 5xx, no error that is not the API's JSON error, no successful body outside the spec's schema, and no 405
-to a method the spec (and the SDK) has. Bounded: `cases(EXAMPLES)` requests per operation and pass (marker
+"""Schemathesis against the fake server with the OpenAI OpenAPI description's routes (rrkit's vendored excerpt,
+`rrkit.references.openapi()`): on every operation, with valid and invalid requests, with random ids and with ids the
+server holds, no 5xx, no error that is not the API's JSON error, no successful body outside the spec's schema, and no
+405 to a method the spec (and the SDK) has. Bounded: `cases(EXAMPLES)` requests per operation and pass (marker
 `schemathesis`, its own step in .ci/run)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,44 +23,31 @@ from schemathesis.openapi.checks import JsonSchemaError
 from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from rrkit.protocol.errors import error_body
+from rrkit.references import ARTEFACTS, openapi
+from rrkit.references.schemas import type_values
 
 from . import cases, fuzz
 from .conftest import GuardedServer
-from .openapi_excerpt import SPEC, render
 
-EXCERPT = Path(__file__).with_name("openapi_routes.json")
 EXAMPLES = 40
 """Requests per operation and pass under the `ci` profile (10x under `deep`)."""
 ERROR_FIELDS = set(error_body("")["error"])
 Schema = dict[str, Any]
 
 
-def _require_model(spec: Schema) -> None:
-    named = {"type": "string", "minLength": 1}
-    schemas = spec["components"]["schemas"]
-    schemas["CreateResponse"] = {
-        "allOf": [schemas["CreateResponse"], {"required": ["model"], "properties": {"model": named}}]
-    }
-    schemas["CompactResponseMethodPublicBody"]["properties"]["model"] = named
-
-
 def _map_discriminators(spec: Schema) -> None:
+    """Each discriminator the mapping of its branches' `type` values, as rrkit's own checks choose a branch."""
     schemas = spec["components"]["schemas"]
-
-    def values(branch: Schema, name: str) -> list[str]:
-        """The discriminator values a branch admits: its property's enum, through `$ref` and `allOf`."""
-        if "$ref" in branch:
-            return values(schemas[branch["$ref"].rsplit("/", 1)[1]], name)
-        own = branch.get("properties", {}).get(name, {}).get("enum", [])
-        return [*own, *(value for part in branch.get("allOf", []) for value in values(part, name))]
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
             discriminator = node.get("discriminator")
             if isinstance(discriminator, dict) and "mapping" not in discriminator:
+                assert discriminator["propertyName"] == "type", discriminator
                 branches = [branch for branch in node.get("oneOf") or node.get("anyOf") or [] if "$ref" in branch]
-                name = discriminator["propertyName"]
-                discriminator["mapping"] = {value: b["$ref"] for b in branches for value in values(b, name)}
+                discriminator["mapping"] = {
+                    value: branch["$ref"] for branch in branches for value in sorted(type_values(branch, schemas))
+                }
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -72,49 +57,16 @@ def _map_discriminators(spec: Schema) -> None:
     walk(spec)
 
 
-def _object_body(spec: Schema) -> None:
-    body = spec["paths"]["/conversations/{conversation_id}/items"]["post"]["requestBody"]
-    body["content"]["application/json"]["schema"]["type"] = "object"
-
-
-def _usage_nullable(spec: Schema) -> None:
-    response = spec["components"]["schemas"]["Response"]["allOf"][2]["properties"]
-    response["usage"] = {"anyOf": [response["usage"], {"type": "null"}]}
-
-
-ARTEFACTS: dict[str, tuple[str, Callable[[Schema], None]]] = {
-    "model optional": (
-        "`model` is optional on create (CreateResponse) and may be null on compaction (ModelIdsCompaction), while "
-        "the service requires a model: valid bodies name one",
-        _require_model,
-    ),
-    "discriminator without mapping": (
-        "no discriminator of the spec has a mapping, and no `type` value is a schema's name (`compaction` is "
-        "CompactionBody's, `function_call` FunctionToolCallResource's), so Schemathesis calls every item an unknown "
-        "discriminator value: each gets the mapping of its branches' `type` enums",
-        _map_discriminators,
-    ),
-    "items body untyped": (
-        "createConversationItems's body schema has `properties` and `required` but no `type: object`, so any "
-        "JSON value (an array, a string) counts as valid; the service takes an object",
-        _object_body,
-    ),
-    "usage never null": (
-        "Response.usage is typed as a non-null object while the spec's own response.created and "
-        "response.in_progress examples carry `usage: null` (a queued background response has no usage yet)",
-        _usage_nullable,
-    ),
-}
-"""The spec's own artefacts (../shared/specs/README.md and those found here), each fixed in the loaded copy, with
-why. Two more are not fixed but left unjudged: the 404 schema is the bare `Error` object and most routes document
-only 200, so an error's body is judged by the API's error shape (`{"error": {message, type, param, code}}`), never
-by the spec's schema. The `?beta=true` path keys are left out of the excerpt (openapi_excerpt.PATHS says why)."""
+PREPARATIONS: dict[str, Callable[[Schema], None]] = {"discriminator_without_mapping": _map_discriminators}
+"""What only Schemathesis needs of an artefact of the spec, applied to its copy, by the artefact's name in
+rrkit.references.ARTEFACTS (which says why; the excerpt itself carries the fixes every reader needs). An error's
+body is judged by the API's error shape, never by the spec's schema (`bare_error_404`, `only_200_documented`)."""
 
 
 def loaded_spec() -> Schema:
-    spec: Schema = json.loads(EXCERPT.read_text("utf-8"))
-    for _, fix in ARTEFACTS.values():
-        fix(spec)
+    spec = openapi()
+    for prepare in PREPARATIONS.values():
+        prepare(spec)
     return spec
 
 
@@ -252,18 +204,13 @@ def test_schemathesis_finds_no_server_error_no_error_outside_json_and_no_body_ou
     assert not findings.count, "schemathesis found:\n" + findings.report()
 
 
-def test_the_loaded_copy_fixes_each_listed_artefact_of_the_spec() -> None:
-    spec, excerpt = loaded_spec(), json.loads(EXCERPT.read_text("utf-8"))
-    assert spec != excerpt
+def test_each_preparation_implements_a_listed_artefact_and_changes_the_excerpt() -> None:
+    spec, excerpt = loaded_spec(), openapi()
+    assert set(PREPARATIONS) <= {artefact.name for artefact in ARTEFACTS}
     item_field = spec["components"]["schemas"]["ItemField"]["discriminator"]["mapping"]
     assert item_field["compaction"] == "#/components/schemas/CompactionBody"
     assert "mapping" not in excerpt["components"]["schemas"]["ItemField"]["discriminator"]
-    for name, (reason, fix) in ARTEFACTS.items():
-        again = copy.deepcopy(excerpt)
-        fix(again)
-        assert again != excerpt, f"{name}: the fix changes nothing ({reason})"
-
-
-@pytest.mark.skipif(not SPEC.exists(), reason=f"the spec is not beside the checkout ({SPEC}), as on a clean clone")
-def test_the_vendored_excerpt_is_made_from_the_spec_by_its_script() -> None:
-    assert EXCERPT.read_text("utf-8") == render(SPEC), "run: python -m tests.fuzz.openapi_excerpt"
+    for name, prepare in PREPARATIONS.items():
+        again = openapi()
+        prepare(again)
+        assert again != excerpt, f"{name}: the preparation changes nothing"

@@ -1,5 +1,5 @@
-"""The vendored OpenAPI excerpt (`openapi.json`) loaded once, and JSON Schema 2020-12 validators over it that tell a
-union's branches apart by `type` (the spec's discriminator) instead of trying each one."""
+"""The vendored OpenAPI excerpt (`openapi.json`, an OpenAPI 3.1 document) loaded once, and JSON Schema 2020-12
+validators over its schemas that tell a union's branches apart by `type` (the spec's discriminator)."""
 
 from __future__ import annotations
 
@@ -12,22 +12,31 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators  # type: ignore[import-untyped]
 from jsonschema.protocols import Validator  # type: ignore[import-untyped]
-from referencing import Registry, Resource
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
 
 from .kinds import EVENT_UNION
 
 EXCERPT = Path(__file__).with_name("openapi.json")
 URI = "urn:rrkit:openai-openapi"
+SCHEMAS = "#/components/schemas/"
 BRANCHES = "x-rrkit-{}"
 """A union's branches by the `type` they take (`x-rrkit-oneOf`: {"message": [0], ...}), written beside the union
 as the excerpt is loaded."""
 
 
+def openapi() -> dict[str, Any]:
+    """The excerpt as its own copy, an OpenAPI 3.1 document: the paths of the routes rrkit serves and the schemas
+    of their bodies and events (what Schemathesis loads)."""
+    loaded: dict[str, Any] = json.loads(EXCERPT.read_text(encoding="utf-8"))
+    return loaded
+
+
 @functools.cache
 def document() -> dict[str, Any]:
-    """The excerpt, its unions annotated with their branches by `type` (one walk, at first use)."""
-    loaded: dict[str, Any] = json.loads(EXCERPT.read_text(encoding="utf-8"))
-    _annotate(loaded, loaded["$defs"])
+    """The excerpt, its schemas' unions annotated with their branches by `type` (one walk, at first use)."""
+    loaded = openapi()
+    _annotate(loaded["components"]["schemas"], loaded["components"]["schemas"])
     return loaded
 
 
@@ -52,7 +61,7 @@ def _branches(branches: list[Any], defs: dict[str, Any]) -> dict[str, list[int]]
     """Each `type` value -> the branches that take it; None unless every branch is an object naming its type."""
     table: dict[str, list[int]] = {}
     for index, branch in enumerate(branches):
-        values = _type_values(branch, defs)
+        values = type_values(branch, defs)
         if not values:
             return None
         for value in values:
@@ -60,13 +69,14 @@ def _branches(branches: list[Any], defs: dict[str, Any]) -> dict[str, list[int]]
     return table
 
 
-def _type_values(schema: Any, defs: dict[str, Any]) -> set[str]:
+def type_values(schema: Any, defs: dict[str, Any]) -> set[str]:
+    """The `type` values a union's branch takes (through `$ref` into `defs`, the component schemas, and `allOf`)."""
     while isinstance(schema, dict) and "$ref" in schema:
         schema = defs[schema["$ref"].rpartition("/")[2]]
     if not isinstance(schema, dict):
         return set()
     if "allOf" in schema:
-        return set().union(*(_type_values(part, defs) for part in schema["allOf"]))
+        return set().union(*(type_values(part, defs) for part in schema["allOf"]))
     kind = schema.get("properties", {}).get("type")
     if not isinstance(kind, dict):
         return set()
@@ -135,22 +145,22 @@ _Checker = validators.extend(Draft202012Validator, {"anyOf": _any_of, "oneOf": _
 
 @functools.cache
 def _registry() -> Registry[Any]:
-    registry: Registry[Any] = Registry().with_resource(URI, Resource.from_contents(document()))
+    registry: Registry[Any] = Registry().with_resource(URI, DRAFT202012.create_resource(document()))
     return registry
 
 
 @functools.cache
 def validator_for(name: str) -> Validator:
     """A validator of the component schema `name` (compiled once, kept)."""
-    if name not in document()["$defs"]:
+    if name not in document()["components"]["schemas"]:
         raise KeyError(f"{name!r} is no schema of the excerpt ({EXCERPT.name})")
-    return _Checker({"$ref": f"{URI}#/$defs/{name}"}, registry=_registry())
+    return _Checker({"$ref": f"{URI}{SCHEMAS}{name}"}, registry=_registry())
 
 
 @functools.cache
 def event_schemas() -> dict[str, str]:
     """Each streamed event type the spec knows -> the name of its schema."""
-    union = document()["$defs"][EVENT_UNION]
+    union = document()["components"]["schemas"][EVENT_UNION]
     return {
         kind: union["anyOf"][indexes[0]]["$ref"].rpartition("/")[2]
         for kind, indexes in union[BRANCHES.format("anyOf")].items()
