@@ -36,6 +36,7 @@ from rrkit.conform import (  # noqa: E402
     CommandClient,
     ConformReport,
     ReferenceClient,
+    Scenario,
     Verdict,
     catalogue,
     run,
@@ -423,8 +424,8 @@ def _counts(findings: Sequence[Finding]) -> str:
     return "ok" if not listed else f"**{must} must**, {should} should" if must else f"{should} should"
 
 
-def main() -> int:
-    everything = catalogue(opt_in=True)
+def _reports(everything: Sequence[Scenario]) -> dict[str, ConformReport | None]:
+    """Each column's run (None: its client is not installed here)."""
     reports: dict[str, ConformReport | None] = {}
     for column in [*COLUMNS, *FRAMEWORKS]:
         client = column.client()
@@ -436,18 +437,30 @@ def main() -> int:
         report = run(client, transports=column.transports, scenarios=asked, profile=column.profile, timeout=RUN_TIMEOUT)
         reports[column.key] = report
         print(f"{column.title}: {len(report.failures)} failed verdict(s)", file=sys.stderr)
+    return reports
+
+
+def _explained(failed: dict[tuple[str, str, str], list[Verdict]], reports: dict[str, ConformReport | None]) -> bool:
+    """Whether each failed verdict has its explanation and each explanation (of a column that ran) its failed
+    verdict; what does not is printed."""
+    unexplained = sorted(set(failed) - set(EXPLAINED))
+    ran = {key for key, report in reports.items() if report is not None}
+    stale = sorted(key for key in set(EXPLAINED) - set(failed) if key[0] in ran)
+    for key in unexplained:
+        print(f"unexplained failure: {key}: {failed[key][0].seen}", file=sys.stderr)
+    for key in stale:
+        print(f"explanation no verdict needs: {key}", file=sys.stderr)
+    return not unexplained and not stale
+
+
+def main() -> int:
+    everything = catalogue(opt_in=True)
+    reports = _reports(everything)
     failed: dict[tuple[str, str, str], list[Verdict]] = {}
     for key, report in reports.items():
         for verdict in report.failures if report is not None else []:
             failed.setdefault((key, verdict.scenario, verdict.expectation), []).append(verdict)
-    unexplained = sorted(set(failed) - set(EXPLAINED))
-    ran = {key for key, report in reports.items() if report is not None}
-    stale = sorted(key for key in set(EXPLAINED) - set(failed) if key[0] in ran)
-    if unexplained or stale:
-        for key in unexplained:
-            print(f"unexplained failure: {key}: {failed[key][0].seen}", file=sys.stderr)
-        for key in stale:
-            print(f"explanation no verdict needs: {key}", file=sys.stderr)
+    if not _explained(failed, reports):
         return 1
     lines = [
         "# Conformance matrix",
