@@ -83,30 +83,43 @@ _REQUIRED_IN_PART = frozenset({"text", "refusal"})
 _NONE: dict[str, str] = {}
 
 
-def check_input_items(items: list[Any]) -> None:
-    """BadRequest for the first item of `input` that is not an object, has no type the API knows, lacks a
-    field its type requires (`param` names it: `input[2].call_id`), or has a field of the wrong type (`FIELD_TYPES`,
-    `PART_TYPES`: `input[0].content[0].text`). An item without `type` is a message if it has a `role` (the short
-    form), else a reference to a stored item if it has an `id`."""
+def check_input_items(items: list[Any], field: str = "input") -> None:
+    """BadRequest for the first item of `input` (or of another `field` holding input items: a conversation's
+    `items`) that is not an object, has no type the API knows, lacks a field its type requires (`param` names it:
+    `input[2].call_id`), or has a field of the wrong type (`FIELD_TYPES`, `PART_TYPES`: `input[0].content[0].text`).
+    An item without `type` is a message if it has a `role` (the short form), else a reference to a stored item if
+    it has an `id`."""
     for index, item in enumerate(items):
+        place = f"{field}[{index}]"
         if not isinstance(item, dict):
-            where = f"input[{index}]"
-            raise BadRequest.wrong_type(f"'{where}'", "an input item", json_type(item), where)
+            raise BadRequest.wrong_type(f"'{place}'", "an input item", json_type(item), place)
         kind = item.get("type", MESSAGE if "role" in item else ITEM_REFERENCE if "id" in item else None)
         if kind is None:
-            raise BadRequest.missing(f"input[{index}].type")
+            raise BadRequest.missing(f"{place}.type")
         required = INPUT_ITEMS.get(kind) if isinstance(kind, str) else None
         if required is None:
             known = ", ".join(f"'{name}'" for name in INPUT_ITEMS)
             message = f"Invalid value: {kind!r}. Supported values are: {known}."
-            raise BadRequest(message, param=f"input[{index}].type", code=INVALID_VALUE)
+            raise BadRequest(message, param=f"{place}.type", code=INVALID_VALUE)
         for name in required:
             if name not in item:
-                raise BadRequest.missing(f"input[{index}].{name}")
+                raise BadRequest.missing(f"{place}.{name}")
         for name, expected in FIELD_TYPES.get(kind, _NONE).items():
             value = item.get(name, "")
             if type(value) is not str:
-                _check_field(value, expected, f"input[{index}].{name}")
+                _check_field(value, expected, f"{place}.{name}")
+
+
+INPUT_ONLY = frozenset({"compaction_trigger"})
+"""Input item types that ask for something (a compaction) rather than state an item: no conversation keeps them."""
+
+
+def check_storable(items: list[Any], field: str) -> None:
+    """BadRequest for the first item no conversation keeps (`INPUT_ONLY`), naming its `type`."""
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") in INPUT_ONLY:
+            message = f"Invalid value: {item['type']!r}. It asks for a compaction and is not an item to keep."
+            raise BadRequest(message, param=f"{field}[{index}].type", code=INVALID_VALUE)
 
 
 def _check_field(value: object, expected: str, place: str) -> None:

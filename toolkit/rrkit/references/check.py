@@ -66,7 +66,12 @@ def check_event(event: Mapping[str, Any]) -> list[Violation]:
 def check_body(kind: BodyKind, body: Any, *, at: Sequence[str | int] = ()) -> list[Violation]:
     """What a body of `kind` (a route's 2xx object, or `error`: the object under an error body's `error`) breaks
     of its schema; `at` is where the body sits in what was sent (`["error"]`), for the paths."""
-    return _violations(BODY_SCHEMAS[kind], body, at)
+    return check_schema(BODY_SCHEMAS[kind], body, at=at)
+
+
+def check_schema(schema: str, value: Any, *, at: Sequence[str | int] = ()) -> list[Violation]:
+    """What `value` breaks of the excerpt's component schema named `schema` (`Tool`, `CreateResponse`, ...)."""
+    return _violations(schema, value, at)
 
 
 def route_kind(route: str) -> BodyKind | None:

@@ -15,6 +15,7 @@ from ..protocol import resources as shapes
 from ..protocol.events import ResponseEvents, done_items
 from ..protocol.exceptions import BadRequest
 from ..protocol.ids import IdGenerator
+from ..protocol.input_check import check_input_items, check_storable, resolve_references
 from ..protocol.outcome import OutcomeKind
 from ..protocol.plan import NO_FAULT, Rejection, ResponsePlan, VerbatimBody
 from ..protocol.request import Item, input_items, json_type
@@ -161,11 +162,27 @@ def _metadata(view: RequestView, *, required: bool = False) -> dict[str, Any]:
     return dict(metadata or {})
 
 
-def _items_of_body(view: RequestView, ids: IdGenerator) -> list[Item]:
+def _items_of_body(state: ServerState, view: RequestView) -> list[Item]:
+    """The items a body adds to a conversation, checked as a create's input is (each reference replaced by the item
+    it names), then as the conversation keeps them: each of the spec's `ConversationItem` shape (a 400 naming the
+    first field a strict client would refuse)."""
     items = view.wire.get("items")
-    if items is not None and not isinstance(items, list):
+    if items is None:
+        return []
+    if not isinstance(items, list):
         raise _refused(400, "Invalid 'items': expected an array of items.", param="items")
-    return shapes.stored_items(items or [], ids)
+    from ..references.request_fields import items_refusal  # the spec's schemas: loaded by the first item
+
+    try:
+        check_input_items(items, field="items")
+        check_storable(items, field="items")
+        kept = shapes.stored_items(resolve_references(items, state.http_store.find_item), view.ids)
+    except BadRequest as error:
+        raise invalid_request(error) from None
+    refused = items_refusal(kept, "items")
+    if refused is not None:
+        raise invalid_request(refused)
+    return kept
 
 
 def _conversation_object(conversation: Conversation) -> dict[str, Any]:
@@ -174,7 +191,7 @@ def _conversation_object(conversation: Conversation) -> dict[str, Any]:
 
 def _create_conversation(state: ServerState, view: RequestView) -> ResponsePlan:
     conversation = Conversation(view.ids.new("conversation"), _metadata(view))
-    conversation.items = _items_of_body(view, view.ids)
+    conversation.items = _items_of_body(state, view)
     state.http_store.keep_conversation(conversation)
     return _json(_conversation_object(conversation))
 
@@ -204,7 +221,7 @@ def _list_items(state: ServerState, view: RequestView) -> ResponsePlan:
 
 def _create_items(state: ServerState, view: RequestView) -> ResponsePlan:
     conversation = _conversation(state, view)
-    added = _items_of_body(view, view.ids)
+    added = _items_of_body(state, view)
     conversation.items.extend(added)
     state.http_store.keep_conversation(conversation)
     return _json(shapes.page(added, limit=max(len(added), 1), order="asc"))

@@ -118,6 +118,12 @@ class Responder:
             wire = check_request(body, frame=transport == "ws", lenient=self.state.lenient)
         except BadRequest as error:
             raise invalid_request(error) from None
+        if not (self.state.lenient or self.state.source.answers_every_route):  # a recording's answer is its own
+            from ..references.request_fields import echoed_refusal  # the spec's schemas: loaded by the first create
+
+            refused = echoed_refusal(wire)
+            if refused is not None:
+                raise invalid_request(refused)
         if transport == "ws" and wire.get("background") is True and not self.state.source.answers_every_route:
             message = "Background mode is not supported over WebSocket: create the response over HTTP."
             raise RequestRefused(400, errors.error_body(message, param="background"))
