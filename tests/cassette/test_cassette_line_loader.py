@@ -14,7 +14,7 @@ from rrkit.cassette import Cassette, RecordedEvent, RecordedExchange
 from rrkit.cassette.playback import plan_recording
 from rrkit.cassette.store import dump_cassette, load_cassette, save_cassette
 from rrkit.protocol.exceptions import CassetteError
-from rrkit.protocol.plan import verbatim
+from rrkit.protocol.wire_events import verbatim
 
 BIG = 2**70
 

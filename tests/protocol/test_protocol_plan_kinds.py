@@ -7,14 +7,8 @@ from typing import Any
 
 import pytest
 
-from rrkit.protocol.plan import (
-    Rejection,
-    ResponsePlan,
-    StreamFault,
-    VerbatimBody,
-    events_of,
-    planned,
-)
+from rrkit.protocol.plan import Rejection, ResponsePlan, StreamFault, VerbatimBody, events_of
+from rrkit.protocol.wire_events import planned
 
 REJECTION = Rejection(429, {"error": {"message": "slow down"}}, {"retry-after": "1"})
 BODY = VerbatimBody(200, b'{"id": "resp_1"}')

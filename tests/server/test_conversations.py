@@ -9,7 +9,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-import rrkit.protocol.plan as plan_module
+import rrkit.protocol.wire_events as wire_events
 from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, iter_events, response_create
 from rrkit.protocol.incremental import Incremental
 from rrkit.script import Script, function_call, reply, text
@@ -110,14 +110,14 @@ def test_ten_thousand_events_stream_over_one_socket(serve: Serve) -> None:
 
 async def test_each_event_is_encoded_once_as_it_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = 0
-    original = plan_module.encode_json
+    original = wire_events.encode_json
 
     def counting(payload: Any) -> bytes:
         nonlocal calls
         calls += 1
         return original(payload)
 
-    monkeypatch.setattr(plan_module, "encode_json", counting)
+    monkeypatch.setattr(wire_events, "encode_json", counting)
     for transport in ("http", "ws"):
         calls = 0
         hello = reply(text("hello world", chunks=5))

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 import pytest
 
 from rrkit.protocol.outcome import OutcomeKind
-from rrkit.protocol.plan import ResponsePlan, StreamFault, events_of, planned
+from rrkit.protocol.plan import ResponsePlan, StreamFault, events_of
 from rrkit.protocol.vocabulary import CloseKind
+from rrkit.protocol.wire_events import planned
 from rrkit.server.capture import Capture
 from rrkit.server.stream import Gone, play, until_client_leaves
 

@@ -12,21 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rrkit.protocol.events import SSE_COMMENT
-from rrkit.protocol.plan import (
-    NO_FAULT,
-    RUN_BYTES,
-    RUN_EVENTS,
-    PlannedEvent,
-    ResponsePlan,
-    StreamFault,
-    event_of_wire,
-    events_of,
-    planned,
-    sse_comment,
-    type_of_wire,
-    verbatim,
-)
+from rrkit.protocol.plan import NO_FAULT, RUN_BYTES, RUN_EVENTS, PlannedEvent, ResponsePlan, StreamFault, events_of
 from rrkit.protocol.vocabulary import CloseKind
+from rrkit.protocol.wire_events import event_of_wire, planned, sse_comment, type_of_wire, verbatim
 from rrkit.server.capture import Capture, SentEvent, SentEvents
 from rrkit.server.stream import play
 

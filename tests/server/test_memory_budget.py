@@ -13,7 +13,8 @@ import httpx
 
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.protocol.limits import Limits, MiB
-from rrkit.protocol.plan import ResponsePlan, events_of, planned
+from rrkit.protocol.plan import ResponsePlan, events_of
+from rrkit.protocol.wire_events import planned
 from rrkit.script import Match, Script, reply
 from rrkit.server.background import GROWTH_STEP, BackgroundRun
 from rrkit.server.capture import exchange_size

@@ -11,17 +11,10 @@ from typing import Any
 from ..protocol.events import response_id_of
 from ..protocol.headers import TURN_STATE_HEADER, replayable_headers
 from ..protocol.outcome import Outcome, OutcomeKind, response_id_of_body
-from ..protocol.plan import (
-    NO_FAULT,
-    PlannedEvent,
-    ResponsePlan,
-    StreamFault,
-    VerbatimBody,
-    events_of,
-    verbatim,
-)
+from ..protocol.plan import NO_FAULT, PlannedEvent, ResponsePlan, StreamFault, VerbatimBody, events_of
 from ..protocol.steer import SteerQueue
 from ..protocol.vocabulary import CloseKind, Transport
+from ..protocol.wire_events import verbatim
 from ..script.models import Reject
 from ..script.reply_plan import rejection_of
 from .format import COMMENT_MARK, RecordedBody, RecordedEvents, RecordedExchange, compact

@@ -22,9 +22,9 @@ from ..cassette.format import RecordedBody, RecordedEvent, RecordedExchange
 from ..protocol import events as ev
 from ..protocol.exceptions import SSEMessageTooLong
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_body, outcome_of_events
-from ..protocol.plan import event_of_data
 from ..protocol.sse import SSEDecoder
 from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_ANSWERS, STEER_PENDING
+from ..protocol.wire_events import event_of_data
 from ..relay.settings import endpoints
 from .ending import Ending
 

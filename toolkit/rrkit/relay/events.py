@@ -20,9 +20,10 @@ from websockets.exceptions import ConnectionClosed
 
 from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
-from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut, WireRun, sse_comment, verbatim_of_type
+from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut
 from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment
 from ..protocol.vocabulary import Transport
+from ..protocol.wire_events import WireRun, sse_comment, verbatim_of_type
 
 _DRAIN_SECONDS = 1.0
 

@@ -8,9 +8,10 @@ from typing import Any
 
 from ..protocol.events import Event, ResponseEvents, usage
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import ResponsePlan, events_of, planned
+from ..protocol.plan import ResponsePlan, events_of
 from ..protocol.request import is_compaction_request
 from ..protocol.vocabulary import Transport
+from ..protocol.wire_events import planned
 
 NAME = "default"
 """The default script's name; it has no steps, only its default reply."""

@@ -9,21 +9,13 @@ from ..protocol import errors
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
-from ..protocol.plan import (
-    Lifecycle,
-    PlannedEvent,
-    Rejection,
-    ResponsePlan,
-    StreamFault,
-    VerbatimBody,
-    events_of,
-    planned,
-)
+from ..protocol.plan import Lifecycle, PlannedEvent, Rejection, ResponsePlan, StreamFault, VerbatimBody, events_of
 from ..protocol.resources import compaction_object, count_input_tokens, input_tokens_object
 from ..protocol.routes import COMPACT, INPUT_TOKENS
 from ..protocol.sse import encode_json
 from ..protocol.steer import STEERED, SteerQueue
 from ..protocol.vocabulary import Transport
+from ..protocol.wire_events import planned
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
 from .outputs import (

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.events import CREATED, IN_PROGRESS, ITEM_DONE, QUEUED, TERMINAL_TYPES, Event
-from ..protocol.plan import EventRuns, PlannedEvent, ResponsePlan, WireRun, event_of_wire, planned
+from ..protocol.plan import EventRuns, PlannedEvent, ResponsePlan
 from ..protocol.resources import ACTIVE_STATUSES, ENDED_STATUSES
+from ..protocol.wire_events import WireRun, event_of_wire, planned
 from .stream import first_of
 
 log = logging.getLogger("rrkit.server")

@@ -16,10 +16,10 @@ from ..protocol.exceptions import SettingError
 from ..protocol.jsontext import json_size
 from ..protocol.made_on_read import MadeOnRead
 from ..protocol.outcome import Outcome, OutcomeKind
-from ..protocol.plan import event_of_wire, type_of_wire
 from ..protocol.request import is_warmup
 from ..protocol.routes import CREATE
 from ..protocol.vocabulary import ClosedBy, Transport
+from ..protocol.wire_events import event_of_wire, type_of_wire
 
 
 class SentEvent:

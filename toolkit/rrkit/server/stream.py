@@ -11,8 +11,9 @@ from typing import Any, Protocol, TypeVar
 
 from ..protocol.exceptions import RRKitError
 from ..protocol.outcome import Outcome, OutcomeKind, outcome_of_terminal
-from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault, WireRun, not_json, unparsable
+from ..protocol.plan import PlannedEvent, ResponsePlan, StreamCut, StreamFault
 from ..protocol.vocabulary import CloseKind
+from ..protocol.wire_events import WireRun, not_json, unparsable
 from .capture import Exchange, SentEvents, begun_here
 
 log = logging.getLogger("rrkit.server")

@@ -20,10 +20,11 @@ from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.incremental import rebuild_logical
 from ..protocol.jsontext import UnsafeJSON, parse_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
-from ..protocol.plan import ResponsePlan, planned
+from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items
 from ..protocol.steer import STEER, STEER_ACCEPTED, STEER_PENDING, SteerQueue, is_steer, successor_request, unaimed
 from ..protocol.vocabulary import CloseKind
+from ..protocol.wire_events import planned
 from ..script.steering import answer_steer
 from . import resources
 from .capture import Connection, Exchange, SentEvent
