@@ -11,7 +11,7 @@ import pytest
 from rrkit.explore.operators import OPERATORS, UNKNOWN_EVENT, Op, apply
 from rrkit.explore.seeds import shipped_seeds
 from rrkit.explore.stream import Delivery, Stream, Verdict, expected
-from rrkit.protocol.order import ANSWER_RULES, Rule
+from rrkit.protocol.order_rules import ANSWER_RULES, Rule
 
 SEEDS = {seed.name: seed for seed in shipped_seeds()}
 

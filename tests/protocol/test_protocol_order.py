@@ -10,7 +10,7 @@ import pytest
 
 from rrkit.protocol import Event, IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import FAMILIES
+from rrkit.protocol.event_families import FAMILIES
 
 
 def builder() -> ResponseEvents:

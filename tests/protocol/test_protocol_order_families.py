@@ -12,7 +12,7 @@ import pytest
 from rrkit.protocol import IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
 from rrkit.protocol.consistency import PART, value_at
-from rrkit.protocol.order import COUNTED, FAMILIES, ITEM_EVENTS, NEEDS_PART, PARTS, STATUS_FLOWS, Family
+from rrkit.protocol.event_families import COUNTED, FAMILIES, ITEM_EVENTS, NEEDS_PART, PARTS, STATUS_FLOWS, Family
 
 Event = dict[str, Any]
 IDS = [family.delta for family in FAMILIES]

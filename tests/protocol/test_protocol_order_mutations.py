@@ -15,7 +15,8 @@ import pytest
 
 from rrkit.protocol import IdGenerator, ResponseEvents, Rule, check_order
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import FAMILIES, PARTS, REASONS, STATUS_FLOWS
+from rrkit.protocol.event_families import FAMILIES, PARTS, STATUS_FLOWS
+from rrkit.protocol.order_rules import REASONS
 
 Event = dict[str, Any]
 Mutation = Callable[[list[Event]], list[Event] | None]

@@ -13,7 +13,15 @@ from openai.types.responses.response_stream_event import ResponseStreamEvent
 from pydantic import BaseModel
 
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import FAMILIES, ITEM_BOUND, ITEM_EVENTS, LIFECYCLE, NEEDS_PART, NOT_ITEM_BOUND, Family
+from rrkit.protocol.event_families import (
+    FAMILIES,
+    ITEM_BOUND,
+    ITEM_EVENTS,
+    LIFECYCLE,
+    NEEDS_PART,
+    NOT_ITEM_BOUND,
+    Family,
+)
 
 
 def _by_type(union: Any) -> dict[str, type[BaseModel]]:

@@ -14,7 +14,7 @@ from openai.types.responses.response_stream_event import ResponseStreamEvent
 
 from rrkit.protocol import IdGenerator, ResponseEvents, Rule, Violation, check_order
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import FAMILIES, ITEM_EVENTS, PARTS, STATUS_FLOWS
+from rrkit.protocol.event_families import FAMILIES, ITEM_EVENTS, PARTS, STATUS_FLOWS
 
 Event = dict[str, Any]
 UNNAMED = {ev.SHELL_COMMAND_ADDED, ev.SHELL_COMMAND_DELTA, ev.SHELL_COMMAND_DONE}

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from .ids import IdGenerator
     from .incremental import Decision, Incremental, LastResponse, decide, rebuild_logical, response_create
     from .lite import from_lite, is_lite, to_lite
-    from .order import Rule, Violation, check_order
+    from .order import Violation, check_order
+    from .order_rules import Rule
     from .outcome import Outcome, OutcomeKind, outcome_of_events
     from .plan import PlannedEvent, Rejection, ResponsePlan, StreamCut, StreamFault, VerbatimBody
     from .request import Item, input_items, is_warmup
@@ -48,7 +49,8 @@ _HOMES = {
     ".ids": ("IdGenerator",),
     ".incremental": ("Decision", "Incremental", "LastResponse", "decide", "rebuild_logical", "response_create"),
     ".lite": ("from_lite", "is_lite", "to_lite"),
-    ".order": ("Rule", "Violation", "check_order"),
+    ".order": ("Violation", "check_order"),
+    ".order_rules": ("Rule",),
     ".outcome": ("Outcome", "OutcomeKind", "outcome_of_events"),
     ".plan": ("PlannedEvent", "Rejection", "ResponsePlan", "StreamCut", "StreamFault", "VerbatimBody"),
     ".request": ("Item", "input_items", "is_warmup"),

@@ -1,276 +1,34 @@
-"""The event-order checker: which rule of a Responses stream, if any, a sequence of events breaks, each rule with
-the reason a client needs it (`REASONS`). What it knows of each event family is data (`FAMILIES`, `PARTS`,
-`STATUS_FLOWS`, `COUNTED`, `ITEM_EVENTS`, `NEEDS_PART`, `NOT_ITEM_BOUND`): a new family is a row, not a branch.
-Frames that are no response event (`events.SIDE_CHANNELS`) are left out of every rule, and what a stream says
-twice must agree (`consistency`)."""
+"""The event-order checker: which rule of a Responses stream (`order_rules`), if any, a sequence of events breaks.
+What it knows of each event family is data (`event_families`): a new family is a row, not a branch. Frames that
+are no response event (`events.SIDE_CHANNELS`) are left out of every rule, and what a stream says twice must agree
+(`consistency`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, NamedTuple
 
 from . import consistency as cs
 from . import events as ev
-from .consistency import PART
-
-
-class Rule(StrEnum):
-    SEQUENCE = "sequence_number starts at 0 and increases by 1"
-    CREATED_FIRST = "response.created comes first"
-    ONE_RESPONSE_ID = "one stable response.id"
-    ONE_TERMINAL = "exactly one terminal event, and it is the last"
-    TERMINAL_REQUIRED = "the stream ends with response.completed, response.failed or response.incomplete"
-    ITEM_ADDED_FIRST = "an output item is added before events that refer to it"
-    ITEM_OPEN = "no event for an output item after its output_item.done"
-    OUTPUT_INDEX = "output items are added at output_index 0, 1, 2, ..."
-    PART_ADDED_FIRST = "a content part is added before its text deltas"
-    DONE_MATCHES_DELTAS = "a done event carries the concatenation of its deltas"
-    ITEM_TYPE = "a delta event's type fits its item's type"
-    ITEM_ID = "an event's item_id is the id of the item added at its output_index"
-    DONE_ITEM_REPEATS = "an output_item.done item holds what its done events gave"
-    COMPLETED_OUTPUT = "response.completed lists the done items, in output_index order"
-    USAGE = "response.completed states integer usage, total_tokens = input_tokens + output_tokens"
-    IN_PROGRESS = "response.in_progress follows response.created, before any output"
-    TERMINAL_STATE = "a terminal event's response agrees with it: its status, error and incomplete_details"
-    CONTENT_DONE = "streamed content ends with its done event before its part or item is done"
-    PART_CLOSED = "a part that is opened is closed once, before its item is done"
-    STATUS_ORDER = (
-        "a hosted tool call's status events go forward: in_progress, its work, then one end, before it is done"
-    )
-    INDEX_COUNTS = "an index an item's events count by goes 0, 1, 2, ..."
-
-
-REASONS: dict[Rule, str] = {
-    Rule.SEQUENCE: "a client that resumes a stream (`starting_after`) or drops a repeated event counts on it",
-    Rule.CREATED_FIRST: "the SDK's stream builds its snapshot from response.created and raises on any other first "
-    "event ('Expected to have received `response.created` before ...')",
-    Rule.ONE_RESPONSE_ID: "the SDK raises 'Lifecycle response identity changed.'; a client chaining "
-    "previous_response_id would continue a response that does not exist",
-    Rule.ONE_TERMINAL: "a client stops reading at the first terminal event: what follows is lost or, if read, "
-    "contradicts the outcome it acted on",
-    Rule.TERMINAL_REQUIRED: "without one a client cannot tell a finished answer from a cut one (Codex retries "
-    "the turn; the SDK's get_final_response raises)",
-    Rule.ITEM_ADDED_FIRST: "the SDK raises 'Received a content event for output index N before receiving its "
-    "output item'",
-    Rule.ITEM_OPEN: "a client has put the done item in its history: a later event changes nothing it keeps, or "
-    "changes it after it was acted on",
-    Rule.OUTPUT_INDEX: "clients file items by output_index: the SDK raises 'Duplicate response output index'",
-    Rule.PART_ADDED_FIRST: "the SDK appends a part on content_part.added and indexes it on each delta: a delta "
-    "before it fails (IndexError)",
-    Rule.DONE_MATCHES_DELTAS: "a client that shows the deltas and keeps the done text would keep other text "
-    "than it showed",
-    Rule.ITEM_TYPE: "a client appends a delta to the item at its index by the delta's kind (text to a message, "
-    "arguments to a call): on another type it is lost or raises",
-    Rule.ITEM_ID: "a client that files deltas by item_id files them under another item",
-    Rule.DONE_ITEM_REPEATS: "Codex builds its history from output_item.done items: a done item that lacks what "
-    "was streamed keeps other content than the client showed",
-    Rule.COMPLETED_OUTPUT: "the SDK raises 'Cannot complete response with unfinished output items.' and takes "
-    "response.output as the answer",
-    Rule.USAGE: "Codex reads input_tokens, output_tokens and total_tokens to account the turn",
-    Rule.IN_PROGRESS: "the service always sends it between response.created and the output; a client that "
-    "shows progress or times a turn from it waits for it",
-    Rule.TERMINAL_STATE: "a client decides on the terminal event's response (retry, report, continue): a "
-    "response.failed without an error, or a status that says otherwise, leaves it nothing true to act on",
-    Rule.CONTENT_DONE: "the done event carries the whole content a client keeps (the SDK's text, a call's "
-    "arguments): a part or item closed before it leaves the content unfinished",
-    Rule.PART_CLOSED: "a client that waits for the part's done event to render or keep it never gets it",
-    Rule.STATUS_ORDER: "a client shows a hosted tool's progress from these events: a call that completes before "
-    "it starts, never completes, or both completes and fails has no state to show",
-    Rule.INDEX_COUNTS: "a client places each partial image by its index: a repeated or skipped index overwrites "
-    "or leaves a hole",
-}
-"""Why a client needs each rule: what the official SDK or Codex does when it is broken, or what a client cannot
-know without it."""
-
-
-ANSWER_RULES = frozenset(
-    {
-        Rule.SEQUENCE,
-        Rule.CREATED_FIRST,
-        Rule.ONE_RESPONSE_ID,
-        Rule.TERMINAL_REQUIRED,
-        Rule.ITEM_ADDED_FIRST,
-        Rule.DONE_MATCHES_DELTAS,
-        Rule.COMPLETED_OUTPUT,
-        Rule.TERMINAL_STATE,
-    }
+from .event_families import (
+    COUNTED,
+    FAMILIES,
+    ITEM_BOUND,
+    ITEM_TYPE_OF,
+    LIFECYCLE,
+    NEEDS_PART,
+    NOT_ITEM_BOUND,
+    PARTS,
+    STATUS_FLOWS,
+    Family,
+    PartFlow,
+    StatusFlow,
 )
-"""The rules whose breaking leaves a client no answer it can trust, up to the first terminal event (where a client
-stops reading): an event lost, repeated or out of place, another response's events, no end, text kept that was
-not shown, output unfinished, a terminal event saying another status. A stream that breaks one is never a turn's
-answer (`rrkit explore` holds clients to it); the other rules are about shape a client may read past."""
-
-
-ITEM_RULES = frozenset(
-    {
-        Rule.ITEM_ADDED_FIRST,
-        Rule.ITEM_OPEN,
-        Rule.OUTPUT_INDEX,
-        Rule.PART_ADDED_FIRST,
-        Rule.DONE_MATCHES_DELTAS,
-        Rule.ITEM_TYPE,
-        Rule.ITEM_ID,
-        Rule.DONE_ITEM_REPEATS,
-        Rule.COMPLETED_OUTPUT,
-        Rule.CONTENT_DONE,
-        Rule.PART_CLOSED,
-        Rule.STATUS_ORDER,
-        Rule.INDEX_COUNTS,
-    }
-)
-"""The rules about what the events carried: after an event that could not be read (`events.UNPARSABLE`), which
-may have been any of them, these are not judged; the stream-wide ones still are (it kept its place in the
-numbering)."""
-
-
-# -- what the checker knows of each event family ----------------------------------------------------------------
-
-
-class Family(NamedTuple):
-    """The streamed content of one kind of output item: its `delta` events, then a `done` event whose `field`
-    repeats the joined deltas; `opened_by`, the event that must open the part (at the same part index) first;
-    `in_item`, where the item's output_item.done holds the done event's field again (`PART`: the part index)."""
-
-    item_type: str
-    delta: str
-    done: str
-    field: str
-    opened_by: str | None = None
-    in_item: tuple[str, ...] | None = None
-
-
-FAMILIES: tuple[Family, ...] = (
-    Family("message", ev.TEXT_DELTA, ev.TEXT_DONE, "text", ev.PART_ADDED, ("content", PART, "text")),
-    Family("message", ev.REFUSAL_DELTA, ev.REFUSAL_DONE, "refusal", ev.PART_ADDED, ("content", PART, "refusal")),
-    Family(
-        "reasoning",
-        ev.SUMMARY_TEXT_DELTA,
-        ev.SUMMARY_TEXT_DONE,
-        "text",
-        ev.SUMMARY_PART_ADDED,
-        ("summary", PART, "text"),
-    ),
-    Family("reasoning", ev.REASONING_TEXT_DELTA, ev.REASONING_TEXT_DONE, "text"),
-    Family("function_call", ev.ARGUMENTS_DELTA, ev.ARGUMENTS_DONE, "arguments", in_item=("arguments",)),
-    Family("custom_tool_call", ev.CUSTOM_INPUT_DELTA, ev.CUSTOM_INPUT_DONE, "input", in_item=("input",)),
-    Family("code_interpreter_call", ev.CODE_DELTA, ev.CODE_DONE, "code", in_item=("code",)),
-    Family("mcp_call", ev.MCP_ARGUMENTS_DELTA, ev.MCP_ARGUMENTS_DONE, "arguments", in_item=("arguments",)),
-    Family("shell_call", ev.SHELL_COMMAND_DELTA, ev.SHELL_COMMAND_DONE, "command", ev.SHELL_COMMAND_ADDED),
-)
-"""Raw reasoning text and shell commands are not held against the done item: a done reasoning item may leave its
-raw text out, and where a shell call's done item keeps each command the SDK's types do not say."""
-
-
-class PartFlow(NamedTuple):
-    """A part of an item (a message's content, a reasoning item's summary: its item type is the events',
-    `ITEM_EVENTS`) that its own events open and close (`opened_by`, `closed_by`, at the same part index, named by
-    `index_field`); `contents`: by the part's type (`part.type` of the opening event), the done event its
-    content ends with, which comes before the part is closed."""
-
-    opened_by: str
-    closed_by: str
-    index_field: str
-    contents: dict[str, str]
-
-
-PARTS: tuple[PartFlow, ...] = (
-    PartFlow(ev.PART_ADDED, ev.PART_DONE, "content_index", {"output_text": ev.TEXT_DONE, "refusal": ev.REFUSAL_DONE}),
-    PartFlow(ev.SUMMARY_PART_ADDED, ev.SUMMARY_PART_DONE, "summary_index", {"summary_text": ev.SUMMARY_TEXT_DONE}),
-)
-
-
-class StatusFlow(NamedTuple):
-    """The status events of a hosted tool call, in the order they go: `opening` once, then any of `working`, then
-    exactly one of `ends`, all before the item's output_item.done."""
-
-    item_type: str
-    opening: str
-    working: tuple[str, ...]
-    ends: tuple[str, ...]
-
-
-STATUS_FLOWS: tuple[StatusFlow, ...] = (
-    StatusFlow("web_search_call", ev.WEB_SEARCH_IN_PROGRESS, (ev.WEB_SEARCH_SEARCHING,), (ev.WEB_SEARCH_COMPLETED,)),
-    StatusFlow(
-        "file_search_call", ev.FILE_SEARCH_IN_PROGRESS, (ev.FILE_SEARCH_SEARCHING,), (ev.FILE_SEARCH_COMPLETED,)
-    ),
-    StatusFlow(
-        "code_interpreter_call",
-        ev.CODE_INTERPRETER_IN_PROGRESS,
-        (ev.CODE_INTERPRETER_INTERPRETING,),
-        (ev.CODE_INTERPRETER_COMPLETED,),
-    ),
-    StatusFlow(
-        "image_generation_call",
-        ev.IMAGE_GEN_IN_PROGRESS,
-        (ev.IMAGE_GEN_GENERATING, ev.IMAGE_GEN_PARTIAL_IMAGE),
-        (ev.IMAGE_GEN_COMPLETED,),
-    ),
-    StatusFlow("mcp_call", ev.MCP_CALL_IN_PROGRESS, (), (ev.MCP_CALL_COMPLETED, ev.MCP_CALL_FAILED)),
-    StatusFlow(
-        "mcp_list_tools", ev.MCP_LIST_TOOLS_IN_PROGRESS, (), (ev.MCP_LIST_TOOLS_COMPLETED, ev.MCP_LIST_TOOLS_FAILED)
-    ),
-)
-"""A call whose status events never began (an item added and done bare) is let be; one that began is held to
-its flow to the end."""
-
-COUNTED: dict[str, str] = {ev.IMAGE_GEN_PARTIAL_IMAGE: "partial_image_index"}
-"""Events that number themselves within their item (by event type: the field), 0, 1, 2, ..."""
-
-
-ITEM_EVENTS: dict[str, str] = {
-    ev.PART_ADDED: "message",
-    ev.PART_DONE: "message",
-    ev.ANNOTATION_ADDED: "message",
-    ev.SUMMARY_PART_ADDED: "reasoning",
-    ev.SUMMARY_PART_DONE: "reasoning",
-    ev.WEB_SEARCH_IN_PROGRESS: "web_search_call",
-    ev.WEB_SEARCH_SEARCHING: "web_search_call",
-    ev.WEB_SEARCH_COMPLETED: "web_search_call",
-    ev.FILE_SEARCH_IN_PROGRESS: "file_search_call",
-    ev.FILE_SEARCH_SEARCHING: "file_search_call",
-    ev.FILE_SEARCH_COMPLETED: "file_search_call",
-    ev.IMAGE_GEN_IN_PROGRESS: "image_generation_call",
-    ev.IMAGE_GEN_GENERATING: "image_generation_call",
-    ev.IMAGE_GEN_PARTIAL_IMAGE: "image_generation_call",
-    ev.IMAGE_GEN_COMPLETED: "image_generation_call",
-    ev.CODE_INTERPRETER_IN_PROGRESS: "code_interpreter_call",
-    ev.CODE_INTERPRETER_INTERPRETING: "code_interpreter_call",
-    ev.CODE_INTERPRETER_COMPLETED: "code_interpreter_call",
-    ev.MCP_CALL_IN_PROGRESS: "mcp_call",
-    ev.MCP_CALL_COMPLETED: "mcp_call",
-    ev.MCP_CALL_FAILED: "mcp_call",
-    ev.MCP_LIST_TOOLS_IN_PROGRESS: "mcp_list_tools",
-    ev.MCP_LIST_TOOLS_COMPLETED: "mcp_list_tools",
-    ev.MCP_LIST_TOOLS_FAILED: "mcp_list_tools",
-    ev.SHELL_COMMAND_ADDED: "shell_call",
-    ev.SHELL_OUTPUT_DELTA: "shell_call_output",
-    ev.SHELL_OUTPUT_DONE: "shell_call_output",
-    ev.COMPACTING: "compaction",
-}
-"""The other events that belong to an output item of one type (by event type: the item type). The shell output
-content events stream a `{stdout, stderr}` object, not text: they are held to their item, not to a join."""
-
-NEEDS_PART: dict[str, str] = {ev.ANNOTATION_ADDED: ev.PART_ADDED}
-"""Events other than deltas that come after the event opening their part (by event type: the opening event)."""
-
-NOT_ITEM_BOUND = frozenset(
-    {ev.AUDIO_DELTA, ev.AUDIO_DONE, ev.AUDIO_TRANSCRIPT_DELTA, ev.AUDIO_TRANSCRIPT_DONE, ev.ERROR}
-)
-"""Response events that belong to no output item: never read as referring to one."""
-
-LIFECYCLE = ev.LIFECYCLE_TYPES | {ev.QUEUED}
-"""The events that carry the whole response object (its id held to one)."""
+from .order_rules import ANSWER_RULES, HEAD_RULES, ITEM_RULES, Rule
 
 _FAMILY_OF_DELTA = {family.delta: family for family in FAMILIES}
 _FAMILY_OF_DONE = {family.done: family for family in FAMILIES}
-_ITEM_TYPE_OF = {
-    **ITEM_EVENTS,
-    **{family.delta: family.item_type for family in FAMILIES},
-    **{family.done: family.item_type for family in FAMILIES},
-}
 _OPENERS = frozenset(family.opened_by for family in FAMILIES if family.opened_by is not None)
 _OPENED_BY = {**{f.delta: f.opened_by for f in FAMILIES if f.opened_by is not None}, **NEEDS_PART}
 _PART_CLOSING = {flow.closed_by: flow for flow in PARTS}
@@ -280,9 +38,6 @@ TERMINAL_STATUS = {ev.COMPLETED: "completed", ev.FAILED: "failed", ev.INCOMPLETE
 """The status each terminal event's response holds."""
 
 _STATUS_FLOW_OF_ITEM = {flow.item_type: flow for flow in STATUS_FLOWS}
-
-ITEM_BOUND = frozenset({ev.ITEM_ADDED, ev.ITEM_DONE, *_ITEM_TYPE_OF})
-"""Every event type the checker holds to an output item: the item's own added and done events, and its content."""
 
 
 # -- the checker ------------------------------------------------------------------------------------------------
@@ -477,7 +232,7 @@ class _Check:
             self.flag(index, Rule.DONE_ITEM_REPEATS, problem)
 
     def content(self, index: int, kind: str, event: dict[str, Any], output_index: int, item: _Item) -> None:
-        expected_type = _ITEM_TYPE_OF.get(kind)
+        expected_type = ITEM_TYPE_OF.get(kind)
         if expected_type is not None and item.type != expected_type:
             self.flag(index, Rule.ITEM_TYPE, f"{kind} on a {item.type!r} item")
         part = cs.part_index(event)
@@ -577,24 +332,6 @@ _HANDLERS: dict[str, _Handler] = {
     ev.ITEM_ADDED: _Check.item_added,
 }
 """How an event is checked beyond the stream-wide rules, by its type (any other: as an output item's event)."""
-
-
-HEAD_RULES = frozenset(
-    {
-        Rule.SEQUENCE,
-        Rule.CREATED_FIRST,
-        Rule.IN_PROGRESS,
-        Rule.ITEM_ADDED_FIRST,
-        Rule.OUTPUT_INDEX,
-        Rule.PART_ADDED_FIRST,
-        Rule.STATUS_ORDER,
-        Rule.INDEX_COUNTS,
-    }
-)
-"""What only a stream seen from its first event can be held to: numbering from 0, response.created then
-response.in_progress first, items and parts opened before their events and items added at 0, 1, 2, statuses and
-indexes counted from their start (a resumed stream's items may have been added before the point it resumes at).
-`Rule.COMPLETED_OUTPUT` needs them too, and is left to complete streams."""
 
 
 def check_order(

@@ -14,7 +14,8 @@ from ..cassette.match import canonical, shown
 from ..protocol import events as ev
 from ..protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from ..protocol.incremental import rebuild_logical
-from ..protocol.order import Rule, Violation
+from ..protocol.order import Violation
+from ..protocol.order_rules import Rule
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind, outcome_of_events, response_of_body
 from ..protocol.request import INPUT_FIELD, Item, input_items
 from ..protocol.steer import answer_problems
@@ -27,7 +28,7 @@ CUT_KINDS = frozenset({OutcomeKind.DROPPED, OutcomeKind.STALLED, OutcomeKind.DIS
 
 
 class Check(StrEnum):
-    """Rules of a cassette beyond one stream's order (`protocol.order.Rule`)."""
+    """Rules of a cassette beyond one stream's order (`protocol.order_rules.Rule`)."""
 
     PREVIOUS_KNOWN = "previous_response_id names a response that completed earlier on the same connection"
     REBUILDS = "a WebSocket delta rebuilds to its recorded logical request"
