@@ -43,7 +43,7 @@ def replayed(serve: Serve, cassette: Cassette, config: MatchConfig, requests: li
 
 
 def test_codex_session_recorded_in_one_directory_replays_from_another(serve: Serve) -> None:
-    cassette = record(serve, bodies("sse-tool-A"))
+    cassette = record(serve, bodies("sse-tool-A"), lenient=True)  # the recorded tools are trimmed to name and type
     assert replayed(serve, cassette, CODEX, bodies("sse-tool-B")) == ["answer 0", "answer 1"]
     assert replayed(serve, cassette, MatchConfig(), bodies("sse-tool-B")) == ["no match", "no match"]
 

@@ -111,7 +111,7 @@ def test_the_closest_match_report_is_made_only_when_a_miss_is_reported(
 
 
 def test_ints_beyond_64_bits_in_a_request_replay(serve: Serve, client: httpx.Client) -> None:
-    big = body("hi", metadata={"seed": 2**70}, max_output_tokens=2**65)
+    big = body("hi", client_metadata={"seed": 2**70}, max_output_tokens=2**65)
     with serve.running(source=CassetteSource(record(serve, [big]), MatchConfig(ignore=()))) as replay:
         assert answer(client, replay, big) == "answer 0"
 
