@@ -36,6 +36,7 @@ BENCHMARKS = [
     "soak",
     "stop",
     "conform",
+    "references",
 ]
 """Run in this order; each is `benchmarks/bench_NAME.py` exposing `rows(profile) -> list[Row]`."""
 

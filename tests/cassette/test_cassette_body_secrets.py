@@ -158,3 +158,15 @@ def test_the_admin_api_and_the_journal_show_body_credentials_redacted(serve: Ser
         assert REDACTED in report
     assert server.exchanges[0].wire_request is not None  # the server itself keeps what was sent
     assert server.exchanges[0].wire_request["tools"][0]["authorization"] == MCP_TOKEN
+
+
+def test_an_error_quoting_a_credential_of_the_request_keeps_it_out_of_the_cassette() -> None:
+    """An upstream's refusal may quote what it refused: the outcome's message is scrubbed like every copy."""
+    from rrkit.cassette import Cassette, RecordedExchange
+    from rrkit.protocol.outcome import Outcome, OutcomeKind
+
+    refused = Outcome(OutcomeKind.REFUSED, status=400, message=f"Invalid value for 'safety_identifier': '{KEY}'.")
+    exchange = RecordedExchange(id=0, transport="http", wire_request=request_with_secrets(), outcome=refused)
+    kept = Redactor().apply(Cassette(exchanges=[exchange]))
+    assert kept.exchanges[0].outcome is not None and KEY not in str(kept.exchanges[0].outcome.message)
+    assert kept.exchanges[0].outcome.message.startswith("Invalid value for 'safety_identifier'")

@@ -189,6 +189,9 @@ def _rewrite(
             answer.json_value = body(answer.json_value)
         if text is not None and answer is not None and answer.text is not None:
             answer.text = text(answer.text)
+        outcome = exchange.outcome
+        if text is not None and outcome is not None and outcome.message:  # an error's words may quote the request
+            exchange.outcome = replace(outcome, message=text(outcome.message))
         if event is not None and (touches is None or touches(exchange.events)):
             exchange.events = [event(recorded) for recorded in exchange.events]
 

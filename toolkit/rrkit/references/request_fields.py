@@ -5,6 +5,7 @@ refuse to read back is answered with the API's 400 naming it."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,4 +85,5 @@ def _refusal(violation: Violation | None) -> BadRequest | None:
         return None
     if violation.problem == "missing":
         return BadRequest.missing(violation.path)
-    return BadRequest(f"Invalid value for '{violation.path}': {violation.problem}.", param=violation.path)
+    expected = re.split(r"[,;] got ", violation.problem)[0]  # not the value sent: it may be a credential
+    return BadRequest(f"Invalid value for '{violation.path}': {expected}.", param=violation.path)
