@@ -1,18 +1,20 @@
 """`rrkit conform --server` holds a server to the rules inside each event family (issue 48): a server that streams
 a stream broken one way (each mutation of tests/protocol/test_protocol_order_mutations.py, on the first stream
 rrkit builds that it applies to) gets a `must` finding naming that rule on the probe that reads a stream; the same
-server sending the stream unbroken gets none."""
+server sending the stream unbroken gets none. The server's own check of what it sent names the same rule."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from rrkit.conform.server import Target, run_server
 from rrkit.protocol import Rule
 from rrkit.report import Severity
 from rrkit.script.models import Script
+from rrkit.tools.self_check import breaks_text, broken_rules
 
 from ..errortrap import Serve
 from ..protocol.test_protocol_order_mutations import MUTATIONS, STREAMS, stream
@@ -44,6 +46,17 @@ def test_a_server_sending_a_stream_broken_inside_a_family_gets_a_must_naming_the
 ) -> None:
     rule: Rule = MUTATIONS[mutation][1]
     assert rule.value in must_reasons(serve, first_broken(mutation))
+
+
+@pytest.mark.parametrize("mutation", ["created already ended", "in_progress already cancelled"])
+def test_the_server_s_own_check_names_an_opening_event_whose_response_ended(serve: Serve, mutation: str) -> None:
+    """What `rrkit serve` prints after the exchange's line (`tools.self_check`), for a script's verbatim events."""
+    server = serve(serving(first_broken(mutation)))
+    body = {"model": "gpt-test", "input": "hi", "stream": True}
+    httpx.post(f"{server.http_url}/responses", json=body, trust_env=False)
+    (exchange,) = server.settle().exchanges
+    assert broken_rules(exchange) == [Rule.OPENING_STATE.name.lower()]
+    assert breaks_text(exchange) == "  breaks opening_state"
 
 
 def test_the_same_server_sending_every_stream_unbroken_breaks_no_order_rule(serve: Serve) -> None:

@@ -199,6 +199,11 @@ def break_terminal_state(events: list[Event]) -> list[Event]:
     return events
 
 
+def break_opening_state(events: list[Event]) -> list[Event]:
+    events[0]["response"]["status"] = "completed"  # response.created, saying its response already ended
+    return events
+
+
 def break_content_done(events: list[Event]) -> list[Event]:
     del events[position(events, ev.TEXT_DONE)]  # the part closes on deltas whose done event never came
     return renumber(events)
@@ -238,6 +243,7 @@ BREAKERS: dict[Rule, Callable[[list[Event]], list[Event]]] = {
     Rule.USAGE: break_usage,
     Rule.IN_PROGRESS: break_in_progress,
     Rule.TERMINAL_STATE: break_terminal_state,
+    Rule.OPENING_STATE: break_opening_state,
     Rule.CONTENT_DONE: break_content_done,
     Rule.PART_CLOSED: break_part_closed,
     Rule.STATUS_ORDER: break_status_order,
@@ -319,6 +325,33 @@ def test_order_anything_between_the_error_and_response_failed_or_after_them_is_f
     late.error("again")
     late.failed("server_error")
     assert [v.rule for v in check_order(late.events)] == [Rule.ONE_TERMINAL, Rule.ONE_TERMINAL]
+
+
+@pytest.mark.parametrize("status", ["completed", "failed", "incomplete", "cancelled"])
+@pytest.mark.parametrize("opening", [ev.CREATED, ev.IN_PROGRESS, ev.QUEUED])
+def test_order_an_opening_event_whose_response_already_ended_is_flagged_there(opening: str, status: str) -> None:
+    events = base_stream()
+    if opening == ev.QUEUED:
+        events.insert(0, {**copy.deepcopy(events[0]), "type": ev.QUEUED})
+        events[0]["response"]["status"] = "queued"
+        renumber(events)
+    at = position(events, opening)
+    events[at]["response"]["status"] = status
+    assert check_order(base_stream()) == []
+    violations = check_order(events)
+    assert [(violation.rule, violation.index) for violation in violations] == [(Rule.OPENING_STATE, at)]
+    assert f"response.status {status!r}" in violations[0].detail
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress", None])
+def test_order_an_opening_event_whose_response_has_not_ended_is_clean(status: str | None) -> None:
+    events = base_stream()
+    for at in (position(events, ev.CREATED), position(events, ev.IN_PROGRESS)):
+        if status is None:
+            del events[at]["response"]["status"]  # a field left out says nothing
+        else:
+            events[at]["response"]["status"] = status
+    assert check_order(events) == []
 
 
 # -- delta/done matching per family ------------------------------------------------------------

@@ -2,8 +2,8 @@
 item family, and each ending) is clean; each way the protocol is broken inside a family (a part closed before its
 content is done, a part never closed, a done event missing, a delta before its part, a hosted tool's statuses out of
 order, missing or doubled, an image's partial index not counting, response.in_progress missing or late, a terminal
-event its own response contradicts, a response.completed not listing the done items), applied to every stream it
-can be applied to, is flagged with exactly its rule."""
+event its own response contradicts, an opening event whose response already ended, a response.completed not listing
+the done items), applied to every stream it can be applied to, is flagged with exactly its rule."""
 
 from __future__ import annotations
 
@@ -184,6 +184,19 @@ def completed_with_an_error(events: list[Event]) -> list[Event] | None:
     return events
 
 
+def created_already_ended(events: list[Event]) -> list[Event] | None:
+    events[0]["response"] = {**events[0]["response"], "status": events[-1]["response"]["status"]}  # the end's own
+    return events
+
+
+def in_progress_already_cancelled(events: list[Event]) -> list[Event] | None:
+    at = first(events, {ev.IN_PROGRESS})
+    if at is None:
+        return None
+    events[at]["response"] = {**events[at]["response"], "status": "cancelled"}
+    return events
+
+
 def completed_output_not_the_done_items(events: list[Event]) -> list[Event] | None:
     if events[-1]["type"] != ev.COMPLETED or not events[-1]["response"]["output"]:
         return None
@@ -206,6 +219,8 @@ MUTATIONS: dict[str, tuple[Mutation, Rule]] = {
     "failure without its error": (failure_without_its_error, Rule.TERMINAL_STATE),
     "incomplete without its details": (incomplete_without_its_details, Rule.TERMINAL_STATE),
     "completed with an error": (completed_with_an_error, Rule.TERMINAL_STATE),
+    "created already ended": (created_already_ended, Rule.OPENING_STATE),
+    "in_progress already cancelled": (in_progress_already_cancelled, Rule.OPENING_STATE),
     "completed output not the done items": (completed_output_not_the_done_items, Rule.COMPLETED_OUTPUT),
 }
 

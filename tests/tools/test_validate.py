@@ -174,6 +174,23 @@ def test_two_terminal_events_are_found_at_the_second() -> None:
     assert [(f.place.exchange, f.place.event, f.rule) for f in findings] == [(0, len(events) - 1, "one_terminal")]
 
 
+@pytest.mark.parametrize(("opening", "status"), [("response.created", "completed"), ("response.in_progress", "failed")])
+def test_an_opening_event_whose_response_already_ended_is_found_at_it(opening: str, status: str) -> None:
+    cassette = golden("text.http.json")
+    exchange = cassette.exchanges[0]
+    events = events_of(exchange)
+    at = position(events, opening)
+    events[at]["response"] = {**events[at]["response"], "status": status}
+    set_events(exchange, events)
+
+    findings = validate_cassette(cassette)
+
+    assert [(f.place.exchange, f.place.event, f.rule, f.severity) for f in findings] == [
+        (0, at, "opening_state", Severity.MUST)
+    ]
+    assert f"{opening} with response.status {status!r}" in findings[0].evidence
+
+
 def test_relayed_sse_comments_are_skipped_and_findings_point_into_the_recorded_events() -> None:
     cassette = golden("text.http.json")
     exchange = cassette.exchanges[0]

@@ -26,6 +26,7 @@ from .event_families import (
     StatusFlow,
 )
 from .order_rules import ANSWER_RULES, HEAD_RULES, ITEM_RULES, Rule
+from .resources import ENDED_STATUSES
 
 _FAMILY_OF_DELTA = {family.delta: family for family in FAMILIES}
 _FAMILY_OF_DONE = {family.done: family for family in FAMILIES}
@@ -159,6 +160,8 @@ class _Check:
             self.flag(index, Rule.ONE_RESPONSE_ID, f"response.id {rid!r} after {self.response_id!r}")
         if (status := TERMINAL_STATUS.get(str(kind))) is not None:
             self.flag(index, Rule.TERMINAL_STATE, cs.terminal_problem(str(kind), status, response))
+        elif (stated := response.get("status")) in ENDED_STATUSES:
+            self.flag(index, Rule.OPENING_STATE, f"{kind} with response.status {stated!r}: it has already ended")
         if kind == ev.COMPLETED:
             self.completed(index, response)
 

@@ -24,6 +24,7 @@ class Rule(StrEnum):
     USAGE = "response.completed states integer usage, total_tokens = input_tokens + output_tokens"
     IN_PROGRESS = "response.in_progress follows response.created, before any output"
     TERMINAL_STATE = "a terminal event's response agrees with it: its status, error and incomplete_details"
+    OPENING_STATE = "response.created, response.queued and response.in_progress carry a response that has not ended"
     CONTENT_DONE = "streamed content ends with its done event before its part or item is done"
     PART_CLOSED = "a part that is opened is closed once, before its item is done"
     STATUS_ORDER = (
@@ -63,6 +64,9 @@ REASONS: dict[Rule, str] = {
     "shows progress or times a turn from it waits for it",
     Rule.TERMINAL_STATE: "a client decides on the terminal event's response (retry, report, continue): a "
     "response.failed without an error, or a status that says otherwise, leaves it nothing true to act on",
+    Rule.OPENING_STATE: "the SDK's snapshot starts from response.created's response, and a client that follows a "
+    "background response by its status stops waiting: one already completed, failed, incomplete or cancelled says "
+    "the response ended before its output came",
     Rule.CONTENT_DONE: "the done event carries the whole content a client keeps (the SDK's text, a call's "
     "arguments): a part or item closed before it leaves the content unfinished",
     Rule.PART_CLOSED: "a client that waits for the part's done event to render or keep it never gets it",
