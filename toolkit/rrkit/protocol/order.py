@@ -91,7 +91,8 @@ class _Check:
         self.items: dict[int, _Item] = {}  # by output_index
         self.done_items: dict[int, Any] = {}  # the output_item.done items, by output_index
         self.parts: dict[tuple[str, int, Any], _Part] = {}  # by (opening event type, output_index, part index)
-        self.deltas: dict[tuple[str, int, Any], list[str]] = {}  # (delta type, output_index, part index)
+        self.deltas: dict[tuple[str, int, Any], list[str]] = {}  # (delta type, output_index, part index): all seen
+        self.pending: dict[tuple[str, int, Any], None] = {}  # the keys with deltas since their last done event
         self.response_id: str | None = None
         self.opened = False  # response.created (or the event that came in its place) seen
         self.terminal_at: int | None = None
@@ -198,7 +199,7 @@ class _Check:
             if (family := _FAMILY_OF_DELTA.get(str(kind))) is not None:
                 self.keep_delta(family, event, output_index)  # still a piece of what its done event joins
             elif (family := _FAMILY_OF_DONE.get(str(kind))) is not None:  # what it joins is not judged: the item
-                self.deltas.pop((family.delta, output_index, cs.part_index(event)), None)  # may predate a resume
+                self.pending.pop((family.delta, output_index, cs.part_index(event)), None)  # may predate a resume
             return
         if item.done:
             self.flag(index, Rule.ITEM_OPEN, f"{kind} for output_index {output_index} after its output_item.done")
@@ -218,12 +219,12 @@ class _Check:
                 self.flag(
                     index, Rule.PART_CLOSED, f"output_item.done with the part at {where} not closed ({flow.closed_by})"
                 )
-        for key in [key for key in self.deltas if key[1] == output_index]:
+        for key in [key for key in self.pending if key[1] == output_index]:
             delta = key[0]
             self.flag(
                 index, Rule.CONTENT_DONE, f"output_item.done after {delta} without {_FAMILY_OF_DELTA[delta].done}"
             )
-            del self.deltas[key]
+            del self.pending[key]
         status_flow = _STATUS_FLOW_OF_ITEM.get(str(item.type))
         if status_flow is not None and item.status is not None and item.ended is None:
             self.flag(index, Rule.STATUS_ORDER, f"output_item.done before {' or '.join(status_flow.ends)}")
@@ -283,7 +284,7 @@ class _Check:
         required = flow.contents.get(str(state.type))
         pending = [
             key
-            for key in self.deltas
+            for key in self.pending
             if key[1:] == (output_index, part) and _FAMILY_OF_DELTA[key[0]].opened_by == flow.opened_by
         ]
         if required is not None and required not in state.done:
@@ -291,7 +292,7 @@ class _Check:
         elif pending:
             self.flag(index, Rule.CONTENT_DONE, f"{kind} at {where} before {_FAMILY_OF_DELTA[pending[0][0]].done}")
         for key in pending:
-            del self.deltas[key]
+            del self.pending[key]
 
     @staticmethod
     def status(kind: str, flow: StatusFlow, item: _Item) -> str | None:
@@ -310,15 +311,20 @@ class _Check:
 
     def keep_delta(self, family: Family, event: dict[str, Any], output_index: int) -> None:
         """A piece of what the family's done event (at the same output and part index) must join to."""
-        pieces = self.deltas.setdefault((family.delta, output_index, cs.part_index(event)), [])
-        pieces.append(str(event.get("delta", "")))
+        key = (family.delta, output_index, cs.part_index(event))
+        self.deltas.setdefault(key, []).append(str(event.get("delta", "")))
+        self.pending[key] = None
 
     def done_event(
         self, index: int, family: Family, event: dict[str, Any], output_index: int, part: Any, item: _Item
     ) -> None:
+        """A done event of an item added in this stream is held to every delta of its part before it, none
+        included, whatever came between them (the part closed, the item done, the same done event before)."""
         value = event.get(family.field)
-        seen = self.deltas.pop((family.delta, output_index, part), None)
-        if seen is not None and "".join(seen) != value:
+        key = (family.delta, output_index, part)
+        self.pending.pop(key, None)
+        seen = self.deltas.get(key, [])
+        if "".join(seen) != value:  # no delta joins to ""
             self.flag(index, Rule.DONE_MATCHES_DELTAS, f"{family.done}.{family.field} differs from the joined deltas")
         if family.in_item is not None:
             item.given.append(_Given(family, part, value))
