@@ -49,6 +49,11 @@ NO_ANSWER = Must(
     "error, on its own, never completing the turn with it",
 )
 MUSTS = (ANSWERS, NO_ANSWER)
+CRASHES = Must(
+    "runs the case to a verdict",
+    "an error raised inside rrkit while it makes, judges or serves a case (an operator, the oracle, the fake "
+    "server) is no verdict on the client: it is that case's finding, and the run goes on (report it to rrkit)",
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,12 @@ def behaviour(run: Run) -> str:
         return "timed out"
     named = _ERROR_NAME.search(run.detail)
     return f"failed ({named.group(1)})" if named else "failed"
+
+
+def crashed(raised: Exception) -> Broken:
+    """A case that raised inside rrkit, as its finding (`CRASHES`)."""
+    name = type(raised).__name__
+    return Broken(CRASHES, "crash", f"crashed ({name})", f"rrkit raised {name}: {raised}")
 
 
 def judge(expected: Expected, run: Run) -> Broken | None:

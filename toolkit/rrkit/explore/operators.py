@@ -55,13 +55,27 @@ def _end(stream: Stream) -> int:
     return end if end is not None else len(stream.events) - 1
 
 
+def _place(at: int, places: int) -> int | None:
+    """`at` taken modulo the places an operator may apply at (None: there is none, as in an empty stream)."""
+    return at % places if places > 0 else None
+
+
+def _response(event: Event) -> Event:
+    """An event's response object ({} where it has none, or not an object)."""
+    response = event.get("response")
+    return response if isinstance(response, dict) else {}
+
+
 def _numbered(events: list[Event]) -> list[Event]:
     return [{**event, "sequence_number": index} for index, event in enumerate(events)]
 
 
 def _drop(stream: Stream, at: int, value: int) -> Stream | None:
+    index = _place(at, _end(stream) + 1)
+    if index is None:
+        return None
     events = list(stream.events)
-    del events[at % (_end(stream) + 1)]
+    del events[index]
     return _events(stream, events)
 
 
@@ -90,7 +104,9 @@ def _reorder(stream: Stream, at: int, value: int) -> Stream | None:
 
 
 def _renumber(stream: Stream, at: int, value: int) -> Stream | None:
-    start, shift = at % (_end(stream) + 1), 1 + value % 3
+    start, shift = _place(at, _end(stream) + 1), 1 + value % 3
+    if start is None:
+        return None
     events = [
         {**event, "sequence_number": index + shift} if index >= start else event
         for index, event in enumerate(stream.events)
@@ -120,7 +136,7 @@ def _switch_id(stream: Stream, at: int, value: int) -> Stream | None:
         return None
     start = 1 + at % end  # after response.created: from 0 on, the stream would be one response still
     events = [
-        {**event, "response": {**event["response"], "id": SWITCHED_ID}}
+        {**event, "response": {**_response(event), "id": SWITCHED_ID}}
         if index >= start and isinstance(event.get("response"), dict)
         else event
         for index, event in enumerate(stream.events)
@@ -136,8 +152,10 @@ def _unknown_event(stream: Stream, at: int, value: int) -> Stream | None:
 
 
 def _unknown_field(stream: Stream, at: int, value: int) -> Stream | None:
+    index = _place(at, len(stream.events))
+    if index is None:
+        return None
     events = list(stream.events)
-    index = at % len(events)
     events[index] = {**events[index], UNKNOWN_FIELD: {"value": value, "nested": [1, "two", None]}}
     return _events(stream, events)
 
@@ -163,24 +181,26 @@ def _disagree(stream: Stream, at: int, value: int) -> Stream | None:
     if end is None:
         return None
     terminal = stream.events[end]
-    response = terminal.get("response", {})
-    output = [_retold(item) for item in response.get("output", [])]
-    if output == response.get("output", []):
+    response = _response(terminal)
+    told = response.get("output")
+    output = [_retold(item) for item in told] if isinstance(told, list) else told
+    if output == told:
         return None  # no text to tell otherwise
     events = list(stream.events)
     events[end] = {**terminal, "response": {**response, "output": output}}
     return _events(stream, events)
 
 
-def _retold(item: Event) -> Event:
+def _retold(item: object) -> object:
     """An output message whose text says something else than was streamed."""
-    if item.get("type") != "message":
+    if not isinstance(item, dict) or item.get("type") != "message" or not isinstance(item.get("content"), list):
         return item
+    content = item["content"]
     content = [
         {**part, "text": str(part.get("text", "")) + " (not what was streamed)"}
-        if part.get("type") == "output_text"
+        if isinstance(part, dict) and part.get("type") == "output_text"
         else part
-        for part in item.get("content", [])
+        for part in content
     ]
     return {**item, "content": content}
 
@@ -191,7 +211,7 @@ def _fail(stream: Stream, at: int, value: int) -> Stream | None:
         return None
     code = FAILURES[value % len(FAILURES)]
     terminal = stream.events[end]
-    response = {**terminal.get("response", {}), "status": "failed"}
+    response = {**_response(terminal), "status": "failed"}
     response["error"] = {"code": code, "message": FAILURE_CODES[code].message}
     events = list(stream.events)
     events[end] = {"type": ev.FAILED, "sequence_number": terminal.get("sequence_number"), "response": response}
@@ -211,7 +231,9 @@ def _line_ending(stream: Stream, at: int, value: int) -> Stream | None:
 
 
 def _pause(stream: Stream, at: int, value: int) -> Stream | None:
-    index = at % len(stream.events)
+    index = _place(at, len(stream.events))
+    if index is None:
+        return None
     pauses = dict(stream.delivery.pauses)
     pauses[index] = PAUSE_STEP * (1 + value % 4)
     return _delivered(stream, pauses=tuple(sorted(pauses.items())))
@@ -221,7 +243,7 @@ def _break(name: str) -> Callable[[Stream, int, int], Stream | None]:
     def change(stream: Stream, at: int, value: int) -> Stream | None:
         if stream.delivery.breaks:
             return None  # one break per stream: the first given stands
-        index = at % (_end(stream) + 1)
+        index = _place(at, _end(stream) + 1) or 0  # an empty stream: cut or stalled before it begins
         inside = value % 2 == 1  # inside the event, after 1, 2, 3, ... of its bytes (any byte: shrinks to the first)
         extra = {"cut_inside": inside, "cut_bytes": 1 + value // 2 if inside else None} if name == "cut_after" else {}
         return _delivered(stream, **{name: index}, **extra)

@@ -14,10 +14,10 @@ from ..drive import ClientUnderTest
 from ..protocol.vocabulary import Transport
 from .budget import Budget
 from .case import Case
-from .judge import Broken, Run, judge, play
+from .judge import CRASHES, Broken, Run, crashed, judge, play
 from .operators import OPERATOR_NAMES, Op
 from .seeds import Seed
-from .stream import Delivery, Expected, Stream, expected
+from .stream import Delivery, Expected, Stream, Verdict, expected
 
 MAX_OPS = 3
 """Operators in one case at most."""
@@ -87,6 +87,17 @@ class _Search:
         run: Run = play(stream, transport, oracle, self.client, self.budget.case_timeout)
         return oracle, judge(oracle, run)
 
+    def run_case(self, case: Case) -> tuple[Stream, Expected, Broken | None]:
+        """The case's stream, the oracle's verdict and the must broken; an error raised on the way is the case's
+        finding (`CRASHES`), with the stream as far as it was made."""
+        stream = Stream(self.seeds[case.seed].events)
+        try:
+            stream = case.stream(self.seeds)
+            oracle, broken = self.run_stream(stream, case.transport)
+        except Exception as raised:  # any error: the run goes on, the case reports it
+            return stream, Expected(Verdict.EITHER, "crash"), crashed(raised)
+        return stream, oracle, broken
+
     def case(self, case: Case) -> None:
         """Hypothesis's test: run the case (once; repeats are remembered), raise the finding's type if it breaks a
         must. Past the budget a new case is not run (it passes), so generation and shrinking end."""
@@ -95,11 +106,9 @@ class _Search:
         if known is None:
             if time.monotonic() > self.deadline:
                 return
-            stream = case.stream(self.seeds)
-            oracle, broken = self.run_stream(stream, case.transport)
-            known = self.memo[case] = (stream, oracle, broken)
+            known = self.memo[case] = self.run_case(case)
             if self.on_case is not None:
-                self.on_case(case, broken)
+                self.on_case(case, known[2])
         stream, oracle, broken = known
         if broken is None:
             return
@@ -115,17 +124,22 @@ class _Search:
 
     def reduce(self, finding: Found) -> None:
         """Fewer events: each event left out (the stream numbered again, or not) while the same finding holds."""
+        if finding.broken.must is CRASHES:
+            return  # the case that raised is the finding: left as it was generated
         runs = 0
         stream = finding.stream
         index = 0
         while index < len(stream.events) and runs < REDUCE_RUNS and time.monotonic() < self.deadline + 60:
             progress = False
             for candidate in _without(stream, index):
-                oracle = expected(candidate)
-                if (oracle.verdict, oracle.why) != (finding.expected.verdict, finding.expected.why):
+                try:
+                    oracle = expected(candidate)
+                    if (oracle.verdict, oracle.why) != (finding.expected.verdict, finding.expected.why):
+                        continue
+                    runs += 1
+                    _, broken = self.run_stream(candidate, finding.case.transport)
+                except Exception:  # a smaller stream that raises shows another finding, not this one
                     continue
-                runs += 1
-                _, broken = self.run_stream(candidate, finding.case.transport)
                 if broken is not None and broken.key == finding.broken.key:
                     stream, finding.expected, finding.broken, progress = candidate, oracle, broken, True
                     break
