@@ -3,6 +3,7 @@ retries 5xx, 429 and cut streams with backoff, honours `Retry-After`, and answer
 `call_id`. `BROKEN` in its environment breaks one rule: `cut-is-answer` (a stream without its terminal event is
 taken as the answer), `retry-400` (a 400 is retried), `ignore-retry-after` (backoff instead of the named delay),
 `drop-call-id` (tool outputs carry another call_id), `no-idle-timeout` (a silent stream is waited on for ever).
+`IDLE_TIMEOUT` (seconds, 2 by default) is how long a silent stream is waited on before it is given up on.
 Run as a command, or call `main(environment)` (what `rrkit conform` hands a Python callable)."""
 
 import json
@@ -41,7 +42,7 @@ def main(env: Mapping[str, str] = os.environ) -> int:
     broken = env.get("BROKEN", "")
     history: list[dict] = [{"type": "message", "role": "user", "content": "say hi"}]
     retry = 0
-    read = None if broken == "no-idle-timeout" else 2.0  # a stream silent for 2 s is given up on
+    read = None if broken == "no-idle-timeout" else float(env.get("IDLE_TIMEOUT", "2"))
     timeout = httpx.Timeout(30, read=read)
     with httpx.Client(base_url=env["OPENAI_BASE_URL"], timeout=timeout, trust_env=False) as client:
         while True:
