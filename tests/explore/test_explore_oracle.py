@@ -74,6 +74,22 @@ def test_a_delta_after_its_part_closed_still_joins_its_done_text() -> None:
     assert (oracle.verdict, oracle.why) == (Verdict.EITHER, "content_done")  # its shape is off, its answer intact
 
 
+@pytest.mark.parametrize("stated", ["absent", None])
+def test_a_completed_without_output_is_an_answer_whose_text_is_its_done_items(stated: str | None) -> None:
+    events = list(SEEDS["text"].events)
+    response = {key: value for key, value in events[-1]["response"].items() if key != "output"}
+    events[-1] = {**events[-1], "response": response if stated == "absent" else {**response, "output": None}}
+    oracle = expected(Stream(tuple(events)))
+    assert (oracle.verdict, oracle.text) == (Verdict.ANSWER, "Hello! Grüße, 世界 👋 done.")
+
+
+def test_a_completed_with_an_empty_output_is_no_answer() -> None:
+    events = list(SEEDS["short"].events)
+    events[-1] = {**events[-1], "response": {**events[-1]["response"], "output": []}}
+    oracle = expected(Stream(tuple(events)))
+    assert (oracle.verdict, oracle.why) == (Verdict.NO_ANSWER, "completed_output")
+
+
 # -- every operator total ------------------------------------------------------------------------------------------
 
 

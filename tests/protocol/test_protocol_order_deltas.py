@@ -10,7 +10,7 @@ import pytest
 
 from rrkit.protocol import Rule, check_order
 from rrkit.protocol import events as ev
-from rrkit.protocol.order import answer_breaks
+from rrkit.protocol.order import answer_breaks, answer_output
 
 Event = dict[str, Any]
 WHERE = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
@@ -95,3 +95,15 @@ def test_deltas_after_their_item_is_done_are_joined_with_the_ones_before() -> No
     events = [{**event, "sequence_number": number} for number, event in enumerate(events)]
     assert Rule.DONE_MATCHES_DELTAS not in rules(events)
     assert Rule.ITEM_OPEN in rules(events)
+
+
+def test_the_answer_is_the_completed_output_or_without_one_the_done_items() -> None:
+    events = stream([delta("a"), done("a")], "a")
+    whole = events[-1]["response"]["output"]
+    assert answer_output(events) == whole
+    bare = {key: value for key, value in events[-1]["response"].items() if key != "output"}
+    for response in (bare, {**bare, "output": None}):  # the SDK recovers a null output from the done items
+        without = [*events[:-1], {**events[-1], "response": response}]
+        assert answer_output(without) == whole and check_order(without) == []
+    emptied = [*events[:-1], {**events[-1], "response": {**bare, "output": []}}]
+    assert answer_output(emptied) == [] and Rule.COMPLETED_OUTPUT in rules(emptied)

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from ..protocol import event_names as ev
-from ..protocol.order import answer_breaks, check_order
+from ..protocol.order import answer_breaks, answer_output, check_order
 from ..protocol.vocabulary import LineEnding
 
 Event = dict[str, Any]
@@ -72,10 +72,10 @@ def first_terminal(events: Sequence[Mapping[str, Any]]) -> int | None:
     return next((index for index, event in enumerate(events) if event.get("type") in ev.TERMINAL_TYPES), None)
 
 
-def output_text(response: Mapping[str, Any]) -> str:
-    """The text of a response's messages, in order: what a client shows as its answer."""
+def output_text(output: Sequence[Any]) -> str:
+    """The text of an output's messages, in order: what a client shows as its answer."""
     texts = []
-    for item in response.get("output") or ():
+    for item in output:
         if isinstance(item, Mapping) and item.get("type") == "message":
             for part in item.get("content") or ():
                 if isinstance(part, Mapping) and part.get("type") == "output_text":
@@ -86,7 +86,8 @@ def output_text(response: Mapping[str, Any]) -> str:
 def expected(stream: Stream) -> Expected:
     """The oracle: what a correct client makes of `stream`. It reads up to the first terminal event it gets (where
     a client stops); without one it has no answer; with one, a rule of `ANSWER_RULES` broken before it leaves no
-    answer it can trust, any other rule broken leaves it free (either), a completed response is the answer."""
+    answer it can trust, any other rule broken leaves it free (either), a completed response is the answer (its
+    output, or, where it states none, its done items: `answer_output`)."""
     delivery = stream.delivery
     if delivery.status is not None:
         return Expected(Verdict.NO_ANSWER, f"HTTP {delivery.status}")
@@ -108,7 +109,7 @@ def expected(stream: Stream) -> Expected:
     if terminal["type"] != ev.COMPLETED:
         verdict = Verdict.NO_ANSWER if terminal["type"] == ev.FAILED else Verdict.EITHER
         return Expected(verdict, terminal["type"])
-    return Expected(Verdict.ANSWER, "valid", output_text(terminal.get("response") or {}))
+    return Expected(Verdict.ANSWER, "valid", output_text(answer_output(prefix)))
 
 
 def _without_garbled(stream: Stream, garbled: int) -> Expected:

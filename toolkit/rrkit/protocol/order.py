@@ -371,6 +371,22 @@ def check_order(
     return sorted(kept, key=lambda violation: violation.index)
 
 
+def answer_output(events: Iterable[dict[str, Any]]) -> list[Any]:
+    """The output a client takes from a stream read to its response.completed: the response's `output`, or, where it
+    states none (absent or null), the output_item.done items in output_index order, as the SDK recovers them (and
+    `Rule.COMPLETED_OUTPUT` judges only an output stated)."""
+    done_items: dict[int, Any] = {}
+    for event in events:
+        kind, output_index = event.get("type"), event.get("output_index")
+        if kind == ev.ITEM_DONE and isinstance(output_index, int):
+            done_items[output_index] = event.get("item")
+        elif kind == ev.COMPLETED:
+            response = event.get("response")
+            output = response.get("output") if isinstance(response, dict) else None
+            return list(output) if isinstance(output, list) else [done_items[at] for at in sorted(done_items)]
+    return []
+
+
 def answer_breaks(events: Iterable[dict[str, Any]], *, starting_after: int | None = None) -> Violation | None:
     """The first rule of `ANSWER_RULES` a stream read up to its first terminal event breaks (None: none does): what
     makes a stream no answer a client can trust. `starting_after=N`: a resumed stream's tail (see `check_order`)."""
