@@ -86,3 +86,21 @@ def test_a_typed_error_code_counts_for_failed_and_refused_outcomes() -> None:
     assert check(expect, failed, failed) == []
     other = Seen("failed", "insufficient_quota")
     assert check(expect, other, other) == ["code 'insufficient_quota', expected 'context_length_exceeded'"]
+
+
+def test_rrkit_demo_strict_streams_retries_a_broken_stream_the_default_answers_as_codex_does(tmp_path: Path) -> None:
+    from rrkit.script import Script, reply
+
+    from ..realclients.differential_broken import broken_reply
+
+    script = Script(name="lone-completed").queue(broken_reply("lone-completed"), reply("Fine."))
+    (tmp_path / "lone-completed.json").write_text(script.model_dump_json(exclude_none=True))
+    arguments = ["demo", "--fixtures", str(tmp_path), "--transport", "http", "--json"]
+    codex_like = CliRunner().invoke(main, arguments)
+    assert codex_like.exit_code == 0, codex_like.output  # the turn takes the lone response.completed at once
+    (run,) = json.loads(codex_like.output)
+    assert run["ok"] and run["retries"] == 0
+    strict = CliRunner().invoke(main, [*arguments, "--strict-streams"])
+    assert strict.exit_code == 1  # stricter than Codex: refused as a drop, then the script's next reply
+    (run,) = json.loads(strict.output)
+    assert run["retries"] == 1 and run["problems"] == ["first attempt dropped, expected completed"]

@@ -23,10 +23,12 @@ def test_a_finding_fails_the_test_naming_its_minimal_script(pytester: pytest.Pyt
 def test_nothing_found_passes_and_gives_the_exploration_back(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
+        from rrkit.drive import ReferenceClient
         from rrkit.explore import Budget
 
         def test_reference_client(rrkit_explore):
-            exploration = rrkit_explore(None, transports=["http"], seed=0, budget=Budget(cases=4))
+            strict = ReferenceClient(strict_streams=True)  # stricter than Codex: it answers no broken stream
+            exploration = rrkit_explore(strict, transports=["http"], seed=0, budget=Budget(cases=4))
             assert exploration.cases == 4 and not exploration.findings
         """
     )

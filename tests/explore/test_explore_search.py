@@ -12,6 +12,7 @@ import pytest
 from rrkit import explore
 from rrkit.conform.report import run as conform
 from rrkit.conform.scenario import load_scenario_or_script
+from rrkit.drive import ReferenceClient
 from rrkit.explore.budget import Budget
 from rrkit.explore.search import Found
 
@@ -112,12 +113,26 @@ def test_a_minimal_script_names_its_must_seed_and_command_and_is_a_script_rrkit_
 @pytest.mark.load
 @pytest.mark.parametrize(
     ("explored", "transports"),
-    [(client(), ("http",)), (None, ("http", "ws"))],
-    ids=["the minimal correct client", "the reference client"],
+    [(client(), ("http",)), (ReferenceClient(strict_streams=True), ("http", "ws"))],
+    ids=["the minimal correct client", "the reference client with strict streams"],
 )
 def test_a_correct_client_has_no_finding_over_the_default_budget(
-    explored: Callable[[dict[str, str]], bool] | None, transports: tuple[str, ...]
+    explored: Callable[[dict[str, str]], bool] | ReferenceClient, transports: tuple[str, ...]
 ) -> None:
     exploration, report = explore.run(explored, transports=transports, seed=0)
     assert report.ok, [str(f.case) + ": " + f.broken.seen for f in exploration.findings]
     assert exploration.cases >= 100
+
+
+CODEX_ANSWERS = {"sequence", "created_first", "one_response_id", "completed_output"}
+"""The broken streams the guide lists Codex answering (docs/guide/explore.md: What it finds in real clients)."""
+
+
+@pytest.mark.load
+def test_the_reference_client_by_default_answers_the_broken_streams_codex_answers_and_no_more() -> None:
+    exploration, _ = explore.run(None, transports=("http", "ws"), seed=0)
+    found = {(f.broken.must.name, f.broken.reason, f.broken.behaviour) for f in exploration.findings}
+    # Codex's twin: a broken stream that ends with response.completed is answered; a valid stream never fails
+    assert {behaviour for _, _, behaviour in found} == {"answered"}, found
+    assert {must for must, _, _ in found} == {"never answers a broken stream"}, found
+    assert {reason for _, reason, _ in found} >= CODEX_ANSWERS, found

@@ -16,15 +16,17 @@ from rrkit.differential.observation import WaitRanges
 from rrkit.differential.run import observe_codex, observe_reference
 
 from .codex import NEWEST, codex_of
+from .differential_broken import BROKEN_CASES
 from .differential_cases import CASES, Case, render
 
+ALL_CASES = {**CASES, **BROKEN_CASES}
 CODEX_TIMEOUT = 30.0
 SLOW_CODEX_TIMEOUT = 90.0
 
 
 def _params(for_reference: bool) -> list[object]:
     params: list[object] = []
-    for name, case in CASES.items():
+    for name, case in ALL_CASES.items():
         marks = []
         if for_reference and case.reference_xfail:
             marks.append(pytest.mark.xfail(strict=True, reason=case.reference_xfail))
@@ -84,7 +86,7 @@ def _check(case: Case, seen: Observation, who: str) -> None:
 @pytest.mark.parametrize("name", _params(for_reference=False))
 @pytest.mark.parametrize("version", _versions())
 def test_codex_does_what_the_observation_table_says(name: str, version: str) -> None:
-    case = CASES[name]
+    case = ALL_CASES[name]
     codex = codex_of(version)
 
     def observe() -> Observation:
@@ -121,7 +123,7 @@ def test_codex_does_what_the_observation_table_says(name: str, version: str) -> 
 
 @pytest.mark.parametrize("name", _params(for_reference=True))
 def test_reference_client_does_what_codex_does(name: str) -> None:
-    case = CASES[name]
+    case = ALL_CASES[name]
 
     def observe() -> Observation:
         if case.connect_timeout is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -136,9 +136,16 @@ async def _tool(call: Item) -> CallResult:
 
 
 async def run_one(
-    server: FakeServer, script: Script, transport: str, *, warmup: bool = True, source: ReplySource | None = None
+    server: FakeServer,
+    script: Script,
+    transport: str,
+    *,
+    warmup: bool = True,
+    source: ReplySource | None = None,
+    strict_streams: bool = False,
 ) -> DemoRow:
-    """One fresh client session, one user turn (with its tool loop) against `script`.
+    """One fresh client session, one user turn (with its tool loop) against `script`; `strict_streams`: the
+    reference client stricter than Codex (`ClientOptions.strict_streams`).
 
     With `source` (e.g. a `CassetteSource` replaying the script's golden cassette) the server answers from it
     instead; the script still says what the client should see.
@@ -147,7 +154,7 @@ async def run_one(
     row = DemoRow(script.name, transport)
     expect = expectation(script.expect.model_dump(mode="json", exclude_none=True), transport)
     row.expected = _describe_expectation(expect)
-    options = ClientOptions.quick()
+    options = replace(ClientOptions.quick(), strict_streams=strict_streams)
     async with ModelClient(
         server.http_url, supports_websockets=transport == "ws", session_id=DEMO_SESSION_ID, options=options
     ) as client:
@@ -190,6 +197,7 @@ async def run_demo(
     warmup: bool = True,
     record: Path | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    strict_streams: bool = False,
 ) -> list[DemoRow]:
     """Every fixture over every transport, each run on a fresh server with counting ids (`resp_1`, ...).
 
@@ -206,7 +214,7 @@ async def run_demo(
                 if progress is not None:
                     progress(len(rows), total, f"{script.name} over {transport}")
                 async with FakeServer(script, log_level="critical", ids=IdGenerator.counting()) as server:
-                    row = await run_one(server, script, transport, warmup=warmup)
+                    row = await run_one(server, script, transport, warmup=warmup, strict_streams=strict_streams)
                     if record is not None:
                         try:
                             await server.settle_async()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import FileError, read_cassette, write_file
+from .common import FileError, read_cassette, strict_streams_option, write_file
 from .group import main
 from .options import diff_options, match_config, match_options, timeout_option
 from .reporting import ReportOutputs, conclude_report, report_options
@@ -186,6 +186,7 @@ def client_command(ctx: click.Context) -> list[str] | None:
 @timeout_option(120.0, "cassette")
 @report_options
 @match_options
+@strict_streams_option
 @click.pass_context
 def replay(
     ctx: click.Context,
@@ -200,6 +201,7 @@ def replay(
     match_ignore: tuple[str, ...],
     match_normalize: tuple[str, ...],
     allow_repeats: bool,
+    strict_streams: bool,
 ) -> None:
     """Check a client against cassettes: serve each one, run the client against it, and diff what the client
     did against the recording. The client is rrkit's reference client, or the command after `--`, run with
@@ -238,6 +240,7 @@ def replay(
             strict=strict,
             ignore=ignore,
             timeout=timeout,
+            strict_streams=strict_streams,
         )
     )
     report = replay_report(results, who)

@@ -28,6 +28,15 @@ fixtures_option = click.option(
 )
 """The scripts `rrkit demo` and `rrkit compare-codex` run."""
 
+strict_streams_option = click.option(
+    "--strict-streams",
+    is_flag=True,
+    help="Make the reference client stricter than Codex: refuse (and retry) every stream that breaks an answer rule "
+    "(an event lost or out of order, another response's id, a completion before its output). Default: Codex's "
+    "behaviour, which answers with such a stream.",
+)
+"""`rrkit demo` and `rrkit replay`: the reference client's `ClientOptions.strict_streams`."""
+
 
 def fixtures_directory(given: Path | None) -> Path:
     """The folder of scripts a command runs: --fixtures, else ./fixtures, else the shipped ones."""

@@ -9,7 +9,7 @@ import click
 
 from ..protocol.vocabulary import TRANSPORTS
 from ..schema import SCHEMAS, schema_text, shipped_path
-from .common import FileError, fixtures_directory, fixtures_option
+from .common import FileError, fixtures_directory, fixtures_option, strict_streams_option
 from .group import failed, main
 
 
@@ -26,8 +26,14 @@ from .group import failed, main
     help="Also write each run's recording to DIR/<fixture>.<transport>.json (the golden cassettes: cassettes/).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON (for machines) instead of a table.")
+@strict_streams_option
 def demo(
-    fixtures_dir: Path | None, transports: tuple[str, ...], warmup: bool, record_dir: Path | None, as_json: bool
+    fixtures_dir: Path | None,
+    transports: tuple[str, ...],
+    warmup: bool,
+    record_dir: Path | None,
+    as_json: bool,
+    strict_streams: bool,
 ) -> None:
     """Run the reference client through every fixture over SSE and WebSocket; exit 0 if all end as expected.
 
@@ -58,7 +64,14 @@ def demo(
             progress.update(task, completed=done, total=total, description=what)
 
         rows = asyncio.run(
-            run_demo(directory, transports=transports or TRANSPORTS, warmup=warmup, record=record_dir, progress=step)
+            run_demo(
+                directory,
+                transports=transports or TRANSPORTS,
+                warmup=warmup,
+                record=record_dir,
+                progress=step,
+                strict_streams=strict_streams,
+            )
         )
     if not rows:
         raise FileError(f"no scripts (*.yaml, *.yml, *.json) in {directory}: give another --fixtures DIR")

@@ -60,6 +60,11 @@ class ClientOptions:
     new_id: NewId | None = None
     """Turn ids; None: a UUID derived from the thread id and the turn's number, so a session with a fixed id
     sends the same requests in every run (and recordings repeat)."""
+    strict_streams: bool = False
+    """Stricter than Codex: a stream that breaks an answer rule (`rrkit.protocol.ANSWER_RULES`: an event lost or
+    out of order by its number, another response's id, a completion before its output, ...) is refused as a drop
+    and retried. False (the default) is Codex's behaviour: the turn keeps each `output_item.done` and ends at
+    `response.completed`, whatever came before it."""
 
     @classmethod
     def quick(cls) -> ClientOptions:

@@ -360,7 +360,7 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
         idle = self._options.idle_timeout
         items: list[Item] = []
         ignored: dict[str, Any] | None = None  # the last `error` event without status, which map_event ignores
-        answer: list[dict[str, Any]] = []  # the response's events, held to the answer rules at its completion
+        answer: list[dict[str, Any]] = []  # the response's events, held to the answer rules (strict_streams)
         while True:
             try:
                 async with asyncio.timeout(idle):
@@ -383,7 +383,8 @@ class Turn(contextlib.AbstractAsyncContextManager["Turn"]):
             answer.append(raw)
             if isinstance(event, Completed):
                 resumed = entry.resumed_after[-1] if entry.resumed_after else None
-                if (untrusted := answer_breaks(answer, starting_after=resumed)) is not None:
+                strict = self._options.strict_streams
+                if strict and (untrusted := answer_breaks(answer, starting_after=resumed)) is not None:
                     raise dropped(f"the stream is no answer: {untrusted}", after=ignored)
                 # the baseline id is the completed response's only: never the one `response.created` named
                 entry.response_id = event.response_id or entry.response_id

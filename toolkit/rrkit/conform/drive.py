@@ -55,13 +55,14 @@ def assignment(urls: ServerURLs, scenario: Scenario, transport: str) -> Assignme
     """One run of the client on `scenario` over `transport`; the reference client plays one prewarmed turn (over
     WebSocket when the transport is `ws`) with Codex's default budgets and a one-second idle timeout."""
 
-    async def turn(_: ReferenceClient) -> ClientEnd:
+    async def turn(reference: ReferenceClient) -> ClientEnd:
         outcome, error = await reference_turn(
             urls.http_url,
             websockets=transport == "ws",
             budgets=REFERENCE_BUDGETS,
             asks=scenario.asks,
             action=scenario.action,
+            strict_streams=reference.strict_streams,
         )
         return ClientEnd(outcome, error)
 

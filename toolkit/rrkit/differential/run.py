@@ -29,14 +29,21 @@ REFERENCE_TIMEOUT = 300.0
 """Seconds the reference client's turns may take in a differential run (a stall costs its idle timeout)."""
 
 
-def reference_options(budgets: Budgets) -> ClientOptions:
-    """The reference client configured as Codex's provider is: the same budgets, backoff and idle timeout."""
+def reference_options(budgets: Budgets, *, strict_streams: bool = False) -> ClientOptions:
+    """The reference client configured as Codex's provider is: the same budgets, backoff and idle timeout;
+    `strict_streams`, stricter than Codex (`ClientOptions.strict_streams`)."""
     policy = RetryPolicy(base_delay=0.2, jitter=0.1)
     if budgets.stream_max_retries is not None:
         policy = replace(policy, max_retries=budgets.stream_max_retries)
     if budgets.request_max_retries is not None:
         policy = replace(policy, request_max_retries=budgets.request_max_retries)
-    return ClientOptions(retry=policy, idle_timeout=budgets.idle_timeout, connect_timeout=5.0, warmup_timeout=5.0)
+    return ClientOptions(
+        retry=policy,
+        idle_timeout=budgets.idle_timeout,
+        connect_timeout=5.0,
+        warmup_timeout=5.0,
+        strict_streams=strict_streams,
+    )
 
 
 async def _tool(call: Item) -> CallResult:
@@ -50,14 +57,15 @@ async def reference_turn(
     budgets: Budgets,
     asks: Mapping[str, Any] | None = None,
     action: str | None = None,
+    strict_streams: bool = False,
 ) -> tuple[str, str]:
     """One session of the reference client, prewarmed over WebSocket as Codex is: ("completed"|"failed", the
     errors); `asks`: fields its requests carry (`{"background": True}`); `action` (a conformance scenario's): its
     one turn cancelled on its first output (`cancel`), or two turns with a compaction between them (`compact`) or
-    kept in a conversation on the server (`conversation`)."""
+    kept in a conversation on the server (`conversation`); `strict_streams`: stricter than Codex."""
     turns = 2 if action in ("compact", "conversation") else 1
     outcomes, errors = await reference_turns(
-        base_url, turns, websockets=websockets, budgets=budgets, asks=asks, action=action
+        base_url, turns, websockets=websockets, budgets=budgets, asks=asks, action=action, strict_streams=strict_streams
     )
     failed = "failed" in outcomes
     return ("failed" if failed else "completed"), "; ".join(errors)
@@ -181,12 +189,14 @@ async def reference_turns(
     budgets: Budgets,
     asks: Mapping[str, Any] | None = None,
     action: str | None = None,
+    strict_streams: bool = False,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """`turns` turns of one reference-client session (one ModelClient, one Conversation), prewarmed once as
     Codex's session is: each turn's outcome, and the errors (`action`: see `reference_turn`)."""
     outcomes: list[str] = []
     errors: list[str] = []
-    async with ModelClient(base_url, supports_websockets=websockets, options=reference_options(budgets)) as client:
+    options = reference_options(budgets, strict_streams=strict_streams)
+    async with ModelClient(base_url, supports_websockets=websockets, options=options) as client:
         prompt = replace(PROMPT, overrides={**PROMPT.overrides, **(asks or {})}) if asks else PROMPT
         try:
             kept = await client.create_conversation() if action == "conversation" else None

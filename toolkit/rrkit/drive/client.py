@@ -92,13 +92,15 @@ class ClientUnderTest(Protocol):
 class ReferenceClient:
     """rrkit's reference client, doing what the assignment's judge asks (a prewarmed conformance turn, a
     cassette's session); `warmup` False leaves out the warmup a session would send, `model_client` swaps in a
-    variant of the model layer (tests do)."""
+    variant of the model layer (tests do), `strict_streams` makes it stricter than Codex (it refuses every stream
+    that breaks an answer rule: `ClientOptions.strict_streams`)."""
 
     warmup: bool = True
     model_client: type[ModelClient] | None = None  # None: rrkit.client.ModelClient
+    strict_streams: bool = False
 
     def describe(self) -> str:
-        return "the reference client"
+        return "the reference client" + (" (strict streams)" if self.strict_streams else "")
 
     async def run(self, assignment: Assignment, timeout: float) -> ClientEnd:
         if assignment.reference is None:

@@ -143,8 +143,11 @@ REFERENCE_BUDGETS = Budgets(request_max_retries=1, stream_max_retries=1, idle_ti
 
 
 def _reference_turn(urls: ServerURLs, transport: Transport) -> Callable[[ReferenceClient], Awaitable[ClientEnd]]:
-    async def turn(_: ReferenceClient) -> ClientEnd:
-        outcome, error = await reference_turn(urls.http_url, websockets=transport == "ws", budgets=REFERENCE_BUDGETS)
+    async def turn(reference: ReferenceClient) -> ClientEnd:
+        strict = reference.strict_streams  # stricter than Codex: `rrkit explore` finds nothing in it
+        outcome, error = await reference_turn(
+            urls.http_url, websockets=transport == "ws", budgets=REFERENCE_BUDGETS, strict_streams=strict
+        )
         return ClientEnd(outcome, error)
 
     return turn

@@ -139,7 +139,9 @@ def session_assignment(urls: ServerURLs, plan: SessionPlan, name: str = "cassett
             urls.http_url,
             supports_websockets=plan.transport == "ws",
             session_id=plan.session_id,
-            options=replace(ClientOptions.quick(), idle_timeout=REPLAY_IDLE_TIMEOUT),
+            options=replace(
+                ClientOptions.quick(), idle_timeout=REPLAY_IDLE_TIMEOUT, strict_streams=reference.strict_streams
+            ),
         ) as client:
             conversation = Conversation(client, plan.prompt)
             try:
@@ -251,10 +253,12 @@ async def run_replays(
     strict: bool = False,
     ignore: Sequence[str] = (),
     timeout: float = COMMAND_TIMEOUT,
+    strict_streams: bool = False,
 ) -> list[ReplayResult]:
-    """`rrkit replay`: each cassette in turn, with a progress display on stderr."""
+    """`rrkit replay`: each cassette in turn, with a progress display on stderr; `strict_streams`: the reference
+    client stricter than Codex (`ClientOptions.strict_streams`)."""
     progress_console = Console(stderr=True, highlight=False)
-    client = as_client(list(command) if command else None)
+    client = as_client(list(command) if command else ReferenceClient(strict_streams=strict_streams))
     results: list[ReplayResult] = []
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=progress_console, transient=True
