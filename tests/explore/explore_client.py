@@ -5,9 +5,10 @@ across reads is lost), `trust-first-completed` (response.completed is the answer
 terminal event is answered with the text so far), `ignore-seq-gaps` (sequence_number is not checked).
 
 The correct client reads to the first terminal event and holds the stream to what makes it an answer: numbered
-0, 1, 2, ...; response.created first; one response id; items added before their deltas; done text equal to the
-deltas; every item done, and listed, at response.completed; a terminal event that agrees with its status. It writes
-its answer to $RRKIT_ANSWER. Run as a command, or call `main(environment)`."""
+0, 1, 2, ...; response.created first; one response id; items added before their events; every done text (a
+message's, a reasoning item's, a tool call's) equal to all its part's deltas (none: the empty text); every item done,
+and listed, at response.completed (which, stating no output, has its done items as the output); a terminal event
+that agrees with its status. It writes its answer to $RRKIT_ANSWER. Run as a command, or call `main(environment)`."""
 
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ from typing import Any
 import httpx
 
 TERMINALS = ("response.completed", "response.failed", "response.incomplete")
+DONE_FIELDS = {
+    "response.output_text.done": "text",
+    "response.refusal.done": "refusal",
+    "response.reasoning_summary_text.done": "text",
+    "response.reasoning_text.done": "text",
+    "response.function_call_arguments.done": "arguments",
+    "response.custom_tool_call_input.done": "input",
+    "response.code_interpreter_call_code.done": "code",
+    "response.mcp_call_arguments.done": "arguments",
+    "response.shell_call_command.done": "command",
+}
+"""The done events that repeat their deltas (`X.delta` joined), and the field that holds them."""
+PART_FIELDS = ("content_index", "summary_index", "command_index")
+TEXT = "response.output_text"
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -87,11 +102,25 @@ class Answer:
             self.response_id = response["id"]
         elif isinstance(response, dict) and response.get("id") != self.response_id:
             raise StreamError("another response's event")
-        handler = HANDLERS[kind] if self.broken == "crash-unknown-event" else HANDLERS.get(kind, Answer.ignored)
+        handler = HANDLERS[kind] if self.broken == "crash-unknown-event" else HANDLERS.get(kind, Answer.other)
         return handler(self, event)
 
     def ignored(self, event: dict[str, Any]) -> None:
         return None
+
+    def other(self, event: dict[str, Any]) -> None:
+        """Any other event of an item (a delta, a done, a hosted tool's progress): its item is open; deltas joined
+        per part, each done compared with all of its part's deltas (none: the empty text)."""
+        if not isinstance(event.get("output_index"), int):
+            return  # an event of the response as a whole, or one this client does not know: ignored
+        texts = self.item(event)["text"]
+        kind = str(event["type"])
+        part = next((event[field] for field in PART_FIELDS if field in event), 0)
+        if kind.endswith(".delta"):
+            key = (kind.removesuffix(".delta"), part)
+            texts[key] = texts.get(key, "") + str(event.get("delta", ""))
+        elif kind in DONE_FIELDS and texts.get((kind.removesuffix(".done"), part), "") != event.get(DONE_FIELDS[kind]):
+            raise StreamError(f"{kind} differs from its deltas")
 
     def added(self, event: dict[str, Any]) -> None:
         self.items[event["output_index"]] = {"item": event["item"], "text": {}, "done": False}
@@ -105,20 +134,15 @@ class Answer:
     def part(self, event: dict[str, Any]) -> None:
         self.item(event)
 
-    def delta(self, event: dict[str, Any]) -> None:
-        texts = self.item(event)["text"]
-        texts[event["content_index"]] = texts.get(event["content_index"], "") + event["delta"]
-
-    def text_done(self, event: dict[str, Any]) -> None:
-        streamed = self.item(event)["text"].get(event["content_index"])
-        if streamed is not None and streamed != event["text"]:  # a text sent whole, without deltas, is its own
-            raise StreamError("output_text.done differs from its deltas")
-
     def item_done(self, event: dict[str, Any]) -> None:
-        self.item(event)["done"] = True
+        found = self.item(event)
+        found["done"], found["item"] = True, event["item"]
 
     def completed(self, event: dict[str, Any]) -> str:
         response = event["response"]
+        if response.get("output") is None:  # none stated: the done items are the output
+            done_items = [entry["item"] for _, entry in sorted(self.items.items()) if entry["done"]]
+            response = {**response, "output": done_items}
         if response.get("status") != "completed":
             raise StreamError(f"response.completed with status {response.get('status')!r}")
         if self.broken != "trust-first-completed":
@@ -129,8 +153,10 @@ class Answer:
                 raise StreamError("response.completed lists other output than was streamed")
             for index, item in enumerate(response.get("output", [])):
                 streamed = self.items[sorted(self.items)[index]]["text"]
-                told = {i: part.get("text") for i, part in enumerate(item.get("content") or []) if "text" in part}
-                if any(i in streamed and streamed[i] != text for i, text in told.items()):
+                told = {
+                    (TEXT, i): part.get("text") for i, part in enumerate(item.get("content") or []) if "text" in part
+                }
+                if any(key in streamed and streamed[key] != text for key, text in told.items()):
                     raise StreamError("response.completed tells another text than was streamed")
         return "".join(
             part.get("text", "")
@@ -144,7 +170,9 @@ class Answer:
         raise StreamError(f"response.failed: {event['response'].get('error')}")
 
     def partial(self) -> str:
-        return "".join(text for entry in self.items.values() for text in entry["text"].values())
+        return "".join(
+            text for entry in self.items.values() for (kind, _), text in entry["text"].items() if kind == TEXT
+        )
 
 
 HANDLERS = {
@@ -152,8 +180,6 @@ HANDLERS = {
     "response.in_progress": Answer.ignored,
     "response.output_item.added": Answer.added,
     "response.content_part.added": Answer.part,
-    "response.output_text.delta": Answer.delta,
-    "response.output_text.done": Answer.text_done,
     "response.content_part.done": Answer.part,
     "response.output_item.done": Answer.item_done,
     "response.completed": Answer.completed,
