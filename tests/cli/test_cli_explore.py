@@ -56,3 +56,18 @@ def test_a_seed_file_that_is_neither_script_nor_cassette_is_a_usage_error_naming
 def test_conform_takes_a_scenario_file_for_a_client_not_with_a_server(tmp_path: Path) -> None:
     refused = rrkit("conform", "--scenario", str(tmp_path / "x.yaml"), "--server", "http://127.0.0.1:9/v1")
     assert refused.returncode == 2 and "--scenario judges a client" in refused.stderr
+
+
+def test_the_reference_client_with_strict_streams_is_explored_and_a_command_with_it_is_a_usage_error(
+    tmp_path: Path,
+) -> None:
+    args = ("explore", "--transport", "http", "--seed", "0", "--max-cases", "20", "--out", str(tmp_path), "--json")
+    codex_like = rrkit(*args)  # the default answers the broken streams Codex answers: findings
+    assert codex_like.returncode == 1, codex_like.stderr
+    findings = json.loads(codex_like.stdout)["detail"]["findings"]
+    assert findings and all("answered" in Path(finding["file"]).name for finding in findings)
+    strict = rrkit(*args, "--strict-streams")
+    assert strict.returncode == 0, strict.stdout + strict.stderr
+    assert "(strict)" in strict.stderr
+    with_command = rrkit("explore", "--strict-streams", "--", sys.executable, str(CLIENT))
+    assert with_command.returncode == 2 and "--strict-streams sets rrkit's reference client" in with_command.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import FileError, read_cassette, strict_streams_option, write_file
+from .common import FileError, read_cassette, strict_streams_option, strict_streams_usage, write_file
 from .group import main
 from .options import diff_options, match_config, match_options, timeout_option
 from .reporting import ReportOutputs, conclude_report, report_options
@@ -219,6 +219,7 @@ def replay(
     import asyncio
 
     command = client_command(ctx)
+    strict_streams_usage(strict_streams, command or against_url)
     if command and against_url:
         raise click.UsageError("--against checks a server; a client command after `--` checks a client: give one")
     who = (

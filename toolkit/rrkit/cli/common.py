@@ -35,7 +35,13 @@ strict_streams_option = click.option(
     "(an event lost or out of order, another response's id, a completion before its output). Default: Codex's "
     "behaviour, which answers with such a stream.",
 )
-"""`rrkit demo` and `rrkit replay`: the reference client's `ClientOptions.strict_streams`."""
+"""`rrkit demo`, `rrkit replay` and `rrkit explore`: the reference client's `ClientOptions.strict_streams`."""
+
+
+def strict_streams_usage(strict_streams: bool, other: object) -> None:
+    """--strict-streams sets the reference client: with another client (a command, a server) it is a usage error."""
+    if strict_streams and other:
+        raise click.UsageError("--strict-streams sets rrkit's reference client: leave it out when you give another")
 
 
 def fixtures_directory(given: Path | None) -> Path:

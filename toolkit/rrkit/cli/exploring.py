@@ -11,7 +11,7 @@ from ..explore.budget import CASE_TIMEOUT, MAX_CASES
 from ..explore.budget import SECONDS as BUDGET_SECONDS
 from ..protocol.vocabulary import TRANSPORTS
 from .cassettes import ThenCommand, client_command
-from .common import SECONDS
+from .common import SECONDS, strict_streams_option, strict_streams_usage
 from .group import main
 from .reporting import ReportOutputs, conclude_report, report_options
 
@@ -61,6 +61,7 @@ from .reporting import ReportOutputs, conclude_report, report_options
     help="Where each finding's minimal script is written (explore-NN-REASON-BEHAVIOUR.yaml).",
 )
 @report_options
+@strict_streams_option
 @click.pass_context
 def explore(
     ctx: click.Context,
@@ -72,6 +73,7 @@ def explore(
     case_timeout: float,
     out_dir: Path,
     outputs: ReportOutputs,
+    strict_streams: bool,
 ) -> None:
     """Find a client's bugs no scenario scripted: serve it streams mutated from well-formed ones and judge each
     run. The operators: an event dropped, repeated, swapped or reordered, sequence_number renumbered, restarted or
@@ -93,7 +95,8 @@ def explore(
 
     The client is rrkit's reference client, or the command after `--`, run as `rrkit conform` runs it (with
     OPENAI_BASE_URL, RRKIT_HTTP_URL, RRKIT_WS_URL, RRKIT_TRANSPORT and RRKIT_ANSWER in its environment; exit
-    status 0 says the turn completed).
+    status 0 says the turn completed). The reference client answers the broken streams Codex answers; with
+    --strict-streams it refuses them, and explore finds nothing in it.
 
     Exit status: 0 nothing found, 1 a finding, 2 a usage or file error.
 
@@ -103,14 +106,16 @@ def explore(
       rrkit explore --from cassettes/text.http.json --max-cases 500 --junit explore.xml -- node client.mjs
       rrkit conform --scenario explore-01-sequence-answered.yaml -- python my_client.py
     """
+    from ..drive import ReferenceClient
     from ..explore import run
     from ..explore.budget import Budget
     from ..explore.seeds import seeds_from
 
     command = client_command(ctx)
+    strict_streams_usage(strict_streams, command)
     transports = tuple(name for name in TRANSPORTS if transport in (name, "both"))
     seeds = seeds_from(from_path) if from_path is not None else None
-    judged = shlex.join(command) if command else "rrkit's reference client"
+    judged = shlex.join(command) if command else "rrkit's reference client" + (" (strict)" if strict_streams else "")
     click.echo(
         f"rrkit explore: judging {judged} over {' and '.join(transports)}, seed {seed}: at most {max_cases} cases "
         f"and {seconds:g} s (--max-cases, --seconds)",
@@ -118,9 +123,9 @@ def explore(
     )
     said = ["rrkit explore", f"--seed {seed}", f"--transport {transport}"]
     said += [f"--from {shlex.quote(str(from_path))}"] if from_path is not None else []
-    said += ["--", shlex.join(command)] if command else []
+    said += ["--", shlex.join(command)] if command else ["--strict-streams"] if strict_streams else []
     _, report = run(
-        command or None,
+        command or ReferenceClient(strict_streams=strict_streams),
         seeds=seeds,
         transports=transports,
         seed=seed,
