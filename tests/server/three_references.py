@@ -21,10 +21,9 @@ from openai.types.responses import (
     Response,
     ResponseError,
     ResponseItem,
-    ResponsesServerEvent,
-    ResponseStreamEvent,
 )
 
+from rrkit.conform.server.sdk import event_models
 from rrkit.references import BodyKind, check_body, check_event
 
 Transport = Literal["http", "ws"]
@@ -127,15 +126,6 @@ assistant messages in its output, while its own docstring and the spec's example
 service's documented behaviour wins); `error` bodies are read by the SDK as plain JSON."""
 
 
-@functools.cache
-def _sdk_events(transport: Transport) -> dict[str, Any]:
-    """The SDK's event models by type: SSE's `ResponseStreamEvent`, WebSocket's `ResponsesServerEvent` (steering
-    answers and the error frame included)."""
-    union = ResponseStreamEvent if transport == "http" else ResponsesServerEvent
-    members = get_args(get_args(union)[0])  # Annotated[Union[...], discriminator]
-    return {kind: model for model in members for kind in _literals(model.model_fields["type"].annotation)}
-
-
 SDK_FAILURE_CODES = frozenset(_literals(ResponseError.model_fields["code"].annotation))
 """The failure codes the SDK's `ResponseError` admits. The service sends others (`context_length_exceeded`,
 `insufficient_quota`, `server_is_overloaded`: PROTOCOL.md section 7) and clients act on them, so a failure's code is
@@ -146,7 +136,7 @@ def sdk_event(event: Mapping[str, Any], transport: Transport) -> Problems | None
     """The SDK's strict reading of an event, by its type; None for a side-channel frame the SDK does not type."""
     if event.get("type") in SIDE_CHANNEL:
         return None
-    model = _sdk_events(transport).get(str(event.get("type")))
+    model = (event_models(websocket=transport == "ws") or {}).get(str(event.get("type")))
     if model is None:
         return [f"type: {event.get('type')!r} is no event type of the SDK"]
     error = (event.get("response") or {}).get("error") if event.get("type") == "response.failed" else None

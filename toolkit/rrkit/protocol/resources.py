@@ -171,11 +171,6 @@ FINE_TUNED_PREFIX = "ft:"
 """A fine-tuned model's id begins so (`ft:gpt-4o-mini:acemeco:suffix:abc123`): the only models a DELETE removes."""
 
 
-def model_deleted(model_id: str) -> dict[str, Any]:
-    """What `DELETE /v1/models/{model}` answers for a fine-tuned model (the spec's `DeleteModelResponse`)."""
-    return {"id": model_id, "object": "model", "deleted": True}
-
-
 def model_not_found(model_id: str) -> dict[str, Any]:
     """The 404 body of a model the service does not have (or the caller may not see), as the service words it."""
     message = f"The model `{model_id}` does not exist or you do not have access to it."

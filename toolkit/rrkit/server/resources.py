@@ -267,7 +267,7 @@ def _delete_model(state: ServerState, view: RequestView) -> ResponsePlan:
     delete; any other id is a model the service does not have."""
     model = view.route["model"]
     if model.startswith(shapes.FINE_TUNED_PREFIX) and state.http_store.delete_model(model):
-        return _json(shapes.model_deleted(model))
+        return _json(shapes.deleted(model, "model"))  # the spec's DeleteModelResponse
     if model in shapes.DEFAULT_MODELS:
         raise RequestRefused(403, shapes.model_not_deletable(model))
     raise RequestRefused(404, shapes.model_not_found(model))

@@ -13,13 +13,14 @@ from ...protocol.routes import route_of
 
 
 @functools.cache
-def _models() -> dict[str, type[pydantic.BaseModel]] | None:
-    """The SDK's stream event models by event type, or None without the SDK."""
+def event_models(websocket: bool = False) -> dict[str, type[pydantic.BaseModel]] | None:
+    """The SDK's event models by event type (SSE's `ResponseStreamEvent`; `websocket`: `ResponsesServerEvent`, its
+    steering answers and error frame included), or None without the SDK."""
     try:
-        from openai.types.responses import ResponseStreamEvent
+        from openai.types.responses import ResponsesServerEvent, ResponseStreamEvent
     except ImportError:
         return None
-    union = get_args(ResponseStreamEvent)[0]  # Annotated[Union[...], discriminator]
+    union = get_args(ResponsesServerEvent if websocket else ResponseStreamEvent)[0]  # Annotated[Union[...], ...]
     models = {}
     for model in get_args(union):
         for literal in get_args(model.model_fields["type"].annotation):
@@ -37,14 +38,14 @@ def sdk_version() -> str | None:
 
 def known_event_types() -> frozenset[str] | None:
     """Every event type the SDK defines (None without the SDK)."""
-    models = _models()
+    models = event_models()
     return frozenset(models) if models is not None else None
 
 
 def event_problems(event: dict[str, Any]) -> list[str] | None:
     """Why the SDK refuses `event` (`field: message`), [] when it parses; None when there is no SDK model for its
     type (no SDK installed, or a type the SDK does not define)."""
-    models = _models()
+    models = event_models()
     model = models.get(str(event.get("type"))) if models is not None else None
     if model is None:
         return None
@@ -103,4 +104,4 @@ def _problems(model: type[pydantic.BaseModel], value: Any) -> list[str]:
     return []
 
 
-__all__ = ["body_problems", "event_problems", "known_event_types", "route_body_problems", "sdk_version"]
+__all__ = ["body_problems", "event_models", "event_problems", "known_event_types", "route_body_problems", "sdk_version"]
