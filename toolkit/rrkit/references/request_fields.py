@@ -49,7 +49,7 @@ def echoed_refusal(wire: Mapping[str, Any]) -> BadRequest | None:
     if isinstance(fields.get("tools"), list):
         known = _tool_types()
         fields["tools"] = echoed_tools(
-            [tool if isinstance(tool, Mapping) and tool.get("type") in known else EXTENSION for tool in fields["tools"]]
+            [EXTENSION if _extension(tool, known) else tool for tool in fields["tools"]]
         )  # as the response states them (a function tool's defaults); an extension keeps its place in the paths
     if not fields:
         return None
@@ -58,6 +58,12 @@ def echoed_refusal(wire: Mapping[str, Any]) -> BadRequest | None:
     except TypeError:  # a number orjson cannot write (beyond 64 bits): checked without the cache
         return _refusal(_first_broken(fields))
     return _refusal(_cached(text))
+
+
+def _extension(tool: object, known: frozenset[str]) -> bool:
+    """A tool of a type the spec does not define (a string it does not know): taken as it comes. A tool with no
+    `type`, or one that is no string, is checked, and refused."""
+    return isinstance(tool, Mapping) and isinstance(tool.get("type"), str) and tool["type"] not in known
 
 
 @functools.lru_cache(maxsize=CACHED)

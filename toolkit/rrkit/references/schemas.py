@@ -91,7 +91,7 @@ def _union(
     if table is not None and isinstance(instance, dict):
         kind = instance.get("type")
         if "type" not in instance:
-            yield ValidationError("missing", validator="required", validator_value=["type"], path=deque(["type"]))
+            yield ValidationError("missing", validator="required", validator_value=["type"], instance=instance)
             return
         chosen = table.get(kind) if isinstance(kind, str) else None
         if chosen is None:
