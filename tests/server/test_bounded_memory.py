@@ -5,6 +5,7 @@ service answers), and connections that come and go leave no file descriptor or t
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -20,6 +21,7 @@ from websockets.uri import parse_uri
 from rrkit.protocol.errors import PREVIOUS_RESPONSE_NOT_FOUND
 from rrkit.script import Script, reply, text
 from rrkit.server import FakeServer
+from rrkit.server.capture import Exchange
 
 from .faultclient import BODY, Serve, post_sse, wait_until, ws_connect, ws_request
 
@@ -46,6 +48,19 @@ def test_a_socket_that_keeps_10_still_counts_every_request_for_close_after(serve
     (connection,) = server.connections
     assert connection.requests == 8
     assert [exchange.id for exchange in connection.exchanges] == [5, 6, 7]
+
+
+def test_one_socket_carrying_many_requests_holds_no_more_exchanges_than_the_window(serve: Serve) -> None:
+    """A Codex session keeps one socket for its whole life: what the connection's handler holds of its ended
+    exchanges (their events) must be released, not kept until the socket closes."""
+    server = serve(keep=3)
+    with ws_connect(server) as websocket:
+        for _ in range(40):
+            assert ws_request(websocket).types[-1] == "response.completed"
+        server.settle(2.0)
+        gc.collect()
+        alive = [item for item in gc.get_objects() if isinstance(item, Exchange)]
+        assert len(alive) <= 3 + 1, f"{len(alive)} exchanges alive on one socket that keeps 3"
 
 
 def test_fake_server_keeps_every_exchange_unless_told(serve: Serve) -> None:

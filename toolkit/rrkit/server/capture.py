@@ -336,6 +336,8 @@ class Capture:
                     del connection.exchanges[0]
         begun = _BEGUN.get()
         if begun is not None:
+            # one ASGI call carries a WebSocket connection's every exchange: only the unended ones are kept
+            begun[:] = [kept for kept in begun if kept.outcome is None]
             begun.append(exchange)
         return exchange
 
