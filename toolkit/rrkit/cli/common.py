@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -64,7 +65,23 @@ RECORD_MODES = tuple(mode.value for mode in RecordMode)
 PORT = click.IntRange(0, 65535)
 
 
-SECONDS = click.FloatRange(min=0, min_open=True)
+class FiniteRange(click.FloatRange):
+    """A FloatRange that refuses what is no finite number (`nan` passes every comparison, `inf` every bound)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        number: float = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is no finite number", param, ctx)
+        return number
+
+
+SECONDS = FiniteRange(min=0, min_open=True)
+"""A number of seconds above 0."""
+
+NOT_NEGATIVE = FiniteRange(min=0)
+"""A finite number, 0 or more (seconds where 0 means never, a time scale where 0 means at once)."""
 
 
 def log_level_option(command: Callable[..., None]) -> Callable[..., None]:

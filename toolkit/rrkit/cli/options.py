@@ -17,7 +17,7 @@ from ..protocol.limits import UPSTREAM_CONNECT_TIMEOUT, UPSTREAM_TIMEOUT, config
 # `rrkit serve` starts without them.
 if TYPE_CHECKING:
     from ..cassette.match import MatchConfig
-from .common import SECONDS
+from .common import NOT_NEGATIVE, SECONDS
 
 Decorator = Callable[[Callable[..., None]], Callable[..., None]]
 
@@ -88,14 +88,14 @@ def limit_option(command: Callable[..., None]) -> Callable[..., None]:
 upstream_options = bundle(
     click.option(
         "--upstream-connect-timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=SECONDS,
         default=UPSTREAM_CONNECT_TIMEOUT,
         show_default=True,
         help="Seconds reaching the upstream may take (TCP connect, TLS, the WebSocket handshake); then a 502.",
     ),
     click.option(
         "--upstream-timeout",
-        type=click.FloatRange(min=0),
+        type=NOT_NEGATIVE,
         default=UPSTREAM_TIMEOUT,
         show_default=True,
         help="Seconds the upstream may stay silent (before answering, or mid-stream) before the stream counts as "

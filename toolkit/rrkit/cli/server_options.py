@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..server.sessions import IDLE_SECONDS, MAX_SESSIONS
-from .common import PORT, RECORD_MODES, log_level_option
+from ..server.timeouts import KEEP_ALIVE_SECONDS
+from .common import PORT, RECORD_MODES, SECONDS, log_level_option
 from .options import (
     Decorator,
     admin_options,
@@ -77,6 +78,7 @@ class ServerOptions:
     require_key: str | None
     session_idle: float
     max_sessions: int
+    keep_alive: float
     settings: dict[str, Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +104,7 @@ class ServerOptions:
                 )
             settings["require_key"] = self.require_key.strip()
         settings["session_idle"], settings["max_sessions"] = self.session_idle, self.max_sessions
+        settings["keep_alive"] = self.keep_alive
         object.__setattr__(self, "settings", settings)
 
     @property
@@ -148,7 +151,7 @@ server_options = folded(
     ),
     click.option(
         "--session-idle",
-        type=click.FloatRange(min=0, min_open=True),
+        type=SECONDS,
         default=IDLE_SECONDS,
         show_default=True,
         metavar="SECONDS",
@@ -162,6 +165,15 @@ server_options = folded(
         show_default=True,
         help="Sessions live at once (and the metrics' session series): beyond it, the least recently used idle "
         "session ends to make room; when every one is busy, a new one is refused with 503.",
+    ),
+    click.option(
+        "--keep-alive",
+        type=SECONDS,
+        default=KEEP_ALIVE_SECONDS,
+        show_default=True,
+        metavar="SECONDS",
+        help="An idle HTTP connection stays open this long for its next request (nginx's default): longer than a "
+        "pooled client keeps one, so that a client busy reading never sends on a connection the server just closed.",
     ),
     click.option(
         "--chaos",

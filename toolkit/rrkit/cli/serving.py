@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..script.models import Script
     from ..script.select import ReplySource
     from ..server.runner import FakeServer
-from .common import FileError
+from .common import NOT_NEGATIVE, FileError
 from .group import main
 from .running import in_foreground, report_unplayed, save_recording
 from .server_options import ServerOptions, cassette_options, server_options
@@ -47,7 +47,7 @@ from .server_options import ServerOptions, cassette_options, server_options
 )
 @click.option(
     "--time-scale",
-    type=click.FloatRange(min=0),
+    type=NOT_NEGATIVE,
     default=0.0,
     show_default=True,
     help="Replay timing, 0 or more: 0 at once, 1 as recorded, 2 twice as slow.",

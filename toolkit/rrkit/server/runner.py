@@ -26,6 +26,7 @@ from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
 from .respond import ResponseStore, Unmatched, UnmatchedLog
 from .sessions import IDLE_SECONDS, MAX_SESSIONS
+from .timeouts import KEEP_ALIVE_SECONDS
 from .state import Sessions
 from .uvicorn_adapter import ForegroundServer
 
@@ -105,9 +106,14 @@ class LoopbackServer:
     in the background (`with`: on the event loop thread all background servers share) or on the current event
     loop (`async with`), or in the foreground."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    def __init__(
+        self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning", keep_alive: float = KEEP_ALIVE_SECONDS
+    ) -> None:
+        if not keep_alive > 0:
+            raise SettingError(f"keep_alive must be a number of seconds above 0, got {keep_alive!r}")
         self.host, self.port = host, port
         self.log_level = log_level
+        self.keep_alive = keep_alive
         self.ws_max_size = Limits().ws_message
         self.stopping: asyncio.Event | None = None  # set on stop; long waits (stalls) end with it
         self._server: uvicorn.Server | None = None
@@ -157,7 +163,7 @@ class LoopbackServer:
         """The listening socket and the server that is to serve it: all of a start that needs no event loop."""
         self._new_stopping_event()
         sock = self._socket = _bind(self.host, self.port)
-        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size))
+        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive))
         return server, sock
 
     async def stop(self) -> None:
@@ -228,7 +234,7 @@ class LoopbackServer:
         self._socket = _bind(self.host, self.port)
         started = (lambda: on_ready(self)) if on_ready else None
         server = ForegroundServer(
-            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size), on_started=started, grace=_GRACE
+            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive), on_started=started, grace=_GRACE
         )
         self._server = server
 
@@ -256,7 +262,8 @@ class FakeServer(LoopbackServer):
         makes up a token when none is given (`admin_token` holds it). `require_key` answers a request without that API
     key with the service's 401. A request naming a session (`x-rrkit-session`) is answered by that session's own
     script, journal, store, chaos and key (`sessions`), made on first use and dropped after `session_idle` idle
-    seconds, at most `max_sessions` at once."""
+    seconds, at most `max_sessions` at once. An idle HTTP connection stays open `keep_alive` seconds for its next
+    request (server.timeouts)."""
 
     def __init__(
         self,
@@ -276,11 +283,12 @@ class FakeServer(LoopbackServer):
         require_key: str | None = None,
         session_idle: float = IDLE_SECONDS,
         max_sessions: int = MAX_SESSIONS,
+        keep_alive: float = KEEP_ALIVE_SECONDS,
     ) -> None:
         if script is not None and source is not None:
             raise SettingError("give a script or a reply source (such as a cassette replay), not both")
         _check_source(source)
-        super().__init__(host=host, port=port, log_level=log_level)
+        super().__init__(host=host, port=port, log_level=log_level, keep_alive=keep_alive)
         self.state = ServerState(
             source or ScriptState(script),  # without a script, the default one (built when asked for)
             ids=ids or IdGenerator(),

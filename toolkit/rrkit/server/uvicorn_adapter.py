@@ -26,6 +26,7 @@ from ..protocol.plan import RUN_BYTES
 from ..protocol.sse import encode_json
 from ..protocol.wsframe import text_frames
 from .capture import track_begun
+from .timeouts import KEEP_ALIVE_SECONDS
 
 RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the app's outermost layer
 
@@ -268,12 +269,14 @@ class _JSONErrorsProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) -> uvicorn.Config:
+def config(
+    app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024, keep_alive: float = KEEP_ALIVE_SECONDS
+) -> uvicorn.Config:
     """The one configuration rrkit runs uvicorn with (loaded, ready to serve). uvicorn's logging configuration is
     installed once, again only when its stderr handler is gone or writes to a stderr since swapped (pytest's
     `capsys`), and a logger's level is set only when it changes: dictConfig, and setLevel (which clears every
     logger's cache), cost more than the rest of a server's start. A WebSocket message over `ws_max_size` bytes
-    closes its socket with 1009."""
+    closes its socket with 1009. An idle connection is closed `keep_alive` seconds after the last response."""
     handlers = logging.getLogger("uvicorn").handlers  # pytest's log capture adds its own (StreamHandler subclasses)
     in_place = any(type(handler) is logging.StreamHandler and handler.stream is sys.stderr for handler in handlers)
     loaded = uvicorn.Config(
@@ -286,6 +289,7 @@ def config(app: ASGIApp, log_level: str, ws_max_size: int = 16 * 1024 * 1024) ->
         ws_per_message_deflate=True,
         ws_max_size=ws_max_size,
         access_log=False,
+        timeout_keep_alive=keep_alive,  # type: ignore[arg-type]  # typed int, used as call_later's float
     )
     error_log = logging.getLogger("uvicorn.error")
     if not any(isinstance(one, _PeersFault) for one in error_log.filters):
