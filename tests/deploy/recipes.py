@@ -182,3 +182,30 @@ def running(pid: int) -> bool:
 def kill_if_running(pid: int) -> None:
     if running(pid):
         os.kill(pid, signal.SIGKILL)
+
+
+# -- the fleet behind HAProxy ----------------------------------------------------------------------------------------
+
+HAPROXY = ROOT / "deploy" / "haproxy"
+KUBERNETES = ROOT / "deploy" / "kubernetes"
+
+
+def fleet_module() -> Any:
+    """deploy/haproxy/fleet.py, the launcher of N `rrkit serve` behind HAProxy (a script, not a package module),
+    loaded once."""
+    import importlib.util
+
+    name = "rrkit_deploy_fleet"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HAPROXY / "fleet.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
+
+
+needs_haproxy = pytest.mark.skipif(
+    fleet_module().find_haproxy() is None,
+    reason="no haproxy on PATH nor at /usr/sbin/haproxy (.ci/run installs Debian's package: apt-get install haproxy)",
+)
