@@ -34,6 +34,7 @@ BENCHMARKS = [
     "import",
     "diff",
     "soak",
+    "fleet",
     "stop",
     "conform",
     "references",
