@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from rrkit.protocol.events import SSE_COMMENT
 from rrkit.protocol.plan import NO_FAULT, RUN_BYTES, RUN_EVENTS, PlannedEvent, ResponsePlan, StreamFault, events_of
-from rrkit.protocol.vocabulary import CloseKind
-from rrkit.protocol.wire_events import event_of_wire, planned, sse_comment, type_of_wire, verbatim
+from rrkit.protocol.vocabulary import CloseKind, Transport
+from rrkit.protocol.wire_events import encoded_runs, event_of_wire, planned, sse_comment, type_of_wire, verbatim
 from rrkit.server.capture import Capture, SentEvent, SentEvents
 from rrkit.server.stream import play
 
@@ -72,6 +72,27 @@ def test_an_event_that_waits_begins_a_new_run() -> None:
 def test_a_run_ends_once_it_holds_run_bytes_of_wire() -> None:
     big = (planned({"type": "response.output_text.delta", "delta": "x" * (RUN_BYTES // 3)}, "http") for _ in range(12))
     assert asyncio.run(runs_of(big)) == [1, 2, 3, 3, 3]
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_a_scripted_streams_encoded_runs_are_the_runs_of_its_planned_events(transport: Transport) -> None:
+    """encoded_runs (every scripted event's path, no object made per event) is events_of(planned(...)) exactly:
+    the same runs, the same wires and types, each event read back as the PlannedEvent planned made."""
+    big = "x" * (RUN_BYTES // 3)
+    events = [
+        {"type": "response.output_text.delta", "sequence_number": n, "delta": big if n % 97 == 5 else "x"}
+        for n in range(1200)
+    ]
+
+    async def both() -> tuple[list[list[PlannedEvent]], list[list[PlannedEvent]], list[object]]:
+        lean = [run async for run in encoded_runs(iter(events), transport)]
+        made = [list(run) async for run in events_of(planned(event, transport) for event in events)]
+        return [list(run) for run in lean], made, [(run.wires, run.types) for run in lean]  # type: ignore[attr-defined]
+
+    lean, made, raw = asyncio.run(both())
+    assert [len(run) for run in lean] == [len(run) for run in made] and len(made) > 10
+    assert lean == made
+    assert raw == [([one.wire for one in run], [one.type for one in run]) for run in made]
 
 
 def test_a_run_of_events_due_at_once_is_one_send() -> None:

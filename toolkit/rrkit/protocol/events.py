@@ -168,8 +168,7 @@ class ResponseEvents(ToolCallEvents):
             extra = {}
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         yield self._emit(PART_ADDED, **where, part=empty)
-        for piece in iter_chunks(text, chunks):
-            yield self._emit(delta_type, **where, delta=piece, **extra)
+        yield from self._deltas(delta_type, where, iter_chunks(text, chunks), extra)
         for number, annotation in enumerate(annotations or []):
             yield self._emit(ANNOTATION_ADDED, **where, annotation_index=number, annotation=annotation)
         yield self._emit(done_type, **where, **{done_key: text}, **extra)
@@ -198,16 +197,15 @@ class ResponseEvents(ToolCallEvents):
             yield self._emit(
                 SUMMARY_PART_ADDED, **where, summary_index=summary_index, part={"type": "summary_text", "text": ""}
             )
-            for piece in iter_chunks(part_text, chunks):
-                yield self._emit(SUMMARY_TEXT_DELTA, **where, summary_index=summary_index, delta=piece)
+            part_where = {**where, "summary_index": summary_index}
+            yield from self._deltas(SUMMARY_TEXT_DELTA, part_where, iter_chunks(part_text, chunks), {})
             yield self._emit(SUMMARY_TEXT_DONE, **where, summary_index=summary_index, text=part_text)
             part = {"type": "summary_text", "text": part_text}
             yield self._emit(SUMMARY_PART_DONE, **where, summary_index=summary_index, part=part)
             parts.append(part)
         done: Item = dict(base, summary=parts)
         if text is not None:
-            for piece in iter_chunks(text, chunks):
-                yield self._emit(REASONING_TEXT_DELTA, **where, content_index=0, delta=piece)
+            yield from self._deltas(REASONING_TEXT_DELTA, {**where, "content_index": 0}, iter_chunks(text, chunks), {})
             yield self._emit(REASONING_TEXT_DONE, **where, content_index=0, text=text)
             done["content"] = [{"type": "reasoning_text", "text": text}]
         yield self._done_item(index, done)
@@ -238,8 +236,7 @@ class ResponseEvents(ToolCallEvents):
         """Spoken output, which belongs to no output item: its transcript in `chunks` deltas, transcript done, one
         `audio.delta` per piece of audio (base64), audio done."""
         owner = {"response_id": self.response_id}
-        for piece in iter_chunks(transcript, chunks):
-            yield self._emit(AUDIO_TRANSCRIPT_DELTA, **owner, delta=piece)
+        yield from self._deltas(AUDIO_TRANSCRIPT_DELTA, owner, iter_chunks(transcript, chunks), {})
         yield self._emit(AUDIO_TRANSCRIPT_DONE, **owner)
         for piece in audio:
             yield self._emit(AUDIO_DELTA, **owner, delta=piece)

@@ -18,9 +18,10 @@ from .steer import SteerQueue
 from .vocabulary import CloseKind, LineEnding
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlannedEvent:
-    """One event, encoded for the transport it goes out on, and the pause before it is sent."""
+    """One event, encoded for the transport it goes out on, and the pause before it is sent. Not changed once
+    made (not frozen: a frozen dataclass's `__init__` costs twice as much, and one is made per event sent)."""
 
     event: Event
     wire: str | bytes  # the JSON text of a WebSocket frame, or the bytes of an SSE frame

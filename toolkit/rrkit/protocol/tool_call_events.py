@@ -107,8 +107,7 @@ class ToolCallEvents(EventBuilder):
             base["namespace"] = where["namespace"]
         index, added = self._add_item(base)
         yield added
-        for piece in iter_chunks(value, chunks):
-            yield self._emit(call.delta, item_id=item_id, output_index=index, delta=piece)
+        yield from self._deltas(call.delta, {"item_id": item_id, "output_index": index}, iter_chunks(value, chunks), {})
         named = {"name": name} if call.done_names else {}
         yield self._emit(call.done, item_id=item_id, output_index=index, **{call.field: value}, **named)
         yield self._done_item(index, dict(base, **{call.field: value}, status="completed"))

@@ -5,13 +5,14 @@ when read (`WireRun`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
 from .made_on_read import MadeOnRead
-from .plan import PlannedEvent
+from .plan import RUN_BYTES, RUN_EVENTS, EventRuns, PlannedEvent
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import Transport
 
@@ -52,6 +53,10 @@ class _ParsedOnRead(PlannedEvent):
         except AttributeError:
             object.__setattr__(self, "_event", self._parsed())
             return self._event
+
+    @event.setter
+    def event(self, event: Event) -> None:  # as a PlannedEvent's field: a planned event is not changed once made
+        raise AttributeError("a planned event is not changed once made")
 
     def _parsed(self) -> Event:
         raise NotImplementedError
@@ -126,6 +131,42 @@ class WireRun(MadeOnRead[PlannedEvent]):
     def _made_at(self, index: int) -> PlannedEvent:
         given = self._given.get(index) if self._given else None
         return given if given is not None else _WireOnly(self.wires[index], str(self.types[index]))
+
+
+class EventRun(WireRun):
+    """A run of made events none of which waits, held as their events, wires and types: sent and recorded as a
+    WireRun is, with no object made per event; a PlannedEvent is made only when one is read."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[Event] = []
+
+    def _made_at(self, index: int) -> PlannedEvent:
+        return PlannedEvent(self.events[index], self.wires[index])
+
+
+async def encoded_runs(events: Iterable[Event], transport: Transport) -> EventRuns:
+    """The runs `events_of` makes of `planned(event, transport)` for each event (none waits), each event encoded
+    when its run is asked for, into one EventRun: the path every scripted event takes."""
+    ws = transport == "ws"
+    run, size, limit = EventRun(), 0, 1
+    made, wires, types = run.events.append, run.wires.append, run.types.append
+    for event in events:
+        kind = event["type"]
+        data = encode_json(event)
+        wire = data.decode() if ws else encode_sse(str(kind), data)
+        made(event)
+        wires(wire)
+        types(kind if isinstance(kind, str) else None)
+        size += len(wire)
+        if len(run.wires) >= limit or size >= RUN_BYTES:
+            yield run
+            run, size, limit = EventRun(), 0, min(limit * 2, RUN_EVENTS)
+            made, wires, types = run.events.append, run.wires.append, run.types.append
+    if run.wires:
+        yield run
 
 
 def not_json(planned_event: PlannedEvent, transport: Transport) -> PlannedEvent:

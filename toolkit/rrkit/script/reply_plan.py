@@ -15,7 +15,7 @@ from ..protocol.routes import COMPACT, INPUT_TOKENS
 from ..protocol.sse import encode_json
 from ..protocol.steer import STEERED, SteerQueue
 from ..protocol.vocabulary import Transport
-from ..protocol.wire_events import planned
+from ..protocol.wire_events import encoded_runs, planned
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
 from .outputs import (
@@ -110,7 +110,10 @@ def plan_reply(
     made = _generated(builder, reply, warmup, steer)
     if frames:
         made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
-    events = events_of(_timed(made, fault, transport))
+    if fault.pace is None and not fault.delay_each and not fault.delay_first:  # the common case, made lean
+        events = encoded_runs(made, transport)
+    else:
+        events = events_of(_delayed(made, fault, transport))
     return ResponsePlan(events, response_id=builder.response_id, steer=steer, **common)
 
 
@@ -200,12 +203,6 @@ def _ending(builder: ResponseEvents, reply: Reply) -> list[Event]:
     if reply.error_frame is not None:
         return [error_frame_event(reply.error_frame)]
     return builder.completed(_usage(reply, builder), end_turn=reply.end_turn)
-
-
-def _timed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:
-    if fault.pace is None and not fault.delay_each and not fault.delay_first:  # the common case, made lean
-        return (planned(event, transport) for event in events)
-    return _delayed(events, fault, transport)
 
 
 def _delayed(events: Iterable[Event], fault: Fault, transport: Transport) -> Iterator[PlannedEvent]:

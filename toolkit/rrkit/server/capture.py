@@ -65,9 +65,10 @@ class SentEvents(MadeOnRead[SentEvent]):
     the garbage collector never walks, however long the stream), in two lists; a SentEvent is made as one is
     read."""
 
-    __slots__ = ("_at", "_done", "_kept")
+    __slots__ = ("_at", "_bytes", "_done", "_kept")
 
     def __init__(self, events: Iterable[SentEvent] = ()) -> None:
+        self._bytes = 0  # `size()`, counted as events are added
         self._at: list[float] = []
         self._kept: list[str | bytes | dict[str, Any]] = []  # a wire form, or an event given whole
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
@@ -78,12 +79,14 @@ class SentEvents(MadeOnRead[SentEvent]):
         start = len(self._kept)
         self._at += [at] * len(wires)  # before the wires: a reader on another thread counts the wires
         self._kept += wires
+        self._bytes += sum(map(len, wires))
         if ITEM_DONE in types:
             self._done.extend([start + index for index, kind in enumerate(types) if kind == ITEM_DONE])
 
     def append(self, sent: SentEvent) -> None:
         self._at.append(sent.at)  # before the event, and its position after: a reader on another thread
         self._kept.append(sent._event if sent._event is not None else sent._wire)  # counts the events
+        self._bytes += len(sent._wire) if sent._event is None else json_size(sent._event)
         if sent.type == ITEM_DONE:
             self._done.append(len(self._kept) - 1)
 
@@ -93,7 +96,7 @@ class SentEvents(MadeOnRead[SentEvent]):
 
     def size(self) -> int:
         """About how many bytes the events take (their wire forms)."""
-        return sum(len(kept) if isinstance(kept, (str, bytes)) else json_size(kept) for kept in self._kept)
+        return self._bytes
 
     def last_ending(self) -> SentEvent | None:
         """The last event after which nothing more belongs to the response (a terminal or `error` event), read

@@ -107,7 +107,12 @@ class LoopbackServer:
     loop (`async with`), or in the foreground."""
 
     def __init__(
-        self, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning", keep_alive: float = KEEP_ALIVE_SECONDS
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+        keep_alive: float = KEEP_ALIVE_SECONDS,
     ) -> None:
         if not keep_alive > 0:
             raise SettingError(f"keep_alive must be a number of seconds above 0, got {keep_alive!r}")
@@ -163,7 +168,9 @@ class LoopbackServer:
         """The listening socket and the server that is to serve it: all of a start that needs no event loop."""
         self._new_stopping_event()
         sock = self._socket = _bind(self.host, self.port)
-        server = self._server = uvicorn.Server(uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive))
+        server = self._server = uvicorn.Server(
+            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive)
+        )
         return server, sock
 
     async def stop(self) -> None:
@@ -234,7 +241,9 @@ class LoopbackServer:
         self._socket = _bind(self.host, self.port)
         started = (lambda: on_ready(self)) if on_ready else None
         server = ForegroundServer(
-            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive), on_started=started, grace=_GRACE
+            uvicorn_adapter.config(self.app(), self.log_level, self.ws_max_size, self.keep_alive),
+            on_started=started,
+            grace=_GRACE,
         )
         self._server = server
 
