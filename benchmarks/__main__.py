@@ -34,6 +34,7 @@ BENCHMARKS = [
     "import",
     "diff",
     "soak",
+    "load",
     "fleet",
     "stop",
     "conform",
