@@ -20,6 +20,7 @@ from .admin import ADMIN_PREFIX, admin_app, admin_health
 from .http import deny, resource_routes
 from .respond import NO_MATCH_CODE, STATE_KEY, ServerState
 from .sessions import SESSION_PARAM, SessionRefused
+from .state import AfterBurst
 from .uvicorn_adapter import KeepRawSend
 from .websocket import websocket_responses
 
@@ -65,6 +66,7 @@ async def _server_error(request: Request, exc: Exception) -> Response:
 def create_app(state: ServerState) -> ASGIApp:
     """The app of one server: the shared app, over `state`, or over the state of the session a request names."""
     app = _shared_app()
+    after_burst = AfterBurst()
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
@@ -78,10 +80,12 @@ def create_app(state: ServerState) -> ASGIApp:
         scope[STATE_KEY] = target
         capture = target.capture
         capture.answering += 1
+        after_burst.begin()
         try:
             await app(scope, receive, send)
         finally:
             capture.answering -= 1
+            after_burst.end()
 
     return serve
 

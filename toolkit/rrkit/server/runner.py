@@ -26,8 +26,8 @@ from .app import ServerState, create_app
 from .capture import Capture, Connection, Exchange
 from .respond import ResponseStore, Unmatched, UnmatchedLog
 from .sessions import IDLE_SECONDS, MAX_SESSIONS
-from .timeouts import KEEP_ALIVE_SECONDS
 from .state import Sessions
+from .timeouts import KEEP_ALIVE_SECONDS
 from .uvicorn_adapter import ForegroundServer
 
 if TYPE_CHECKING:

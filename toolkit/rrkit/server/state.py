@@ -1,5 +1,6 @@
 """The state a server answers from: the default session's, and each named session's (a request naming one with
-`x-rrkit-session` gets its own script, journal, store, chaos, key and counters: `Sessions`)."""
+`x-rrkit-session` gets its own script, journal, store, chaos, key and counters: `Sessions`), and the memory given
+back once sessions end or a burst of requests has passed (`AfterBurst`)."""
 
 from __future__ import annotations
 
@@ -309,6 +310,43 @@ def return_memory() -> None:
     gc.collect()
     if _TRIM is not None:
         _TRIM(0)
+
+
+BURST = 500
+"""Requests answered since the heap was last given back that make a return worth its full collection."""
+QUIET_SECONDS = 2.0
+"""How long no request may be in progress before the heap is given back."""
+
+
+class AfterBurst:
+    """Counts the requests in progress (every session's, WebSocket connections as one each) and, when `burst` of
+    them have ended since the last return and none has been in progress for `quiet` seconds, gives the heap back."""
+
+    def __init__(
+        self, quiet: float = QUIET_SECONDS, burst: int = BURST, give_back: Callable[[], None] = return_memory
+    ) -> None:
+        self.quiet, self.burst, self.give_back = quiet, burst, give_back
+        self.active = 0
+        self.ended = 0  # since the last return
+        self.returns = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def begin(self) -> None:
+        self.active += 1
+
+    def end(self) -> None:
+        self.active -= 1
+        self.ended += 1
+        if self.active == 0 and self.ended >= self.burst and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet)
+
+    def _quiet(self) -> None:
+        self._timer = None
+        if self.active:  # busy again: the next request to end brings the server back here
+            return
+        self.ended = 0
+        self.returns += 1
+        self.give_back()
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
