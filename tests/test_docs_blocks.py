@@ -34,9 +34,10 @@ from .docs_text import ROOT, Block, blocks
 BLOCKS = blocks()
 LANGUAGES = {"python", "sh", "yaml", "toml", "text", "javascript"}
 SETUP_COMMANDS = ("python3 -m venv", "pip ", ".venv/bin/pip", ".venv/bin/pytest", ".venv/bin/mkdocs", "pytest")
-OTHER_PROGRAMS = ("codex exec ", "kill %")
+OTHER_PROGRAMS = ("codex exec ", "kill %", "kubectl ", "helm ")
 """Commands of programs rrkit does not own that a tutorial runs as a user would: the Codex CLI, the shell's job
-control."""
+control, a Kubernetes cluster's tools."""
+FLEET = ("python", "deploy/haproxy/fleet.py")
 
 
 def _of(language: str) -> list[Block]:
@@ -130,12 +131,22 @@ def _check_rrkit(words: list[str]) -> list[str]:
     return [f"rrkit {name} has no option {option}" for option in given if option not in known]
 
 
-def _benchmark_options() -> set[str]:
-    shown = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+def _help_options(*command: str) -> set[str]:
+    shown = subprocess.run([sys.executable, *command, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
     return set(re.findall(r"--[a-z][a-z-]*", shown.stdout))
+
+
+def _benchmark_options() -> set[str]:
+    return _help_options("-m", "benchmarks")
+
+
+def _check_fleet(words: list[str]) -> list[str]:
+    """The fleet launcher's own options (before `--`), then those it passes to each `rrkit serve` (after it)."""
+    own, serve = (words[2 : words.index("--")], words[words.index("--") + 1 :]) if "--" in words else (words[2:], [])
+    known = _help_options(FLEET[1])
+    problems = [f"fleet.py has no option {word}" for word in own if word.startswith("--") and word not in known]
+    return problems + _check_rrkit(["rrkit", "serve", *serve])
 
 
 @pytest.mark.parametrize("block", _of("sh"), ids=str)
@@ -152,6 +163,8 @@ def _shell_problems(block: Block) -> list[str]:
         elif words[:3] == ["python", "-m", "benchmarks"]:
             problems += [f"no benchmark option {word}" for word in words[3:] if word.startswith("--")]
             problems = [problem for problem in problems if problem.rsplit(" ", 1)[1] not in _benchmark_options()]
+        elif tuple(words[:2]) == FLEET:
+            problems += _check_fleet(words)
         elif program == "curl":
             continue  # an admin API call: test_every_admin_api_call_shown_is_answered
         elif not " ".join(words).startswith((*SETUP_COMMANDS, *OTHER_PROGRAMS)):
