@@ -7,7 +7,6 @@ WebSocket session passes through."""
 from __future__ import annotations
 
 import json
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from websockets.sync.client import connect
 
 from rrkit.protocol.headers import SESSION_HEADER as SESSION
 
-from ..server.test_sessions_fleet import CONFTEST, FLEET, PYTEST
+from ..server.test_sessions_fleet import run_fleet
 from .recipes import fleet_module, needs_haproxy
 
 pytestmark = [needs_haproxy, pytest.mark.timeout(600)]
@@ -58,17 +57,7 @@ def _holders(fleet: Any) -> dict[str, list[int]]:
 
 
 def test_a_test_fleet_through_the_balancer_has_each_session_on_exactly_one_process(fleet: Any, tmp_path: Path) -> None:
-    (tmp_path / "test_fleet.py").write_text(FLEET.format(tests=TESTS))
-    (tmp_path / "conftest.py").write_text(CONFTEST)
-    run = subprocess.run(
-        [*PYTEST, "-n", str(WORKERS), f"--rrkit-serve-url={fleet.url}", "test_fleet.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=500,
-    )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert f"{TESTS} passed" in run.stdout
+    run_fleet(tmp_path, fleet.url, WORKERS, TESTS, timeout=500)
 
     fleet_sessions = {name: where for name, where in _holders(fleet).items() if "test_a_session_of_its_own" in name}
     assert len(fleet_sessions) == TESTS

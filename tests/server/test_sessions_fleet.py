@@ -80,6 +80,22 @@ WARM_UP: list[tuple[str, str, object]] = [
 eight sessions at once take, are no session's leak."""
 
 
+def run_fleet(folder: Path, url: str, workers: int, tests: int, *, timeout: float) -> None:
+    """The fleet program (`tests` tests, each on a session of its own) run by pytest with `workers` xdist workers
+    against the server (or balancer) at `url`; every test passes."""
+    (folder / "test_fleet.py").write_text(FLEET.format(tests=tests))
+    (folder / "conftest.py").write_text(CONFTEST)
+    run = subprocess.run(
+        [*PYTEST, "-n", str(workers), f"--rrkit-serve-url={url}", "test_fleet.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert f"{tests} passed" in run.stdout
+
+
 def _warm_up(root: str, number: int) -> None:
     """One test's calls, on a session of its own, ended at its end."""
     with httpx.Client(base_url=root, timeout=120, trust_env=False) as client:
@@ -112,17 +128,7 @@ def test_eight_workers_of_fifty_tests_share_one_server_each_test_on_its_own_sess
                 list(pool.map(lambda n: _warm_up(root, n), range(WORKERS * 2)))
             time.sleep(2)  # the warm-up's sessions ended: the server's next sweep gives their memory back
             start = _rss(server.pid)  # its code loaded and its heap sized for eight sessions at once
-            (tmp_path / "test_fleet.py").write_text(FLEET.format(tests=WORKERS * TESTS_PER_WORKER))
-            (tmp_path / "conftest.py").write_text(CONFTEST)
-            run = subprocess.run(
-                [*PYTEST, "-n", str(WORKERS), f"--rrkit-serve-url={root}", "test_fleet.py"],
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                timeout=1500,
-            )
-            assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-            assert f"{WORKERS * TESTS_PER_WORKER} passed" in run.stdout
+            run_fleet(tmp_path, root, WORKERS, WORKERS * TESTS_PER_WORKER, timeout=1500)
             peak = _rss(server.pid)
             deadline = time.monotonic() + 120
             while (listed := client.get("/__rrkit/sessions").json())["live"] and time.monotonic() < deadline:

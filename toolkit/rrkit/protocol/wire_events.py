@@ -19,10 +19,13 @@ from .vocabulary import Transport
 
 def planned(event: Event, transport: Transport, delay: float = 0.0) -> PlannedEvent:
     """An event encoded once for `transport`."""
+    return PlannedEvent(event, wire_of(event, transport == "ws"), delay)
+
+
+def wire_of(event: Event, ws: bool) -> str | bytes:
+    """An event's wire form: its compact JSON as a WebSocket text frame, or as an SSE frame named by its type."""
     data = encode_json(event)
-    if transport == "ws":
-        return PlannedEvent(event, data.decode(), delay)
-    return PlannedEvent(event, encode_sse(str(event["type"]), data), delay)
+    return data.decode() if ws else encode_sse(str(event["type"]), data)
 
 
 def _parse_exact(raw: str) -> Any:
@@ -155,8 +158,7 @@ async def encoded_runs(events: Iterable[Event], transport: Transport) -> EventRu
     made, wires, types = run.events.append, run.wires.append, run.types.append
     for event in events:
         kind = event["type"]
-        data = encode_json(event)
-        wire = data.decode() if ws else encode_sse(str(kind), data)
+        wire = wire_of(event, ws)
         made(event)
         wires(wire)
         types(kind if isinstance(kind, str) else None)
