@@ -192,11 +192,23 @@ class _NoMatchLogFilter(logging.Filter):
         return not _NO_MATCH_LOG.match(record.getMessage())
 
 
+SETTLE_SECONDS = 2.0
+"""How long `rrkit_server.exchanges` waits for exchanges still ending (a stream a test reads mid-way included)."""
+
+
 class RRKitServer(Handle):
     """The handle of `rrkit_server` and `rrkit_shared_server`, whose server runs in a background thread."""
 
     def _wait_briefly(self) -> None:
         self.server.state.capture.wait_settled(0.5)
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """The exchanges so far, each with its outcome: a client sees its stream cut (or its terminal event) a
+        moment before the server notes the outcome, so this waits for the ones still ending, up to SETTLE_SECONDS
+        (a stall, which ends only when its client leaves, is not waited for)."""
+        self.server.state.capture.wait_settled(SETTLE_SECONDS, except_stalls=True)
+        return self.server.exchanges
 
     def settle(self, timeout: float = 5.0) -> RRKitServer:
         """Wait until every exchange has its outcome; TimeoutError naming the ones still streaming."""

@@ -285,6 +285,10 @@ def exchange_size(exchange: Exchange) -> int:
     return size + len(exchange.response_body or b"")
 
 
+def _stalling(exchange: Exchange) -> bool:
+    return exchange.ending is not None and exchange.ending.kind is OutcomeKind.STALLED
+
+
 class Capture:
     """All connections and exchanges of a server, in arrival order: every one (`keep=None`, when recording or
     when a test holds the server and reads them), or only the `keep` most recent ones that fit in `max_bytes`
@@ -392,16 +396,20 @@ class Capture:
         with self._lock:
             return self._settled()
 
-    def _settled(self) -> bool:
-        return all(exchange.outcome is not None for exchange in self._exchanges)
+    def _settled(self, except_stalls: bool = False) -> bool:
+        return all(
+            exchange.outcome is not None or (except_stalls and _stalling(exchange)) for exchange in self._exchanges
+        )
 
-    def wait_settled(self, timeout: float = 5.0) -> bool:
-        """Wait (from any thread but the server's) until every exchange has its outcome; False on timeout.
+    def wait_settled(self, timeout: float = 5.0, *, except_stalls: bool = False) -> bool:
+        """Wait (from any thread but the server's) until every exchange has its outcome (but those the server is
+        stalling on purpose, with `except_stalls`: they end only when their client leaves); False on timeout.
 
-        A client stops reading at `response.completed`, a moment before the server records the outcome.
+        A client stops reading at `response.completed`, or sees a stream cut, a moment before the server records
+        the outcome.
         """
         with self._ending:
-            return self._ending.wait_for(self._settled, timeout)
+            return self._ending.wait_for(lambda: self._settled(except_stalls), timeout)
 
     def clear(self) -> None:
         with self._lock:
