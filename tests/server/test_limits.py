@@ -147,7 +147,9 @@ BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_a_yaml_alias_bomb_is_refused_as_a_script_file_and_as_a_posted_script(serve: Serve, tmp_path: Path) -> None:
     path = tmp_path / "bomb.yaml"
     path.write_text(BOMB, encoding="utf-8")
-    with pytest.raises(ScriptError, match=r"bomb.yaml: its aliases expand to [\d,]+ values, more than 1,000,000"):
+    with pytest.raises(
+        ScriptError, match=r"bomb.yaml: line \d+, column \d+: its aliases expand to [\d,]+ values, more than 1,000,000"
+    ):
         load_script(path)
     server = serve(Script(default=reply("kept")))
     with httpx.Client(timeout=30, trust_env=False) as client:

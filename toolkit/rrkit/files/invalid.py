@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from ..protocol.names import did_you_mean, unknown_name
+from .yaml_reader import Lines
 
 if TYPE_CHECKING:
-    import yaml
     from pydantic_core import ErrorDetails
 
 
@@ -38,7 +38,7 @@ def validate_document(
     model: type[M],
     data: Any,
     path: Path,
-    tree: yaml.Node | None,
+    tree: Lines | None,
     what: str,
     error_type: type[Exception],
     words: Vocabulary = Vocabulary(),
@@ -56,7 +56,7 @@ def validate_document(
 def describe_invalid(
     error: ValidationError,
     path: Path,
-    tree: yaml.Node | None,
+    tree: Lines | None,
     what: str,
     root: type[BaseModel],
     words: Vocabulary = Vocabulary(),
@@ -67,7 +67,7 @@ def describe_invalid(
     lines = [f"{path}: invalid {what} ({error.error_count()} problem(s)):"]
     for problem in error.errors():
         loc = _file_loc(problem["loc"], words)
-        line = _yaml_line(tree, loc) if tree is not None else None
+        line = tree.line_of(loc) if tree is not None else None
         where = f"line {line}, " if line else ""
         lines.append(f"  - {where}{json_place(loc)}: {_problem(problem, loc, keys, root, words)}")
     return "\n".join(lines)
@@ -96,26 +96,6 @@ def keys_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str] | No
         if not models:
             return None
     return sorted({name for model in models for name in model.model_fields})
-
-
-def _yaml_line(node: yaml.Node | None, loc: tuple[int | str, ...]) -> int | None:
-    """The 1-based line of the deepest node on `loc` that exists in the YAML tree."""
-    import yaml
-
-    line = None
-    for key in loc:
-        if node is None:
-            break
-        line = node.start_mark.line + 1
-        if isinstance(node, yaml.MappingNode):
-            node = next((value for name, value in node.value if name.value == key), None)
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-        else:
-            node = None
-    if node is not None:
-        line = node.start_mark.line + 1
-    return line
 
 
 def _file_loc(loc: tuple[int | str, ...], words: Vocabulary) -> tuple[int | str, ...]:

@@ -21,9 +21,9 @@ def file_kind(path: Path | str) -> FileKind | None:
     try:
         text = Path(path).read_text(encoding="utf-8")
         if Path(path).suffix.lower() in YAML_SUFFIXES:
-            from .documents import yaml_document  # bounded as every YAML rrkit reads (an alias bomb is refused)
+            from .yaml_reader import read_yaml  # bounded as every YAML rrkit reads
 
-            return kind_of(yaml_document(text)[0])
+            return kind_of(read_yaml(text)[0])
         return kind_of(json.loads(text))
     except Exception:  # unreadable, not UTF-8, no JSON or YAML, nested too deep: nothing to name it by
         return None

@@ -4,22 +4,20 @@ the problem; the default script."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
 from ..files.documents import parse_document, read_document
 from ..files.invalid import Vocabulary, validate_document
 from ..files.kind import kind_of
+from ..files.yaml_reader import Lines
 from ..protocol.exceptions import ScriptError
 from ..protocol.request import COMPACTION_TRIGGER
 from . import default_reply, models, outputs
 from .models import Match, Reply, Script, Step
 from .outputs import OUTPUT_TYPES, CompactionOut, MessageOut
 from .shipped import script_path
-
-if TYPE_CHECKING:  # yaml loads with the first script file read, not at start-up
-    import yaml
 
 SCRIPT_WORDS = Vocabulary(
     keys=frozenset(
@@ -35,7 +33,7 @@ SCRIPT_WORDS = Vocabulary(
 against."""
 
 
-def parse_script(data: Any, path: Path | str = "<script>", tree: yaml.Node | None = None) -> Script:
+def parse_script(data: Any, path: Path | str = "<script>", tree: Lines | None = None) -> Script:
     try:
         return validate_document(Script, data, Path(path), tree, "rrkit script", ScriptError, SCRIPT_WORDS)
     except ScriptError as error:  # what the file seems to be instead, from this one parse
