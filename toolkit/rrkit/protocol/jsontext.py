@@ -1,7 +1,8 @@
 """Strict JSON for what a client sends (a POST body, a WebSocket frame): parsed once, and refused with the field
-named when it could not round-trip (a lone surrogate, NaN or Infinity, nesting beyond `MAX_DEPTH`).
+named when it could not round-trip (a lone surrogate, NaN or Infinity, nesting beyond `MAX_DEPTH`, an integer of
+more than `MAX_INTEGER_DIGITS` digits).
 
-Integers are kept exact, however big (a tool schema may carry `2**70`): orjson parses the common case fast, and
+Integers are kept exact at any length read (a tool schema may carry `2**70`): orjson parses the common case fast, and
 a body orjson would turn into floats (a run of 19 or more digits) or refuse is parsed by the standard library.
 Nothing here recurses on the input: 100,000 nested lists are refused in a few milliseconds."""
 
@@ -18,6 +19,10 @@ from .exceptions import BadRequest
 
 MAX_DEPTH = 100
 """The deepest nesting of arrays and objects accepted in a request (the body object itself is level 1)."""
+
+MAX_INTEGER_DIGITS = 4300
+"""The most digits of an integer in a request (the interpreter's own default bound on reading digits, stated here
+so that the refusal says so, and is the same under any interpreter setting)."""
 
 INVALID_JSON = "invalid_json"
 
@@ -52,7 +57,11 @@ def parse_json(text: str | bytes, *, what: str = "request body", max_depth: int 
             raise UnsafeJSON(f"The {what} is not valid UTF-8 (byte {error.start}): send JSON as UTF-8.") from None
     _check_depth(text, what, max_depth)  # the standard library's parser recurses
     try:
-        value = json.loads(text, parse_constant=_Constant)
+        value = json.loads(text, parse_constant=_Constant, parse_int=_integer)
+    except _LongInteger as long:
+        raise UnsafeJSON(
+            f"The {what} holds an integer of {long.digits} digits, more than the {MAX_INTEGER_DIGITS} rrkit reads."
+        ) from None
     except (ValueError, RecursionError) as error:  # RecursionError cannot happen after _check_depth; be sure
         raise UnsafeJSON(f"The {what} is not valid JSON: {error}.") from None
     _check(value, what, max_depth)
@@ -93,6 +102,17 @@ def field_path(path: tuple[str | int, ...]) -> str | None:
             name = json.dumps(part)[1:-1]
             text += f".{name}" if text else name
     return text or None
+
+
+class _LongInteger(Exception):
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _integer(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise _LongInteger(len(text.lstrip("-")))
+    return int(text)
 
 
 class _Constant:

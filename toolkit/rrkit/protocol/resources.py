@@ -13,6 +13,7 @@ from . import errors
 from .events import estimate_tokens, usage
 from .exceptions import BadRequest
 from .ids import PREFIXES, IdGenerator
+from .numbers import integer
 from .request import COMPACTION_ITEM, Item
 
 RESPONSE_STATUSES = ("queued", "in_progress", "completed", "failed", "incomplete", "cancelled")
@@ -90,13 +91,14 @@ def page(
 def page_query(query: Mapping[str, str]) -> tuple[str | None, int, str]:
     """(`after`, `limit`, `order`) of a list request's query; a BadPage says which is wrong."""
     after = query.get("after") or None
-    text = query.get("limit", str(PAGE_LIMIT))
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE_LIMIT:
-        raise BadPage(f"Invalid 'limit': expected an integer from 1 to {MAX_PAGE_LIMIT}, got {text!r}.", "limit")
+    try:
+        limit = integer(query.get("limit", str(PAGE_LIMIT)), "limit", low=1, high=MAX_PAGE_LIMIT)
+    except BadRequest as error:
+        raise BadPage(error.message, "limit") from None
     order = query.get("order", "desc")
     if order not in ("asc", "desc"):
         raise BadPage(f"Invalid 'order': expected 'asc' or 'desc', got {order!r}.", "order")
-    return after, int(text), order
+    return after, limit, order
 
 
 class BadPage(BadRequest):

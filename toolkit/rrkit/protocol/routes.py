@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote
 
+from .exceptions import BadRequest
+from .numbers import LARGEST, integer
+
 CREATE = "responses.create"
 RETRIEVE = "responses.retrieve"
 DELETE = "responses.delete"
@@ -115,6 +118,9 @@ def resumed_after(query: str | Mapping[str, str]) -> int | None:
     it asks for no stream or names no integer cursor."""
     fields = dict(parse_qsl(query)) if isinstance(query, str) else query
     after = fields.get("starting_after", "")
-    if fields.get("stream") != "true" or not after.lstrip("-").isdigit():
+    if fields.get("stream") != "true":
         return None
-    return int(after)
+    try:
+        return integer(after, "starting_after", low=-LARGEST)
+    except BadRequest:
+        return None

@@ -3,12 +3,12 @@ server's answers to it, accepted, pending or failed, as the SDK's beta types sha
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Event
+from .jsontext import parse_json
 
 STEER = "response.steer"
 STEER_ACCEPTED = "response.steer.accepted"
@@ -139,7 +139,7 @@ def is_steer(text: str | None) -> bool:
     if not text or STEER not in text:
         return False
     try:
-        frame = json.loads(text)
+        frame = parse_json(text, what="frame")
     except ValueError:
         return False
     return isinstance(frame, dict) and frame.get("type") == STEER

@@ -17,8 +17,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..protocol import errors
-from ..protocol.exceptions import ScriptError, SettingError
+from ..protocol.exceptions import BadRequest, ScriptError, SettingError
 from ..protocol.headers import SESSION_HEADER, is_header_value, media_type
+from ..protocol.jsontext import UnsafeJSON, parse_json
+from ..protocol.numbers import integer, shown_value
 from ..protocol.plan import Chaos
 from ..script.select import ScriptState
 from .admin_guard import admin_refusal
@@ -66,9 +68,10 @@ def _count(request: Request, name: str) -> int | None:
     value = request.query_params.get(name)
     if value is None or value == "":
         return None
-    if not value.isdigit():
-        raise _BadQuery(name, f"{name} must be a whole number (0 or more), got {value!r}")
-    return int(value)
+    try:
+        return integer(value, name)
+    except BadRequest as error:
+        raise _BadQuery(name, error.message) from None
 
 
 def _flag(request: Request, name: str) -> bool:
@@ -77,7 +80,7 @@ def _flag(request: Request, name: str) -> bool:
         return False
     if value in ("1", "true", "yes"):
         return True
-    raise _BadQuery(name, f"{name} must be 1 or 0 (true or false), got {value!r}")
+    raise _BadQuery(name, f"{name} must be 1 or 0 (true or false), got {shown_value(value)}")
 
 
 # -- what the endpoints do ------------------------------------------------------------------------
@@ -287,10 +290,12 @@ class Admin:
     async def _json_body(self, request: Request, what: str) -> Any:
         """The JSON a `PUT /__rrkit/{what}` body holds, or the 400 (`invalid_{what}`) saying why there is none."""
         try:
-            return json.loads(await read_body(request, self.state.limits.body) or b"null")
-        except (RequestRefused, ValueError) as error:
-            message = f"PUT {ADMIN_PREFIX}/{what}: the body is no JSON ({error}); send a JSON object"
-            return _error(400, message, code=f"invalid_{what}")
+            return parse_json(await read_body(request, self.state.limits.body) or b"null", what="body")
+        except RequestRefused as too_large:
+            return AdminJSON(too_large.body, status_code=too_large.status)
+        except UnsafeJSON as error:  # the create's reader: the same bounds on nesting and numbers, the same 400
+            message = f"PUT {ADMIN_PREFIX}/{what}: {error.message} Send a JSON object."
+            return _error(400, message, param=error.param, code=f"invalid_{what}")
 
     async def chaos(self, request: Request) -> Response:
         """`GET` the session's chaos, `PUT` a new one (the fields of `--chaos` as JSON), `DELETE` it: from the

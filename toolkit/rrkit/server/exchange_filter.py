@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from difflib import get_close_matches
 from typing import Any, NamedTuple
 
-from ..protocol.exceptions import SettingError
+from ..protocol.exceptions import BadRequest, SettingError
+from ..protocol.numbers import decimal, integer, shown_value
 from ..protocol.outcome import OutcomeKind
 from ..protocol.routes import CREATE, ROUTE_NAMES
 from .capture import Exchange
@@ -24,6 +25,7 @@ ID_OR_TIME = (
 )
 
 _STATUS_CLASS = re.compile(r"[1-5]xx")
+_NEAR = 64  # the most characters of a route's name compared with the names for a hint
 _UNIX_SECONDS = re.compile(r"[0-9]+\.[0-9]*")  # the decimal point is what tells a time from an exchange id
 
 
@@ -149,44 +151,53 @@ def _id_or_time(param: str, value: str | None) -> tuple[int | None, float | None
     """A whole number is an exchange id (what `since` always meant); anything else must be a time."""
     if value is None:
         return None, None
-    if value.isascii() and value.isdigit():
-        return int(value), None
-    if _UNIX_SECONDS.fullmatch(value):
-        return None, float(value)
+    try:
+        if value.isascii() and value.isdigit():
+            return integer(value, param), None
+        if _UNIX_SECONDS.fullmatch(value):
+            return None, decimal(value, param)
+    except BadRequest as error:
+        raise FilterError(param, f"{param} must be {ID_OR_TIME}: {error.message}") from None
     try:
         when = datetime.fromisoformat(value)
     except ValueError:
-        raise FilterError(param, f"{param} must be {ID_OR_TIME}, got {value!r}") from None
+        raise FilterError(param, f"{param} must be {ID_OR_TIME}, got {shown_value(value)}") from None
     return None, (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _route(value: str) -> str:
     if value in ROUTE_NAMES:
         return value
-    near = [name for name in ROUTE_NAMES if name.endswith("." + value)] or get_close_matches(value, ROUTE_NAMES)
+    near = [name for name in ROUTE_NAMES if name.endswith("." + value)] or get_close_matches(value[:_NEAR], ROUTE_NAMES)
     hint = f" (did you mean {' or '.join(near)}?)" if near else ""
-    raise FilterError("route", f"route must be a route's name, one of {', '.join(ROUTE_NAMES)}; got {value!r}{hint}")
+    raise FilterError(
+        "route", f"route must be a route's name, one of {', '.join(ROUTE_NAMES)}; got {shown_value(value)}{hint}"
+    )
 
 
 def _method(value: str) -> str:
     if value.isascii() and value.isalpha():
         return value.upper()
-    raise FilterError("method", f"method must be an HTTP method such as GET or POST, got {value!r}")
+    raise FilterError("method", f"method must be an HTTP method such as GET or POST, got {shown_value(value)}")
 
 
 def _status(value: str) -> int | str:
     if _STATUS_CLASS.fullmatch(value.lower()):
         return value.lower()
-    if value.isascii() and value.isdigit() and 100 <= int(value) <= 599:
-        return int(value)
-    raise FilterError(
-        "status",
-        f"status must be an HTTP status (100 to 599, such as 429) or a class of them (1xx to 5xx), got {value!r}",
-    )
+    try:
+        return integer(value, "status", low=100, high=599)
+    except BadRequest:
+        raise FilterError(
+            "status",
+            "status must be an HTTP status (100 to 599, such as 429) or a class of them (1xx to 5xx), got "
+            f"{shown_value(value)}",
+        ) from None
 
 
 def _outcome(value: str) -> OutcomeKind:
     kinds = [kind.value for kind in OutcomeKind]
     if value.lower() in kinds:
         return OutcomeKind(value.lower())
-    raise FilterError("outcome", f"outcome must be an outcome's kind, one of {', '.join(kinds)}; got {value!r}")
+    raise FilterError(
+        "outcome", f"outcome must be an outcome's kind, one of {', '.join(kinds)}; got {shown_value(value)}"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ..protocol.jsontext import parse_json
 from ..protocol.vocabulary import CloseKind
 from .stream import Channel
 
@@ -15,7 +16,7 @@ def lane_of(text: str) -> str | None:
     if '"stream_id"' not in text:
         return None
     try:
-        body = json.loads(text)
+        body = parse_json(text, what="frame")  # the frame reader: bounded nesting (it is read again, and refused)
     except ValueError:
         return None
     if not isinstance(body, dict) or body.get("type") != "response.create":

@@ -16,6 +16,7 @@ from ..protocol.events import ResponseEvents, done_items
 from ..protocol.exceptions import BadRequest
 from ..protocol.ids import IdGenerator
 from ..protocol.input_check import check_input_items, check_storable, resolve_references
+from ..protocol.numbers import LARGEST, integer
 from ..protocol.outcome import OutcomeKind
 from ..protocol.plan import NO_FAULT, Rejection, ResponsePlan, VerbatimBody
 from ..protocol.request import Item, input_items, json_type
@@ -45,8 +46,8 @@ def answer(state: ServerState, view: RequestView) -> ResponsePlan:
         return handler(state, view)
     except RequestRefused as refused:
         return ResponsePlan(rejection=Rejection(refused.status, refused.body, refused.headers))
-    except shapes.BadPage as bad:
-        return ResponsePlan(rejection=Rejection(400, errors.error_body(bad.message, param=bad.param)))
+    except BadRequest as bad:  # a query parameter (`limit`, `starting_after`, ...) the API refuses, named
+        return ResponsePlan(rejection=Rejection(400, errors.error_body(bad.message, param=bad.param, code=bad.code)))
 
 
 def _json(value: Mapping[str, Any] | list[Any], headers: Mapping[str, str] | None = None) -> ResponsePlan:
@@ -86,14 +87,7 @@ def _retrieve(state: ServerState, view: RequestView) -> ResponsePlan:
         message = "Streaming a stored response is only supported for responses created with background=true."
         raise _refused(400, message, param="stream")
     after_text = query.get("starting_after")
-    after: int | None = None
-    if after_text:
-        try:
-            after = int(after_text)
-        except ValueError:
-            raise _refused(
-                400, f"Invalid 'starting_after': expected an integer, got {after_text!r}.", param="starting_after"
-            ) from None
+    after = integer(after_text, "starting_after", low=-LARGEST) if after_text else None
     return ResponsePlan(stored.run.follow(after), response_id=response_id)
 
 

@@ -3,16 +3,18 @@ by a crash left out with a warning; nothing printed here."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..files.text import decode_utf8
+from ..protocol.jsontext import MAX_DEPTH, UnsafeJSON, parse_json
 from ..server.exchange_filter import ExchangeFilter
 
 JOURNAL_SUFFIX = ".jsonl"
+JOURNAL_DEPTH = MAX_DEPTH + 8
+"""The nesting a journal line may hold: a request as deep as the server accepts, a few levels down in its record."""
 FIRST_LINE_LIMIT = 1 << 20
 """The bytes of a file's first line read to tell a journal by its content (a longer one needs the `.jsonl` name)."""
 
@@ -43,8 +45,8 @@ def is_journal(path: Path) -> bool:
     try:
         with path.open("rb") as handle:
             first = handle.readline(FIRST_LINE_LIMIT)
-        record = json.loads(first)
-    except (OSError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        record = parse_json(first, what="line", max_depth=JOURNAL_DEPTH)
+    except (OSError, ValueError):  # UnsafeJSON is a ValueError
         return False
     return isinstance(record, dict) and "id" in record and ("started_at" in record or "outcome" in record)
 
@@ -92,11 +94,11 @@ def _record(path: Path, number: int, raw: bytes, error_type: type[Exception]) ->
     else:
         text = decode_utf8(raw, place, "journal", error_type, remedy="a journal rrkit writes is UTF-8: is this one?")
     try:
-        record = json.loads(text)
-    except json.JSONDecodeError as error:
+        record = parse_json(text, what="line", max_depth=JOURNAL_DEPTH)
+    except UnsafeJSON as error:
         if cut:
             return None
-        raise error_type(f"{place}: not JSON ({error.msg} at column {error.colno}): {ONE_A_LINE}") from None
+        raise error_type(f"{place}: not JSON ({error.message.rstrip('.')}): {ONE_A_LINE}") from None
     if isinstance(record, dict) and "rrkit_journal" in record:
         raise error_type(
             f"{place}: a recording's journal, not `rrkit serve --journal`'s: `rrkit recover CASSETTE` merges it into "
