@@ -27,6 +27,14 @@ SERVER_FRAMED = HOP_BY_HOP | {"content-type", "content-encoding", "date", "serve
 """Response headers every server writes for itself (the connection, the framing, the body's type and encoding,
 its clock and its name): never relayed nor replayed; every other response header is."""
 
+MAX_HEADER_LINE = 8 * 1024
+"""The longest header line a server of rrkit reads (name, `: `, value and CRLF), over HTTP and on a WebSocket
+upgrade alike (the bound websockets puts on an upgrade's lines): past it, 431 and the connection closed."""
+MAX_HEADER_FIELDS = 128
+"""The most header lines of one request (websockets' bound on an upgrade's)."""
+MAX_REQUEST_HEAD = 64 * 1024
+"""The most bytes of a request's head (its request line and headers) read before it is complete."""
+
 
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?)?")
 

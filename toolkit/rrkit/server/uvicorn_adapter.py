@@ -11,6 +11,7 @@ import logging
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from http import HTTPStatus
 from types import FrameType
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from websockets.exceptions import InvalidState
 from websockets.protocol import State
 
 from ..protocol import errors
+from ..protocol.headers import MAX_HEADER_FIELDS, MAX_HEADER_LINE, MAX_REQUEST_HEAD
 from ..protocol.plan import RUN_BYTES
 from ..protocol.sse import encode_json
 from ..protocol.wsframe import text_frames
@@ -256,16 +258,109 @@ UNPARSABLE_REQUEST = (
 )
 
 
+def _refusal(status: int, message: str, default_headers: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """A whole answer refusing a request before any app saw it: the API's JSON error, then the connection closes."""
+    code = errors.REQUEST_TOO_LARGE if status in (HTTPStatus.REQUEST_URI_TOO_LONG, _HEADERS_TOO_LARGE) else None
+    body = encode_json(errors.error_body(message, code=code))
+    head = [b"HTTP/1.1 %d %s\r\n" % (status, HTTPStatus(status).phrase.encode())]
+    head.extend(name + b": " + value + b"\r\n" for name, value in default_headers)
+    head.append(b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body))
+    return b"".join(head) + body
+
+
+_HEADERS_TOO_LARGE = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+
+
+_HEAD_TOO_LARGE = (
+    f"The request's head (its request line and headers) is over {MAX_REQUEST_HEAD} bytes, the most this server "
+    "reads: send shorter headers."
+)
+
+
+class _HeadTooLarge(Exception):
+    """Raised in a parser callback to stop reading a request whose head is over a bound (the parser then fails)."""
+
+
 class _JSONErrorsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, its 400 to a request it cannot parse (sent before any app sees it) in the API's
-    JSON shape, as every other error of the server."""
+    JSON shape, as every other error of the server; and a request whose head is over the bounds of
+    rrkit.protocol.headers (a header line, the number of lines, the whole head, counted as it arrives) answered
+    with 431 and closed, before it is read further: the same for a WebSocket upgrade, whose head is read here."""
+
+    _too_large: str | None = None  # why the request's head was refused
+    _head_bytes = 0  # bytes received since the request began, while its head is incomplete
+    _head_lines = 0
+    _header_bytes = 0  # the header lines' bytes read so far (a head that arrived in one piece is counted here)
+    _reading_head = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        if self._reading_head and self._head_bytes > MAX_REQUEST_HEAD and not self.transport.is_closing():
+            self._refuse(_HEAD_TOO_LARGE)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._reading_head, self._head_bytes, self._head_lines, self._header_bytes = True, 0, 0, 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_lines += 1
+        line = len(name) + len(value) + 4  # `name: value` and CRLF, as a WebSocket upgrade's line is counted
+        self._header_bytes += line
+        if line > MAX_HEADER_LINE:
+            self._too_large = (
+                f"The request's {name.decode('latin-1')[:64]!r} header line is {line} bytes, over the "
+                f"{MAX_HEADER_LINE} bytes of a header line this server reads: send a shorter value (a token, "
+                "cookie or metadata that long?)."
+            )
+            raise _HeadTooLarge
+        if self._head_lines > MAX_HEADER_FIELDS:
+            self._too_large = (
+                f"The request has over {MAX_HEADER_FIELDS} header lines, the most this server reads: send fewer."
+            )
+            raise _HeadTooLarge
+        if self._header_bytes > MAX_REQUEST_HEAD:
+            self._too_large = _HEAD_TOO_LARGE
+            raise _HeadTooLarge
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._reading_head = False
+        super().on_headers_complete()
 
     def send_400_response(self, msg: str) -> None:
-        body = encode_json(errors.error_body(UNPARSABLE_REQUEST))
-        head = [b"HTTP/1.1 400 Bad Request\r\n"]
-        head.extend(name + b": " + value + b"\r\n" for name, value in self.server_state.default_headers)
-        head.append(b"content-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n\r\n" % len(body))
-        self.transport.write(b"".join(head) + body)
+        if self._too_large is not None:
+            self._refuse(self._too_large)
+            return
+        self.transport.write(_refusal(400, UNPARSABLE_REQUEST, self.server_state.default_headers))
+        self.transport.close()
+
+    def _refuse(self, message: str) -> None:
+        self.transport.write(_refusal(_HEADERS_TOO_LARGE, message, self.server_state.default_headers))
+        self.transport.close()
+
+
+_HANDSHAKE_REFUSALS = {"RequestLineTooLong": 414, "HeaderLineTooLong": 431, "TooManyHeaders": 431}
+"""websockets' refusals of an upgrade request it cannot read (by name: the classes are those of websockets >= 15)."""
+
+
+class _AnsweredUpgrades(WebSocketsSansIOProtocol):
+    """uvicorn's websockets-sansio protocol, answering an upgrade request websockets refuses to read (a line over its
+    bound, a malformed header): uvicorn leaves websockets' answer unsent and the socket open (for a minute and more);
+    here the answer is the API's JSON error, and the connection is closed."""
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        refused = self.conn.handshake_exc
+        if self.handshake_initiated or refused is None or self.transport.is_closing():
+            return
+        self.conn.data_to_send()  # websockets' own answer in plain text (or only its end): the JSON one instead
+        status = _HANDSHAKE_REFUSALS.get(type(refused).__name__, 400)
+        cause = refused.__cause__ or refused
+        message = f"The WebSocket upgrade request could not be read: {cause}. Send a well-formed, shorter request."
+        self.handshake_initiated = self.handshake_complete = self.close_sent = True
+        self.transport.write(_refusal(status, message, self.default_headers))
         self.transport.close()
 
 
@@ -285,7 +380,7 @@ def config(
         log_config=None if in_place else uvicorn.config.LOGGING_CONFIG,
         lifespan="off",
         http=_JSONErrorsProtocol,
-        ws="websockets-sansio",
+        ws=_AnsweredUpgrades,
         ws_per_message_deflate=True,
         ws_max_size=ws_max_size,
         access_log=False,
