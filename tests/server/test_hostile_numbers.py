@@ -133,3 +133,22 @@ def test_one_reader_takes_only_ascii_digits_of_a_bounded_length_in_the_range_sta
     for value in [*NOT_NUMBERS, "", "-", "9" * (MAX_DIGITS + 1), "11"]:
         with pytest.raises(ValueError, match="Invalid 'n'"):
             integer(value, "n", high=10)
+
+
+CASSETTE = str(Path(__file__).resolve().parents[2] / "cassettes" / "text.http.json")
+
+
+@pytest.mark.parametrize(
+    ("args", "environment", "named"),
+    [
+        (["diff", CASSETTE, CASSETTE, "--ignore", f"input[{THOUSANDS}]"], {}, "over 18 digits"),
+        (["serve", "--port", "0", "--limit", f"body={THOUSANDS}"], {}, "--limit"),
+        (["show", CASSETTE], {"RRKIT_LIMITS": "cassette-file=٣MiB"}, "RRKIT_LIMITS"),
+    ],
+    ids=["ignore-index", "limit-digits", "limit-arabic-indic"],
+)
+def test_a_number_on_the_command_line_that_is_not_one_is_a_usage_error(
+    args: list[str], environment: dict[str, str], named: str
+) -> None:
+    result = CliRunner().invoke(main, args, env=environment)
+    assert result.exit_code == 2 and named in result.output, result.output[-500:]

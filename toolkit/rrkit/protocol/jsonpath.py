@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .exceptions import SettingError
+from .exceptions import BadRequest, SettingError
+from .numbers import MAX_DIGITS, integer
 
 PatternStep = str | int | None
 """A step of a path: a key, a list index, or None for every key or item (`*`)."""
@@ -21,7 +22,7 @@ Place = tuple[Step, ...]
 DROP: Any = object()
 """What a rewrite's `change` returns to take the node out of its container."""
 
-_TOKEN = re.compile(r"\[(\*|\d+)\]|([^.\[\]]+)|(\.)")
+_TOKEN = re.compile(r"\[(\*|[0-9]+)\]|([^.\[\]]+)|(\.)")
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,9 @@ def _take(token: re.Match[str], steps: list[PatternStep], after_dot: bool, bad: 
         return False
     if not steps:
         raise bad("a path starts with a field name")
-    steps.append(None if index == "*" else int(index))
+    if index != "*" and _index(index) is None:
+        raise bad(f"the index at position {position} has over {MAX_DIGITS} digits")
+    steps.append(None if index == "*" else _index(index))
     return False
 
 
@@ -110,9 +113,10 @@ def _step_matches(pattern: PatternStep, step: Step) -> bool:
     if isinstance(step, str):
         return pattern == step
     if isinstance(pattern, str):  # a number in a dotted path: a list index
-        if not pattern.isdigit():
+        index = _index(pattern)
+        if index is None:
             return False
-        pattern = int(pattern)
+        pattern = index
     return pattern == step if isinstance(step, int) else pattern in step
 
 
@@ -153,5 +157,13 @@ def _rewrite_list(value: list[Any], steps: tuple[PatternStep, ...], change: Call
 
 
 def _index_range(step: str | int, length: int) -> range:
-    index = int(step) if isinstance(step, int) or step.isdigit() else -1
-    return range(index, index + 1) if 0 <= index < length else range(0)
+    index = step if isinstance(step, int) else _index(step)
+    return range(index, index + 1) if index is not None and 0 <= index < length else range(0)
+
+
+def _index(text: str) -> int | None:
+    """The list index a path's step writes (ASCII digits, not too many), else None."""
+    try:
+        return integer(text, "index")
+    except BadRequest:
+        return None

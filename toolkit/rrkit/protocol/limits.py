@@ -12,8 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from .exceptions import LimitError
+from .exceptions import BadRequest, LimitError
 from .names import did_you_mean
+from .numbers import integer, shown_value
 
 MiB = 1024 * 1024
 LIMITS_ENV = "RRKIT_LIMITS"
@@ -27,7 +28,7 @@ UPSTREAM_TIMEOUT = 300.0
 UPSTREAM_CONNECT_TIMEOUT = 10.0
 """Seconds reaching a relay's upstream may take: the TCP connect, TLS and the WebSocket handshake."""
 _UNITS = {"": 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": MiB, "gb": 1000**3, "gib": 1024**3}
-_SIZE = re.compile(r"\s*(\d+)\s*([a-z]*)\s*", re.IGNORECASE)
+_SIZE = re.compile(r"\s*([0-9]+)\s*([a-z]*)\s*", re.IGNORECASE | re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +103,15 @@ def parse_size(text: str, what: str = "size") -> int:
     """Bytes from `123`, `64KiB`, `32MiB`, `1GB` (a positive whole number, a unit of B, KB/KiB, MB/MiB, GB/GiB)."""
     match = _SIZE.fullmatch(text)
     unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS or int(match.group(1)) == 0:
-        raise LimitError(f"{what}: {text!r} is not a size: give bytes, or a number with KiB, MiB or GiB (e.g. 32MiB)")
-    return int(match.group(1)) * _UNITS[unit]
+    try:  # ASCII digits, not too many of them
+        number = integer(match.group(1), what, low=1) if match is not None and unit in _UNITS else 0
+    except BadRequest:
+        number = 0
+    if not number:
+        raise LimitError(
+            f"{what}: {shown_value(text)} is not a size: give bytes, or a number with KiB, MiB or GiB (e.g. 32MiB)"
+        )
+    return number * _UNITS[unit]
 
 
 def shown_size(size: int) -> str:
