@@ -1,9 +1,10 @@
 """Numbers that are not numbers (issue 65), on every surface that reads one from text: a query's `limit` of input
 items and conversation items, a resumed stream's `starting_after`, the admin API's `limit` and journal filters
-(`since`, `until`, `status`), and `rrkit show FILE.jsonl`'s filter options. A digit Python calls a digit but `int()`
-refuses (`²`), another script's digit `int()` takes (`٣`), a sign, spaces, `_`, and thousands of digits (past the
-interpreter's 4,300-digit conversion limit) are each the API's 400 naming the parameter on a real server (never a
-500, never taken), and a usage error (exit 2) naming the option on the command line (never a traceback)."""
+(`since`, `until`, `status`), `rrkit show FILE.jsonl`'s filter options, a `--limit` size, an `--ignore` path's index
+and a `--chaos` setting. A digit Python calls a digit but `int()` refuses (`²`), another script's digit `int()` takes
+(`٣`), a sign, spaces, `_`, and thousands of digits (past the interpreter's 4,300-digit conversion limit) are each the
+API's 400 naming the parameter on a real server (never a 500, never taken), and a usage error (exit 2) naming the
+option on the command line (never a traceback)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main
+from rrkit.protocol.exceptions import SettingError
 from rrkit.protocol.numbers import MAX_DIGITS, integer
 from rrkit.protocol.outcome import Outcome, OutcomeKind
 from rrkit.protocol.resources import MAX_PAGE_LIMIT
@@ -152,3 +154,10 @@ def test_a_number_on_the_command_line_that_is_not_one_is_a_usage_error(
 ) -> None:
     result = CliRunner().invoke(main, args, env=environment)
     assert result.exit_code == 2 and named in result.output, result.output[-500:]
+
+
+@pytest.mark.parametrize("chaos", ["seed=٣", "drop=\uff11", "retry_after=1_0", f"seed={THOUSANDS}"])
+def test_a_chaos_setting_that_is_not_a_number_is_refused_naming_it(chaos: str) -> None:
+    name = chaos.partition("=")[0]
+    with pytest.raises(SettingError, match=f"chaos {name}="):
+        FakeServer(chaos=chaos)

@@ -12,8 +12,9 @@ from typing import Any
 
 from .errors import rate_limit_answer
 from .events import Event
-from .exceptions import RRKitError, SettingError
+from .exceptions import BadRequest, RRKitError, SettingError
 from .names import unknown_name
+from .numbers import LARGEST, decimal, integer, shown_value
 from .steer import SteerQueue
 from .vocabulary import CloseKind, LineEnding
 
@@ -90,10 +91,11 @@ class Chaos:
                     f"chaos {part!r}: expected drop=P, stall=P, rate_limit=P, retry_after=S or seed=N, "
                     "e.g. drop=0.02,rate_limit=0.05,seed=7"
                 )
-            try:
-                given[name] = int(value) if name == "seed" else float(value)
-            except ValueError:
-                raise SettingError(f"chaos {name}={value!r}: {name} is {_KINDS[name]}") from None
+            try:  # ASCII digits only (no `٣`, no `1_0`, no `nan`), not too many
+                number = value.strip()
+                given[name] = integer(number, name, low=-LARGEST) if name == "seed" else decimal(number, name)
+            except BadRequest:
+                raise SettingError(f"chaos {name}={shown_value(value)}: {name} is {_KINDS[name]}") from None
         try:
             return cls(**given)  # type: ignore[arg-type]  # each a float, but the seed an int
         except ValueError as error:
