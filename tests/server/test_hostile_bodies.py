@@ -2,8 +2,8 @@
 thousands of digits, is the API's 400 saying why on every route that takes a body (create, input tokens, compaction,
 cancel, conversations and their items), on the admin API (`PUT /__rrkit/chaos`, `PUT /__rrkit/key`, `POST
 /__rrkit/script`) and in every WebSocket frame (a create, one naming a `stream_id` lane, a steer), on a real server
-that logs no error and still answers after it; and a journal line nested as deep is a file error, never a
-traceback, for `rrkit show`."""
+that logs no error and still answers after it; a journal line nested as deep is a file error, never a
+traceback, for `rrkit show`; and the JSON a header holds (turn metadata) is read by the same reader."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from websockets.sync.client import connect
 
 from rrkit.cli import main
+from rrkit.protocol.headers import PREWARM_KIND, TURN_METADATA_HEADER, is_prewarm, turn_metadata
 from rrkit.protocol.jsontext import MAX_DEPTH, MAX_INTEGER_DIGITS
 from rrkit.protocol.routes import API_PREFIX, ROUTES
 from rrkit.server import FakeServer
@@ -111,3 +112,9 @@ def test_a_journal_line_nested_too_deep_is_a_file_error_naming_its_line(tmp_path
     result = CliRunner().invoke(main, ["show", str(path)])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and (name.endswith(".log") or f"{path}: line 1" in result.output)
+
+
+def test_a_header_s_json_nested_too_deep_is_read_by_the_same_reader() -> None:
+    """The turn metadata a cassette's handshake keeps (read by `rrkit replay`): 4,000 levels fit in 8 KiB."""
+    assert not is_prewarm({TURN_METADATA_HEADER: "[" * 4000 + "]" * 4000})
+    assert is_prewarm({TURN_METADATA_HEADER: turn_metadata("", PREWARM_KIND)})

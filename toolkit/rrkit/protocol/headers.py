@@ -4,6 +4,8 @@ import json
 import re
 from collections.abc import Mapping
 
+from .jsontext import parse_json
+
 TURN_STATE_HEADER = "x-codex-turn-state"
 SESSION_HEADER = "x-rrkit-session"  # rrkit's own: the isolated session of a shared server a request is for
 """Sticky-routing token: issued on an HTTP response or a 101, sent back within the same turn only."""
@@ -87,7 +89,7 @@ def is_prewarm(headers: Mapping[str, str]) -> bool:
     """Whether request headers say they belong to a prewarm (`x-codex-turn-metadata` request_kind)."""
     raw = {name.lower(): value for name, value in headers.items()}.get(TURN_METADATA_HEADER)
     try:
-        metadata = json.loads(raw) if raw else None
-    except ValueError:
+        metadata = parse_json(raw, what="header") if raw else None
+    except ValueError:  # UnsafeJSON too: nested too deep, ...
         return False
     return isinstance(metadata, dict) and metadata.get("request_kind") == PREWARM_KIND
