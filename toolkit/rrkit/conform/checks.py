@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from ..differential.observation import Attempt
 from ..protocol.routes import CANCEL, COMPACT, ROUTE_NAMES
+from ..report.text import quoted
 from .profile import Profile
 from .scenario import CHECKS, Expectation, Scenario
 
@@ -110,9 +111,10 @@ def _answer(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:
     held, seen = run.outcome == "completed", _ended(run)
     if run.answer is None:
         return held, f"{seen}; it wrote no answer to $RRKIT_ANSWER, so its text was not judged"
+    answered = quoted(repr(run.answer))  # a client may answer megabytes
     if run.answer != expectation.is_:
-        return False, f"{seen}; it answered {run.answer!r}, the stream's text is {expectation.is_!r}"
-    return held, f"{seen}; it answered {run.answer!r}"
+        return False, f"{seen}; it answered {answered}, the stream's text is {expectation.is_!r}"
+    return held, f"{seen}; it answered {answered}"
 
 
 def _answered(expectation: Expectation, run: ConformRun) -> tuple[bool, str]:

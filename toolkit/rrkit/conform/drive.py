@@ -22,6 +22,7 @@ from ..drive import (
     written_answer,
 )
 from ..protocol.ids import IdGenerator
+from ..report.text import quoted
 from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from . import seen as seen_in
@@ -92,7 +93,7 @@ def play(scenario: Scenario, transport: str, client: ClientUnderTest, timeout: f
         outputs_sent=seen_in.outputs_sent(exchanges),
         called=seen_in.names_called(exchanges),
         declared=seen_in.tools_declared(exchanges),
-        detail=end.detail,
+        detail=quoted(end.detail),  # what the client printed last: quoted by its ends, as its answer is
         answer=said,
         compaction=seen_in.after_compaction(exchanges),
         repeated=seen_in.repeated_in_conversation(exchanges),

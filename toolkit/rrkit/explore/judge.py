@@ -23,6 +23,7 @@ from ..drive import (
 )
 from ..protocol.ids import IdGenerator
 from ..protocol.vocabulary import Transport
+from ..report.text import quoted
 from ..server.logs import quiet_server_logs
 from ..server.runner import FakeServer
 from .case import script_of
@@ -101,12 +102,12 @@ def crashed(raised: Exception) -> Broken:
 
 def judge(expected: Expected, run: Run) -> Broken | None:
     """The must `run` breaks on a stream the oracle judged `expected` (None: it held, or nothing is required)."""
-    said = f"the client's run {run.outcome}" + (f" ({run.detail})" if run.detail else "")
+    said = f"the client's run {run.outcome}" + (f" ({quoted(run.detail)})" if run.detail else "")
     if expected.verdict is Verdict.ANSWER:
         if run.outcome != "completed":
             return Broken(ANSWERS, expected.why, behaviour(run), said)
         if run.answer is not None and run.answer != expected.text:
-            seen = f"the client answered {run.answer!r}; the stream's answer is {expected.text!r}"
+            seen = f"the client answered {quoted(repr(run.answer))}; the stream's answer is {expected.text!r}"
             return Broken(ANSWERS, expected.why, "wrong answer", seen)
         return None
     if expected.verdict is Verdict.NO_ANSWER and run.outcome != "failed":

@@ -43,7 +43,7 @@ def finding_text(found: Found, exploration: Exploration, command: str) -> str:
     )
     header = [
         f"# rrkit explore finding: {broken.must.name} ({broken.reason}): the client {broken.behaviour}",
-        f"# seen: {broken.seen}",
+        f"# seen: {' '.join(broken.seen.split())}",  # one comment line, however the client's output ran
         f"# found with --seed {exploration.seed}: {found.hits} case(s) hit it; shrunk from: {found.case}",
         f"# operators: {', '.join(sorted(found.operators))}; {len(found.stream.events)} event(s) left",
         f"# explored: {command}",

@@ -4,12 +4,19 @@ thing judged), the cases in a `Report` (one run of one judge)."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+
+from .text import bounded, bounded_within
 
 REPORT_FORMAT: Final = 1
 """The `rrkit_report` field of every judge's JSON report; bumped on incompatible changes."""
+
+
+Quoted = Annotated[str, AfterValidator(bounded)]
+"""A text that may hold what a judged peer wrote: quoted by its ends past a few KiB (`text.bounded`), here where
+every finding is made, so that no writer renders more (a judge quotes each thing a peer wrote smaller: `quoted`)."""
 
 
 class Severity(StrEnum):
@@ -33,7 +40,7 @@ class _Frozen(BaseModel):
 class Place(_Frozen):
     """Where a finding is: a label a person reads, and the coordinates a tool follows (None: not about one)."""
 
-    label: str = Field("", description="where, for a person: `follow-up [ws] step 2 (GET /v1/responses/ID)`")
+    label: Quoted = Field("", description="where, for a person: `follow-up [ws] step 2 (GET /v1/responses/ID)`")
     connection: int | None = Field(None, description="the connection's index in the cassette")
     exchange: int | None = Field(None, description="the exchange's id in the cassette")
     event: int | None = Field(None, description="an index into the exchange's (or the answer's) events")
@@ -63,8 +70,8 @@ class Finding(_Frozen):
         description="`must` fails the run (it breaks real clients); `should` departs from the real service",
     )
     place: Place = Field(Place(), description="where the rule is broken")
-    reason: str = Field(description="what the rule requires, and why")
-    evidence: str = Field("", description="what was seen")
+    reason: Quoted = Field(description="what the rule requires, and why")
+    evidence: Quoted = Field("", description="what was seen")
     profile: str | None = Field(None, description="the profile whose rule this is (null: the protocol's)")
     also: tuple[int, ...] = Field((), description="the other events that break the rule the same way")
 
@@ -85,7 +92,7 @@ class Held(_Frozen):
     """A rule judged and held, with what was seen (listed by judges that show their passes)."""
 
     rule: str = Field(description="the rule's name")
-    evidence: str = Field("", description="what was seen")
+    evidence: Quoted = Field("", description="what was seen")
 
 
 class Case(_Frozen):
@@ -95,9 +102,9 @@ class Case(_Frozen):
     name: str = Field(description="what was judged: a scenario, a probe, a cassette")
     findings: tuple[Finding, ...] = Field((), description="every rule it breaks")
     held: tuple[Held, ...] = Field((), description="the rules it held (listed by the judges that show them)")
-    output: str = Field("", description="what the judged thing did or printed, as text")
+    output: Quoted = Field("", description="what the judged thing did or printed, as text")
     file: str | None = Field(None, description="the file judged, where there is one (annotations point at it)")
-    skipped: str | None = Field(
+    skipped: Quoted | None = Field(
         None, description="why it could not be judged for this subject (neither passed nor failed); None: judged"
     )
 
@@ -114,13 +121,18 @@ class Report(_Frozen):
 
     rrkit_report: Literal[1] = Field(REPORT_FORMAT, description="the report format's version")
     tool: str = Field(description="the judge: `conform`, `conform --server`, `validate`, `diff`, `replay`")
-    subject: str = Field(
+    subject: Quoted = Field(
         description="what was judged, in a line: the client's command, the server's URL, the cassettes"
     )
-    summary: str = Field("", description="the verdict in a sentence")
+    summary: Quoted = Field("", description="the verdict in a sentence")
     properties: dict[str, str] = Field(default_factory=dict, description="facts about the run (JUnit's properties)")
     cases: tuple[Case, ...] = Field((), description="each thing judged")
     detail: dict[str, Any] = Field(default_factory=dict, description="the judge's own data, in its own shape")
+
+    @field_validator("detail")
+    @classmethod
+    def _quoted_detail(cls, detail: dict[str, Any]) -> dict[str, Any]:
+        return {key: bounded_within(value) for key, value in detail.items()}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
