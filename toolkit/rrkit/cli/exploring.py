@@ -43,7 +43,8 @@ from .reporting import ReportOutputs, conclude_report, report_options
     type=SECONDS,
     default=BUDGET_SECONDS,
     show_default=True,
-    help="Seconds of running the client the search may take, shrinking included; then it stops where it is.",
+    help="Seconds the whole search may take, shrinking included: no run starts after them (one in progress may "
+    "take its --case-timeout); a finding not shrunk by then is reported as found, not minimal.",
 )
 @click.option(
     "--case-timeout",

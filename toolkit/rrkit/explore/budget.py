@@ -12,7 +12,9 @@ CASE_TIMEOUT = 30.0
 @dataclass(frozen=True)
 class Budget:
     """`cases` generated at most (Hypothesis's examples; each distinct one run once; shrinking a finding runs more),
-    `seconds` of running the client (generation and shrinking together), `case_timeout` seconds per run."""
+    `seconds` of running the client (generation and shrinking together: no run starts after them, so a search
+    ends within `seconds` and one run's `case_timeout`; a finding not shrunk by then is reported as found, not
+    minimal), `case_timeout` seconds per run."""
 
     cases: int = MAX_CASES
     seconds: float = SECONDS

@@ -14,6 +14,8 @@ from .case import script_of
 from .judge import MUSTS
 from .search import Exploration, Found
 
+NOT_MINIMAL = "the budget's seconds ran out while it was shrunk"
+
 
 @dataclass(frozen=True)
 class Written:
@@ -45,7 +47,8 @@ def finding_text(found: Found, exploration: Exploration, command: str) -> str:
         f"# rrkit explore finding: {broken.must.name} ({broken.reason}): the client {broken.behaviour}",
         f"# seen: {' '.join(broken.seen.split())}",  # one comment line, however the client's output ran
         f"# found with --seed {exploration.seed}: {found.hits} case(s) hit it; shrunk from: {found.case}",
-        f"# operators: {', '.join(sorted(found.operators))}; {len(found.stream.events)} event(s) left",
+        f"# operators: {', '.join(sorted(found.operators))}; {len(found.stream.events)} event(s) left"
+        + ("" if found.minimal else f" (not minimal: {NOT_MINIMAL})"),
         f"# explored: {command}",
         "# replay:   rrkit conform --scenario THIS_FILE -- COMMAND   (or: rrkit serve --script THIS_FILE)",
     ]
@@ -70,7 +73,8 @@ def to_report(exploration: Exploration, client: str, written: list[Written]) -> 
     for entry in written:
         found, broken = entry.finding, entry.finding.broken
         evidence = (
-            f"{broken.seen}; minimal: {len(found.stream.events)} event(s) ({found.case.seed} with "
+            f"{broken.seen}; {'minimal' if found.minimal else f'not minimal ({NOT_MINIMAL})'}: "
+            f"{len(found.stream.events)} event(s) ({found.case.seed} with "
             f"{', '.join(sorted(found.operators))}); {found.hits} case(s) hit it"
             + (f"; script {entry.path}" if entry.path else "")
         )
@@ -118,6 +122,7 @@ def to_report(exploration: Exploration, client: str, written: list[Written]) -> 
                 "operators": sorted(entry.finding.operators),
                 "case": str(entry.finding.case),
                 "events": len(entry.finding.stream.events),
+                "minimal": entry.finding.minimal,
                 "file": str(entry.path) if entry.path else None,
             }
             for entry in written

@@ -21,6 +21,7 @@ from .stream import Delivery, Expected, Stream, Verdict, expected
 
 MAX_OPS = 3
 """Operators in one case at most."""
+_clock = time.monotonic  # the budget's clock (a test's own, in tests)
 REDUCE_RUNS = 80
 """Runs of the client the event-level reduction of one finding may take."""
 
@@ -35,6 +36,7 @@ class Found:
     expected: Expected
     cases: set[Case] = field(default_factory=set)  # the distinct cases that hit it, shrinking's included
     operators: set[str] = field(default_factory=set)
+    minimal: bool = True  # False: the budget ran out before it was shrunk (it is reported as found)
 
     @property
     def hits(self) -> int:
@@ -79,7 +81,7 @@ class _Search:
         self.memo: dict[Case, tuple[Stream, Expected, Broken | None]] = {}
         self.found: dict[tuple[str, str, str], Found] = {}
         self.generated = 0
-        self.deadline = time.monotonic() + budget.seconds
+        self.deadline = _clock() + budget.seconds
         self.settled: set[tuple[str, str, str]] = set()  # findings of earlier rounds, no longer raised
 
     def run_stream(self, stream: Stream, transport: Transport) -> tuple[Expected, Broken | None]:
@@ -104,7 +106,9 @@ class _Search:
         self.generated += 1
         known = self.memo.get(case)
         if known is None:
-            if time.monotonic() > self.deadline:
+            if _clock() > self.deadline:
+                for key, shrinking in self.found.items():
+                    shrinking.minimal &= key in self.settled  # this round's findings are left as far as shrunk
                 return
             known = self.memo[case] = self.run_case(case)
             if self.on_case is not None:
@@ -123,13 +127,17 @@ class _Search:
         raise _broke(broken.key)(str(case))
 
     def reduce(self, finding: Found) -> None:
-        """Fewer events: each event left out (the stream numbered again, or not) while the same finding holds."""
+        """Fewer events: each event left out (the stream numbered again, or not) while the same finding holds,
+        within the budget's seconds (a run started before they end may take its case timeout)."""
         if finding.broken.must is CRASHES:
             return  # the case that raised is the finding: left as it was generated
         runs = 0
         stream = finding.stream
         index = 0
-        while index < len(stream.events) and runs < REDUCE_RUNS and time.monotonic() < self.deadline + 60:
+        while index < len(stream.events) and runs < REDUCE_RUNS:
+            if _clock() >= self.deadline:
+                finding.minimal = False
+                break
             progress = False
             for candidate in _without(stream, index):
                 try:
@@ -195,7 +203,7 @@ def search(
     from hypothesis import seed as seeded
     from hypothesis import strategies as st
 
-    started = time.monotonic()
+    started = _clock()
     budget = budget or Budget()
     state = _Search(client, seeds, budget, on_case)
     ops = st.builds(Op, name=st.sampled_from(OPERATOR_NAMES), at=st.integers(0, 63), value=st.integers(0, 63))
@@ -210,7 +218,7 @@ def search(
         # next one (seeded on) looks further, the findings so far passing, until the budget is spent or a round
         # finds nothing new
         left = budget.cases - len(state.memo)
-        if left <= 0 or time.monotonic() > state.deadline:
+        if left <= 0 or _clock() > state.deadline:
             break
         known = len(state.found)
         state.settled = set(state.found)
@@ -238,7 +246,7 @@ def search(
         tuple(sorted(findings, key=lambda f: (f.broken.must.name, f.broken.reason, f.broken.behaviour))),
         len(state.memo),
         state.generated,
-        time.monotonic() - started,
+        _clock() - started,
         budget,
         seed,
         tuple(transports),

@@ -95,8 +95,32 @@ class ServerReport:
         )
 
 
-def _not_run(probe: str, transport: Transport, budget: float) -> ProbeResult:
-    spent = f"not run: the run's budget of {budget:g} s was spent (see the findings before it; --budget)"
+async def _probe_result(
+    probe: Probe, transport: Transport, target: Target, left: float, upgrade_reported: bool, budget: float
+) -> ProbeResult:
+    """A probe run and judged within what is `left` of the budget and one answer's timeout (a probe in progress
+    when the budget ends may finish the answer it waits for; one of several slow steps is cut there)."""
+    try:
+        answers = await asyncio.wait_for(run_probe(probe, transport, target), left + target.timeout)
+    except TimeoutError:
+        return _not_run(probe.name, transport, budget, cut=True)
+    findings = [
+        finding
+        for step, answer in zip(probe.steps, answers, strict=False)
+        for finding in judge_answer(answer, step.expect, upgrade_reported=upgrade_reported)
+    ]
+    findings += field_findings(answers, findings)
+    return ProbeResult(probe.name, transport, tuple(answers), tuple(findings))
+
+
+def _not_run(probe: str, transport: Transport, budget: float, cut: bool = False) -> ProbeResult:
+    """A probe the run's budget left no time for (`cut`: it was running when the budget and one more answer's
+    timeout were spent)."""
+    spent = (
+        f"cut: the run's budget of {budget:g} s was spent while it ran (its answers so far not judged; --budget)"
+        if cut
+        else f"not run: the run's budget of {budget:g} s was spent (see the findings before it; --budget)"
+    )
     finding = Finding(
         rule="budget",
         place=Place(label=f"{probe} [{transport}]"),
@@ -149,6 +173,7 @@ async def judge_server(
     each of `transports` a probe applies to; `on_result` is called as each one ends. Once `budget` seconds are
     spent (a server that answers slowly, or never), the probes left are not run, each a `must` finding: a probe
     not judged does not pass."""
+    ends = asyncio.get_running_loop().time() + budget  # the whole run, reaching the server included
     chosen = select_probes(list(probes) if probes is not None else probe_catalogue(), tuple(only))
     await asyncio.to_thread(_reachable, target)
     checked = "ws" in transports and any(
@@ -157,23 +182,13 @@ async def judge_server(
     )
     upgrade_reported = checked and upgrade_broken(await read_target_upgrade(target))
     results = []
-    ends = asyncio.get_running_loop().time() + budget
     for probe in chosen:
         for transport in (t for t in transports if t in probe.transports):
-            if asyncio.get_running_loop().time() >= ends:
+            left = ends - asyncio.get_running_loop().time()
+            if left <= 0:
                 result = _not_run(probe.name, transport, budget)
-                results.append(result)
-                if on_result is not None:
-                    on_result(result)
-                continue
-            answers = await run_probe(probe, transport, target)
-            findings = [
-                finding
-                for step, answer in zip(probe.steps, answers, strict=False)
-                for finding in judge_answer(answer, step.expect, upgrade_reported=upgrade_reported)
-            ]
-            findings += field_findings(answers, findings)
-            result = ProbeResult(probe.name, transport, tuple(answers), tuple(findings))
+            else:
+                result = await _probe_result(probe, transport, target, left, upgrade_reported, budget)
             results.append(result)
             if on_result is not None:
                 on_result(result)
