@@ -9,6 +9,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
+import rrkit.protocol.encoded_runs as encoded_runs
 import rrkit.protocol.wire_events as wire_events
 from rrkit.protocol import IdGenerator, ResponseEvents, SSEDecoder, done_items, iter_events, response_create
 from rrkit.protocol.incremental import Incremental
@@ -117,7 +118,15 @@ async def test_each_event_is_encoded_once_as_it_is_sent(monkeypatch: pytest.Monk
         calls += 1
         return original(payload)
 
+    def series_counting(self: Any, start: int, stop: int) -> list[str | bytes]:
+        nonlocal calls
+        wires = series_wires(self, start, stop)
+        calls += len(wires)
+        return wires
+
     monkeypatch.setattr(wire_events, "encode_json", counting)
+    series_wires = encoded_runs._SeriesWires.wires  # a series of deltas is encoded from one template
+    monkeypatch.setattr(encoded_runs._SeriesWires, "wires", series_counting)
     for transport in ("http", "ws"):
         calls = 0
         hello = reply(text("hello world", chunks=5))

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rrkit.protocol.encoded_runs import encoded_runs
 from rrkit.protocol.events import SSE_COMMENT
 from rrkit.protocol.plan import NO_FAULT, RUN_BYTES, RUN_EVENTS, PlannedEvent, ResponsePlan, StreamFault, events_of
 from rrkit.protocol.vocabulary import CloseKind, Transport
-from rrkit.protocol.wire_events import encoded_runs, event_of_wire, planned, sse_comment, type_of_wire, verbatim
+from rrkit.protocol.wire_events import event_of_wire, planned, sse_comment, type_of_wire, verbatim
 from rrkit.server.capture import Capture, SentEvent, SentEvents
 from rrkit.server.stream import play
 

@@ -124,14 +124,25 @@ def test_the_server_still_answers_after_every_malformed_request(server: FakeServ
     assert answer.status_code == 200 and answer.json()["status"] == "completed"
 
 
-def test_an_error_rrkit_did_not_catch_is_a_json_500_naming_it(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("broken_at", "path"),
+    [
+        ("rrkit.server.resources.answer", "/v1/models"),  # a route of the resource: no Starlette in between
+        ("rrkit.server.admin.memory_summary", "/__rrkit"),  # the admin API: Starlette's own error handler
+    ],
+)
+def test_an_error_rrkit_did_not_catch_is_a_json_500_naming_it(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, broken_at: str, path: str
+) -> None:
     def broken(*_: object) -> None:
         raise RuntimeError("a bug planted by the test")
 
-    monkeypatch.setattr("rrkit.server.resources.answer", broken)
+    monkeypatch.setattr(broken_at, broken)
     serve.allow_errors("a bug planted by the test")
     server = serve()
-    answer = httpx.get(server.http_url + "/models", timeout=30)
+    answer = httpx.get(server.http_url.removesuffix("/v1") + path, timeout=30)
     error = error_of(answer.status_code, answer.headers.get("content-type", ""), answer.content)
     assert answer.status_code == 500 and error["type"] == "server_error"
-    assert "RuntimeError: a bug planted by the test" in error["message"] and "GET /v1/models" in error["message"]
+    assert "RuntimeError: a bug planted by the test" in error["message"] and f"GET {path}" in error["message"]
+    still = httpx.post(server.http_url + "/responses", json={"model": "m", "input": "hi"}, timeout=30)
+    assert still.status_code == 200 and still.json()["status"] == "completed"  # the server goes on

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 
 def split_chunks(text: str, chunks: int) -> list[str]:
-    """Split `text` into `chunks` contiguous pieces as even as possible (fewer if the text is shorter)."""
-    return list(iter_chunks(text, chunks))
-
-
-def iter_chunks(text: str, chunks: int) -> Iterator[str]:
-    """The pieces of `split_chunks`, one at a time."""
+    """Split `text` into `chunks` contiguous pieces as even as possible (fewer if the text is shorter): the first
+    `len(text) % chunks` of them one character longer."""
     if chunks < 1:
         raise ValueError(f"chunks must be at least 1, got {chunks}")
     if not text:
-        yield ""
-        return
-    chunks = min(chunks, len(text))
-    size, extra = divmod(len(text), chunks)
-    start = 0
-    for i in range(chunks):
-        end = start + size + (1 if i < extra else 0)
-        yield text[start:end]
-        start = end
+        return [""]
+    size, extra = divmod(len(text), min(chunks, len(text)))
+    longer = extra * (size + 1)
+    return [text[i : i + size + 1] for i in range(0, longer, size + 1)] + [
+        text[i : i + size] for i in range(longer, len(text), size)
+    ]

@@ -352,6 +352,16 @@ def error_body(
     return {"error": error_object(message, type=type, code=code, param=param)}
 
 
+def unexpected_error_body(method: str, path: str, error: BaseException) -> dict[str, Any]:
+    """The 500 of an error rrkit did not catch answering `method path`: named, as a bug in rrkit (the traceback is
+    in the server's log)."""
+    message = (
+        f"rrkit failed answering {method} {path}: {type(error).__name__}: {error}. "
+        "This is a bug in rrkit: please report it with the server's log."
+    )
+    return error_body(message, type="server_error")
+
+
 def ws_error_frame(
     status: int,
     message: str,

@@ -4,7 +4,7 @@ response object, and how an output item is added, streamed and done."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from .event_names import ITEM_ADDED, ITEM_DONE
@@ -14,6 +14,32 @@ from .response_object import response_object
 
 Event = dict[str, Any]
 """One event (or a frame kept in its place) as its JSON object."""
+
+
+class DeltaSeries:
+    """Delta events that differ only in their sequence number and delta, numbered on from `first`: each is
+    `{type, sequence_number, **where, delta, **extra}`, the order `EventBuilder._emit` writes."""
+
+    __slots__ = ("extra", "first", "pieces", "type", "where")
+
+    def __init__(
+        self, type_: str, first: int, where: Mapping[str, Any], pieces: list[str], extra: Mapping[str, Any]
+    ) -> None:
+        self.type, self.first, self.where, self.pieces, self.extra = type_, first, where, pieces, extra
+
+    def events(self, start: int = 0, stop: int | None = None) -> Iterator[Event]:
+        """Each event (of those from `start` to `stop`), a copy of one template (most events of a stream are
+        deltas: a copy costs a fraction of building the dict)."""
+        template: Event = {"type": self.type, "sequence_number": 0, **self.where, "delta": "", **self.extra}
+        for number, piece in enumerate(self.pieces[start:stop], self.first + start):
+            event = template.copy()
+            event["sequence_number"] = number
+            event["delta"] = piece
+            yield event
+
+
+DeltasTaker = Callable[[DeltaSeries], None]
+"""Takes a builder's series of deltas whole, in place of their events (`EventBuilder(take_deltas=...)`)."""
 
 
 def _with_status(item: Item, status: str | None) -> Item:
@@ -33,6 +59,7 @@ class EventBuilder:
         created_at: int | None = None,
         model: str | None = None,
         keep_events: bool = True,
+        take_deltas: DeltasTaker | None = None,
     ) -> None:
         self.ids = ids or IdGenerator()
         self.request = dict(request or {})
@@ -44,6 +71,7 @@ class EventBuilder:
         self.output: list[Item] = []
         self.events: list[Event] = []  # every event made, unless `keep_events` is False (events streamed lazily)
         self._keep = keep_events
+        self._take_deltas = take_deltas if not keep_events else None
 
     # -- plumbing ---------------------------------------------------------------------------
     def _emit(self, type_: str, **fields: Any) -> Event:
@@ -54,19 +82,19 @@ class EventBuilder:
         return event
 
     def _deltas(
-        self, type_: str, where: Mapping[str, Any], pieces: Iterable[str], extra: Mapping[str, Any]
+        self, type_: str, where: Mapping[str, Any], pieces: list[str], extra: Mapping[str, Any]
     ) -> Iterator[Event]:
-        """`_emit(type_, **where, delta=piece, **extra)` for each piece, each a copy of one template (most events of
-        a stream are deltas: a copy costs a fraction of building the dict)."""
-        template: Event = {"type": type_, "sequence_number": 0, **where, "delta": "", **extra}
-        keep = self.events.append if self._keep else None
-        for piece in pieces:
-            event = template.copy()
-            event["sequence_number"] = self.sequence_number
-            event["delta"] = piece
-            self.sequence_number += 1
-            if keep is not None:
-                keep(event)
+        """`_emit(type_, **where, delta=piece, **extra)` for each piece; with `take_deltas`, none: the series is
+        handed over whole, in their place (the taker holds the stream in order: it is asked for the next event)."""
+        series = DeltaSeries(type_, self.sequence_number, where, pieces, extra)
+        if self._take_deltas is not None:
+            self.sequence_number += len(series.pieces)
+            self._take_deltas(series)
+            return
+        for event in series.events():
+            self.sequence_number += 1  # as each is made: a stream left part way numbers on from where it stopped
+            if self._keep:
+                self.events.append(event)
             yield event
 
     def response_object(self, status: str, **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Concatenate, ParamSpec
 
 from . import event_names
-from .chunks import iter_chunks, split_chunks
+from .chunks import split_chunks
 from .errors import failure_message
 from .event_builder import Event
 from .event_names import *  # noqa: F403  (the type names, read as `events.NAME`)
@@ -50,7 +50,6 @@ __all__ = [
     "ResponseEvents",
     "done_items",
     "estimate_tokens",
-    "iter_chunks",
     "response_id_of",
     "split_chunks",
     "terminal_event",
@@ -84,8 +83,8 @@ class ResponseEvents(ToolCallEvents):
     def start(self) -> list[Event]:
         """`response.created` then `response.in_progress`."""
         return [
-            self._emit(CREATED, response=self.response_object("in_progress")),
-            self._emit(IN_PROGRESS, response=self.response_object("in_progress")),
+            self._emit(CREATED, response=(begun := self.response_object("in_progress"))),
+            self._emit(IN_PROGRESS, response=dict(begun)),
         ]
 
     def created(self) -> list[Event]:
@@ -168,7 +167,7 @@ class ResponseEvents(ToolCallEvents):
             extra = {}
         where = {"item_id": item_id, "output_index": index, "content_index": 0}
         yield self._emit(PART_ADDED, **where, part=empty)
-        yield from self._deltas(delta_type, where, iter_chunks(text, chunks), extra)
+        yield from self._deltas(delta_type, where, split_chunks(text, chunks), extra)
         for number, annotation in enumerate(annotations or []):
             yield self._emit(ANNOTATION_ADDED, **where, annotation_index=number, annotation=annotation)
         yield self._emit(done_type, **where, **{done_key: text}, **extra)
@@ -198,14 +197,14 @@ class ResponseEvents(ToolCallEvents):
                 SUMMARY_PART_ADDED, **where, summary_index=summary_index, part={"type": "summary_text", "text": ""}
             )
             part_where = {**where, "summary_index": summary_index}
-            yield from self._deltas(SUMMARY_TEXT_DELTA, part_where, iter_chunks(part_text, chunks), {})
+            yield from self._deltas(SUMMARY_TEXT_DELTA, part_where, split_chunks(part_text, chunks), {})
             yield self._emit(SUMMARY_TEXT_DONE, **where, summary_index=summary_index, text=part_text)
             part = {"type": "summary_text", "text": part_text}
             yield self._emit(SUMMARY_PART_DONE, **where, summary_index=summary_index, part=part)
             parts.append(part)
         done: Item = dict(base, summary=parts)
         if text is not None:
-            yield from self._deltas(REASONING_TEXT_DELTA, {**where, "content_index": 0}, iter_chunks(text, chunks), {})
+            yield from self._deltas(REASONING_TEXT_DELTA, {**where, "content_index": 0}, split_chunks(text, chunks), {})
             yield self._emit(REASONING_TEXT_DONE, **where, content_index=0, text=text)
             done["content"] = [{"type": "reasoning_text", "text": text}]
         yield self._done_item(index, done)
@@ -236,7 +235,7 @@ class ResponseEvents(ToolCallEvents):
         """Spoken output, which belongs to no output item: its transcript in `chunks` deltas, transcript done, one
         `audio.delta` per piece of audio (base64), audio done."""
         owner = {"response_id": self.response_id}
-        yield from self._deltas(AUDIO_TRANSCRIPT_DELTA, owner, iter_chunks(transcript, chunks), {})
+        yield from self._deltas(AUDIO_TRANSCRIPT_DELTA, owner, split_chunks(transcript, chunks), {})
         yield self._emit(AUDIO_TRANSCRIPT_DONE, **owner)
         for piece in audio:
             yield self._emit(AUDIO_DELTA, **owner, delta=piece)

@@ -34,11 +34,12 @@ def _encode_json_exactly(payload: Any) -> bytes:
 def encode_sse(event_type: str, data: bytes) -> bytes:
     """One SSE frame, `event: <type>` then `data: <json>`; `data` must be one line (compact JSON is). A type no
     UTF-8 can carry (a lone surrogate) is named with backslash escapes; the data states it exactly."""
-    return _sse_head(event_type) + data + b"\n\n"
+    return sse_head(event_type) + data + b"\n\n"
 
 
 @functools.lru_cache(maxsize=512)  # a stream names a handful of types, each in every one of its events
-def _sse_head(event_type: str) -> bytes:
+def sse_head(event_type: str) -> bytes:
+    """An SSE frame's bytes before its data: `event: <type>` then `data: `."""
     return b"event: " + event_type.encode("utf-8", "backslashreplace") + b"\ndata: "
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple, TypedDict, Unpack
 
-from .chunks import iter_chunks
+from .chunks import split_chunks
 from .event_builder import Event, EventBuilder
 from .event_names import (
     ARGUMENTS_DELTA,
@@ -107,7 +107,9 @@ class ToolCallEvents(EventBuilder):
             base["namespace"] = where["namespace"]
         index, added = self._add_item(base)
         yield added
-        yield from self._deltas(call.delta, {"item_id": item_id, "output_index": index}, iter_chunks(value, chunks), {})
+        yield from self._deltas(
+            call.delta, {"item_id": item_id, "output_index": index}, split_chunks(value, chunks), {}
+        )
         named = {"name": name} if call.done_names else {}
         yield self._emit(call.done, item_id=item_id, output_index=index, **{call.field: value}, **named)
         yield self._done_item(index, dict(base, **{call.field: value}, status="completed"))
@@ -139,7 +141,7 @@ class ToolCallEvents(EventBuilder):
         self, code: str, chunks: int = 1, *, container_id: str = "cntr_rrkit", item_id: str | None = None
     ) -> Iterator[Event]:
         """Hosted code: added, in_progress, `chunks` code deltas, code done, interpreting, completed, item done."""
-        deltas = [(CODE_DELTA, {"delta": piece}) for piece in iter_chunks(code, chunks)]
+        deltas = [(CODE_DELTA, {"delta": piece}) for piece in split_chunks(code, chunks)]
         steps = [*_bare(CODE_INTERPRETER_IN_PROGRESS), *deltas, (CODE_DONE, {"code": code})]
         steps += _bare(CODE_INTERPRETER_INTERPRETING, CODE_INTERPRETER_COMPLETED)
         fields: Item = {"code": "", "container_id": container_id, "outputs": []}
@@ -158,7 +160,7 @@ class ToolCallEvents(EventBuilder):
     ) -> Iterator[Event]:
         """A call of a remote MCP server's tool: added, in_progress, `chunks` argument deltas, arguments done,
         completed, item done with the tool's `output`; with `error`, failed, and the item holds the tool's error."""
-        deltas = [(MCP_ARGUMENTS_DELTA, {"delta": piece}) for piece in iter_chunks(arguments, chunks)]
+        deltas = [(MCP_ARGUMENTS_DELTA, {"delta": piece}) for piece in split_chunks(arguments, chunks)]
         steps = [*_bare(MCP_CALL_IN_PROGRESS), *deltas, (MCP_ARGUMENTS_DONE, {"arguments": arguments})]
         steps += _bare(MCP_CALL_COMPLETED if error is None else MCP_CALL_FAILED)
         fields: Item = {"server_label": server_label, "name": name, "arguments": ""}

@@ -5,14 +5,13 @@ when read (`WireRun`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
 from .made_on_read import MadeOnRead
-from .plan import RUN_BYTES, RUN_EVENTS, EventRuns, PlannedEvent
+from .plan import PlannedEvent
 from .sse import encode_comment, encode_json, encode_sse
 from .vocabulary import Transport
 
@@ -138,37 +137,20 @@ class WireRun(MadeOnRead[PlannedEvent]):
 
 class EventRun(WireRun):
     """A run of made events none of which waits, held as their events, wires and types: sent and recorded as a
-    WireRun is, with no object made per event; a PlannedEvent is made only when one is read."""
+    WireRun is, with no object made per event; a PlannedEvent is made only when one is read. An event not kept
+    (None: one of a series of deltas, encoded whole) is read off its wire."""
 
     __slots__ = ("events",)
 
     def __init__(self) -> None:
         super().__init__()
-        self.events: list[Event] = []
+        self.events: list[Event | None] = []
 
     def _made_at(self, index: int) -> PlannedEvent:
-        return PlannedEvent(self.events[index], self.wires[index])
-
-
-async def encoded_runs(events: Iterable[Event], transport: Transport) -> EventRuns:
-    """The runs `events_of` makes of `planned(event, transport)` for each event (none waits), each event encoded
-    when its run is asked for, into one EventRun: the path every scripted event takes."""
-    ws = transport == "ws"
-    run, size, limit = EventRun(), 0, 1
-    made, wires, types = run.events.append, run.wires.append, run.types.append
-    for event in events:
-        kind = event["type"]
-        wire = wire_of(event, ws)
-        made(event)
-        wires(wire)
-        types(kind if isinstance(kind, str) else None)
-        size += len(wire)
-        if len(run.wires) >= limit or size >= RUN_BYTES:
-            yield run
-            run, size, limit = EventRun(), 0, min(limit * 2, RUN_EVENTS)
-            made, wires, types = run.events.append, run.wires.append, run.types.append
-    if run.wires:
-        yield run
+        event = self.events[index]
+        if event is None:
+            return _WireOnly(self.wires[index], str(self.types[index]))
+        return PlannedEvent(event, self.wires[index])
 
 
 def not_json(planned_event: PlannedEvent, transport: Transport) -> PlannedEvent:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from ..protocol import errors
+from ..protocol.encoded_runs import EncodedRuns, encoded_runs
 from ..protocol.events import ERROR, METADATA, Event, ResponseEvents, estimate_tokens, response_id_of, usage
 from ..protocol.headers import TURN_STATE_HEADER
 from ..protocol.ids import IdGenerator
@@ -15,7 +16,7 @@ from ..protocol.routes import COMPACT, INPUT_TOKENS
 from ..protocol.sse import encode_json
 from ..protocol.steer import STEERED, SteerQueue
 from ..protocol.vocabulary import Transport
-from ..protocol.wire_events import encoded_runs, planned
+from ..protocol.wire_events import planned
 from . import default_reply
 from .models import ErrorFrame, Fault, Reject, Reply
 from .outputs import (
@@ -105,16 +106,26 @@ def plan_reply(
         delays = [max(0.0, now - before) for (before, _), (now, _) in zip([(0.0, {}), *timed], timed, strict=False)]
         encoded = (planned(event, transport, delay) for (_, event), delay in zip(timed, delays, strict=True))
         return ResponsePlan(events_of(encoded), response_id=response_id_of([e for _, e in timed]) or "", **common)
-    builder = ResponseEvents(request, ids=ids, model=reply.model, keep_events=False)
+    # the common case, made lean: encoded straight into runs, each series of deltas from one template
+    lean = (
+        EncodedRuns(transport)
+        if not frames and fault.pace is None and not (fault.delay_each or fault.delay_first)
+        else None
+    )
+    builder = ResponseEvents(
+        request, ids=ids, model=reply.model, keep_events=False, take_deltas=lean.take if lean is not None else None
+    )
     steer = SteerQueue(builder.response_id) if steerable and transport == "ws" and not warmup else None
     made = _generated(builder, reply, warmup, steer)
+    if lean is not None:
+        return ResponsePlan(lean.of(made), response_id=builder.response_id, steer=steer, **common)
     if frames:
         made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
-    if fault.pace is None and not fault.delay_each and not fault.delay_first:  # the common case, made lean
-        events = encoded_runs(made, transport)
-    else:
-        events = events_of(_delayed(made, fault, transport))
-    return ResponsePlan(events, response_id=builder.response_id, steer=steer, **common)
+    if fault.pace is None and not fault.delay_each and not fault.delay_first:
+        return ResponsePlan(encoded_runs(made, transport), response_id=builder.response_id, steer=steer, **common)
+    return ResponsePlan(
+        events_of(_delayed(made, fault, transport)), response_id=builder.response_id, steer=steer, **common
+    )
 
 
 def reply_events(

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..protocol import errors
 from ..protocol.headers import SESSION_HEADER
 from .admin import ADMIN_PREFIX, admin_app, admin_health
-from .http import deny, resource_routes
+from .http import answer_resource, deny, resource_routes
 from .respond import NO_MATCH_CODE, STATE_KEY, ServerState
 from .sessions import SESSION_PARAM, SessionRefused
 from .state import AfterBurst
@@ -29,18 +29,25 @@ __all__ = ["NO_MATCH_CODE", "ServerState", "create_app"]
 
 @functools.cache
 def _shared_app() -> ASGIApp:
-    """The one app every server of the process runs (built once: a fresh server per test costs less); each
-    request finds its server's state in its scope."""
+    """The app of the admin API and of WebSocket upgrades every server of the process runs (built once: a fresh
+    server per test costs less); each request finds its server's state in its scope. Every other HTTP request
+    goes straight to the resource (`_RESOURCE`), past Starlette's router and middleware: the hot path under load."""
     table: list[BaseRoute] = [WebSocketRoute(path, websocket_responses) for path in ("/v1/responses", "/responses")]
     table.append(Route(ADMIN_PREFIX, admin_health, methods=["GET"]))  # `/__rrkit` as `/__rrkit/`, no redirect
     table.append(Mount(ADMIN_PREFIX, app=admin_app()))
     app = Starlette(routes=table, exception_handlers={HTTPException: _http_error, Exception: _server_error})
-    # Every other method and path is a route of the resource (protocol.routes), answered by the store or relayed:
-    # the router's default rather than a `{path:path}` route, whose pattern stops at a newline, and no redirect
-    # of a trailing slash (`/v1/responses/` is the create).
-    app.router.default = resource_routes
+    app.router.default = resource_routes  # a WebSocket upgrade to another path, refused there
     app.router.redirect_slashes = False
     return KeepRawSend(app)
+
+
+_RESOURCE = KeepRawSend(answer_resource)
+_ADMIN = ADMIN_PREFIX + "/"
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """An error rrkit did not catch: a 500 in the API's shape naming it (a bug in rrkit: the traceback is logged)."""
+    return JSONResponse(errors.unexpected_error_body(request.method, request.url.path, exc), status_code=500)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -54,23 +61,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
-async def _server_error(request: Request, exc: Exception) -> Response:
-    """An error rrkit did not catch: a 500 in the API's shape naming it (a bug in rrkit: the traceback is logged)."""
-    message = (
-        f"rrkit failed answering {request.method} {request.url.path}: {type(exc).__name__}: {exc}. "
-        "This is a bug in rrkit: please report it with the server's log."
-    )
-    return JSONResponse(errors.error_body(message, type="server_error"), status_code=500)
-
-
 def create_app(state: ServerState) -> ASGIApp:
     """The app of one server: the shared app, over `state`, or over the state of the session a request names."""
-    app = _shared_app()
     after_burst = AfterBurst()
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):  # lifespan
-            await app(scope, receive, send)
+            await _shared_app()(scope, receive, send)
             return
         try:
             target = state_for(state, scope)
@@ -81,8 +78,10 @@ def create_app(state: ServerState) -> ASGIApp:
         capture = target.capture
         capture.answering += 1
         after_burst.begin()
+        path = scope["path"]
+        admin = scope["type"] != "http" or path == ADMIN_PREFIX or path.startswith(_ADMIN)
         try:
-            await app(scope, receive, send)
+            await (_shared_app() if admin else _RESOURCE)(scope, receive, send)
         finally:
             capture.answering -= 1
             after_burst.end()

@@ -65,13 +65,14 @@ class SentEvents(MadeOnRead[SentEvent]):
     the garbage collector never walks, however long the stream), in two lists; a SentEvent is made as one is
     read."""
 
-    __slots__ = ("_at", "_bytes", "_done", "_kept")
+    __slots__ = ("_at", "_bytes", "_done", "_ending", "_kept")
 
     def __init__(self, events: Iterable[SentEvent] = ()) -> None:
         self._bytes = 0  # `size()`, counted as events are added
         self._at: list[float] = []
         self._kept: list[str | bytes | dict[str, Any]] = []  # a wire form, or an event given whole
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
+        self._ending: tuple[int, SentEvent | None] = (0, None)  # `last_ending` among the first N events, once read
         self.extend(events)
 
     def sent(self, at: float, wires: Sequence[str | bytes], types: Sequence[object]) -> None:
@@ -100,12 +101,19 @@ class SentEvents(MadeOnRead[SentEvent]):
 
     def last_ending(self) -> SentEvent | None:
         """The last event after which nothing more belongs to the response (a terminal or `error` event), read
-        from the end, parsing none of the events after it."""
-        for index in range(len(self._kept) - 1, -1, -1):
+        from the end, parsing none of the events after it; found (and parsed, if read) once for the events so far
+        (the engine, the store and the journal each ask)."""
+        count, found = self._ending
+        now = len(self._kept)  # once: another thread may be adding events
+        if count == now:
+            return found
+        for index in range(now - 1, count - 1, -1):  # the events since it was last asked
             sent = self._made_at(index)
             if sent.type in ENDING_TYPES:
-                return sent
-        return None
+                found = sent
+                break
+        self._ending = (now, found)
+        return found
 
     def done_items(self) -> list[SentEvent]:
         """The `response.output_item.done` events, in order, found by the positions noted as they were sent:

@@ -12,7 +12,6 @@ from typing import Any, cast
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import request_response
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
@@ -44,19 +43,18 @@ from .stream import ChannelGone, Gone, first_of, play, until_client_leaves
 from .uvicorn_adapter import RAW_SEND, connection_transport, corked, mark_denial_sent, one_write
 
 
-async def http_responses(request: Request) -> Response:
-    return _Answer(state_of(request.scope), request)
-
-
-_answer_http = request_response(http_responses)
+async def answer_resource(scope: Scope, receive: Receive, send: Send) -> None:
+    """An HTTP request to a route of the resource (any method, any path, a newline in it too), answered by the store
+    or relayed, with nothing between it and the server's outermost layer (each would wrap every send of a
+    stream); that layer answers an error that escapes (`KeepRawSend`)."""
+    await _Answer(state_of(scope), Request(scope, receive, send))(scope, receive, send)
 
 
 async def resource_routes(scope: Scope, receive: Receive, send: Send) -> None:
-    """Any request no pattern of the app routes (the router's default, any method, any path, a newline in it too):
-    over HTTP a route of the resource, answered by the store or relayed; a WebSocket upgrade elsewhere than
-    `/v1/responses` is refused with the API's 404."""
+    """Any request no pattern of the app routes (the router's default): over HTTP a route of the resource; a
+    WebSocket upgrade elsewhere than `/v1/responses` is refused with the API's 404."""
     if scope["type"] == "http":
-        await _answer_http(scope, receive, send)
+        await answer_resource(scope, receive, send)
         return
     message = f"Invalid URL (GET {scope['path']}): a WebSocket connects to {routes.API_PREFIX}/responses."
     await deny(scope, receive, send, 404, errors.error_body(message))

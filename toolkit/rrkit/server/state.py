@@ -320,7 +320,8 @@ QUIET_SECONDS = 2.0
 
 class AfterBurst:
     """Counts the requests in progress (every session's, WebSocket connections as one each) and, when `burst` of
-    them have ended since the last return and none has been in progress for `quiet` seconds, gives the heap back."""
+    them have ended since the last return and none has begun or ended for `quiet` seconds, gives the heap back
+    (a server under load is often between requests for an instant: that is no quiet moment)."""
 
     def __init__(
         self, quiet: float = QUIET_SECONDS, burst: int = BURST, give_back: Callable[[], None] = return_memory
@@ -329,20 +330,29 @@ class AfterBurst:
         self.active = 0
         self.ended = 0  # since the last return
         self.returns = 0
+        self._moves = 0  # requests begun or ended, ever: unchanged over the quiet moment if it was quiet
         self._timer: asyncio.TimerHandle | None = None
 
     def begin(self) -> None:
         self.active += 1
+        self._moves += 1
 
     def end(self) -> None:
         self.active -= 1
         self.ended += 1
+        self._moves += 1
         if self.active == 0 and self.ended >= self.burst and self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.quiet, self._quiet)
+            self._wait(asyncio.get_running_loop())
 
-    def _quiet(self) -> None:
+    def _wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = loop.call_later(self.quiet, self._quiet, self._moves)
+
+    def _quiet(self, moves: int) -> None:
         self._timer = None
         if self.active:  # busy again: the next request to end brings the server back here
+            return
+        if moves != self._moves:  # requests came and went meanwhile: wait for a moment that is quiet throughout
+            self._wait(asyncio.get_running_loop())
             return
         self.ended = 0
         self.returns += 1

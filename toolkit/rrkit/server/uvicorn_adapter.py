@@ -35,9 +35,11 @@ RAW_SEND = "rrkit.raw_send"  # scope key: the server's own `send`, kept by the a
 
 class KeepRawSend:
     """Outermost middleware: remembers the server's `send`, through which a fault reaches the TCP connection;
-    tracks the exchanges each call begins (an error escaping the handler is recorded on them); and cuts the
-    connection of an HTTP answer the handler left unfinished (a stall or a pause ended by the server stopping),
-    so that the client sees a cut stream and uvicorn no error."""
+    tracks the exchanges each call begins (an error escaping the handler is recorded on them); answers an error
+    that escapes an HTTP handler before it sent anything with the API's 500, then raises it for uvicorn to log (as
+    Starlette's error middleware does: a handler may be called without it); and cuts the connection of an HTTP
+    answer the handler left unfinished (a stall or a pause ended by the server stopping), so that the client sees
+    a cut stream and uvicorn no error."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -48,19 +50,33 @@ class KeepRawSend:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        finished = False
+        started = finished = False
 
         async def watched_send(message: Message) -> None:
-            nonlocal finished
+            nonlocal started, finished
+            started = True
             finished = finished or (message["type"] == "http.response.body" and not message.get("more_body", False))
             await send(message)
 
-        await self.app(scope, receive, watched_send)
+        try:
+            await self.app(scope, receive, watched_send)
+        except Exception as error:
+            if not started:
+                await _send_json(send, 500, errors.unexpected_error_body(scope["method"], scope["path"], error))
+            raise
         if not finished:
             transport = connection_transport(scope)
             if transport is not None and not transport.is_closing():
                 transport.abort()
                 await asyncio.sleep(0)  # uvicorn sees the connection lost before it sees the handler return
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any]) -> None:
+    content = encode_json(body)
+    length = str(len(content)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", length)]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": content})
 
 
 def _protocol(scope: Scope) -> Any:
