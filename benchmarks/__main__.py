@@ -39,6 +39,7 @@ BENCHMARKS = [
     "stop",
     "conform",
     "references",
+    "bounds",
 ]
 """Run in this order; each is `benchmarks/bench_NAME.py` exposing `rows(profile) -> list[Row]`."""
 
