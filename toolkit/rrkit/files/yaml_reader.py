@@ -1,5 +1,5 @@
 """YAML read event by event into its data and the lines of its values (never a node tree), bounded as it is read:
-memory at most YAML_MEMORY_FACTOR times the text's size, aliases at most one value per byte of it."""
+memory at most YAML_MEMORY_FACTOR times the text's size, aliases at most one value per character of it."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ YAML_MEMORY_FACTOR = 24
 YAML_MEMORY_FLOOR): counted as each value is read, estimated from above (see `_PLACE_COST`)."""
 YAML_MEMORY_FLOOR = 64 * MiB
 MIN_EXPANDED = 1_000_000
-"""Values a document may stand for once its aliases are expanded: one per byte of its text, at least this many
-(written out, a value takes at least a byte: more is aliases standing for billions)."""
+"""Values a document may stand for once its aliases are expanded: one per character of its text, at least this many
+(written out, a value takes at least a character: more is aliases standing for billions)."""
 
 _PLACE_COST = 48  # bytes a value's place in its list or mapping takes, with its line
 _VALUE_COST = 64  # bytes a value made takes (and its length): a short plain value read again is not made again
-_MISSING = object()
 _COLLECTION_COST = 320  # an empty dict or list, its Lines and its place in its parent
+_MISSING = object()
 _SHORT = 32
 _SHORT_KEPT = 65_536  # short plain values kept, each made once: repeated keys and values share one object
 _STR = "tag:yaml.org,2002:str"
@@ -140,7 +140,7 @@ class _Reader:
         if self.values > self.expanded_limit:
             raise YamlBound(
                 f"{_where(event)}: its aliases expand to {self.values:,} values, more than "
-                f"{self.expanded_limit:,} (one per byte of the text, at least {MIN_EXPANDED:,}: an alias bomb?): "
+                f"{self.expanded_limit:,} (one per character of the text, at least {MIN_EXPANDED:,}: an alias bomb?): "
                 "write the values out, or use fewer aliases"
             )
 
