@@ -52,7 +52,7 @@ def sse_frames(size: int) -> list[bytes]:
 
 def runs_of(wires: list[bytes]) -> list[bytes]:
     """The wires joined in the runs rrkit's engine writes for a stream with no pauses (`protocol.plan.events_of`:
-    the first run one event, each next twice as long, at most RUN_EVENTS events or RUN_BYTES)."""
+    the first run one event, each next at most RUN_EVENTS events or RUN_BYTES)."""
     from rrkit.protocol.plan import RUN_BYTES, RUN_EVENTS
 
     runs: list[bytes] = []
@@ -63,7 +63,7 @@ def runs_of(wires: list[bytes]) -> list[bytes]:
         size += len(wire)
         if len(run) >= limit or size >= RUN_BYTES:
             runs.append(b"".join(run))
-            run, size, limit = [], 0, min(limit * 2, RUN_EVENTS)
+            run, size, limit = [], 0, RUN_EVENTS
     if run:
         runs.append(b"".join(run))
     return runs

@@ -75,7 +75,7 @@ class EncodedRuns:
     """The runs of a scripted stream, each event encoded when its run is asked for (`of`); a builder made with
     `take_deltas=runs.take` hands its series of deltas over whole while `of` asks it for the next event, and they
     are encoded in their place, a run's room at a time. The runs are cut where `events_of` cuts them: the first is
-    one event, each next twice as long (at most RUN_EVENTS events or RUN_BYTES of wire)."""
+    one event, each next at most RUN_EVENTS events or RUN_BYTES of wire."""
 
     def __init__(self, transport: Transport) -> None:
         self._ws = transport == "ws"
@@ -132,7 +132,7 @@ class EncodedRuns:
     def _cut_if_full(self) -> None:
         if len(self._run.wires) >= self._limit or self._size >= RUN_BYTES:
             self._full.append(self._run)
-            self._run, self._size, self._limit = EventRun(), 0, min(self._limit * 2, RUN_EVENTS)
+            self._run, self._size, self._limit = EventRun(), 0, RUN_EVENTS
 
     def _full_runs(self) -> Iterator[EventRun]:
         full, self._full = self._full, []

@@ -303,8 +303,8 @@ _NO_EVENTS = _no_events.__code__
 
 async def events_of(planned_events: Iterable[PlannedEvent]) -> EventRuns:
     """The events of a plan from a (lazy) iterable, in runs, each event made when its run is asked for: the first
-    run is one event (it goes out at once), each next one up to twice as long (at most RUN_EVENTS events or
-    RUN_BYTES of wire), and an event that waits begins a new run."""
+    run is one event (it goes out at once), each next one at most RUN_EVENTS events or RUN_BYTES of wire (each
+    run is a send: the fewer, the less a stream costs), and an event that waits begins a new run."""
     run: list[PlannedEvent] = []
     wire = 0
     limit = 1
@@ -317,6 +317,6 @@ async def events_of(planned_events: Iterable[PlannedEvent]) -> EventRuns:
         if len(run) >= limit or wire >= RUN_BYTES:
             yield run
             run, wire = [], 0
-            limit = min(limit * 2, RUN_EVENTS)
+            limit = RUN_EVENTS
     if run:
         yield run
