@@ -233,3 +233,33 @@ def json_size(value: Any) -> int:
         return len(orjson.dumps(value))
     except (TypeError, orjson.JSONEncodeError):  # an integer past 64 bits, a key that is not a string
         return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+PEER_DEPTH = 200
+"""The deepest nesting read in JSON a peer sent (an upstream's event or body, a recorded frame): far past any
+response, within what orjson writes back (255 levels, a cassette's few levels around it included) and what the
+standard library's parser can recurse."""
+
+
+def check_peer_depth(text: str, *, what: str, max_depth: int = PEER_DEPTH) -> None:
+    """UnsafeJSON when `text` nests arrays and objects deeper than `max_depth`: nothing to do for a text too short
+    to (every level takes two characters: most events a relay passes on), a count at C speed for one with fewer
+    brackets than that, a scan otherwise."""
+    if len(text) > 2 * max_depth and text.count("[") + text.count("{") > max_depth:
+        _check_depth(text, what, max_depth)
+
+
+def parse_peer_json(text: str | bytes | bytearray, *, what: str, max_depth: int = PEER_DEPTH) -> Any:
+    """JSON a peer sent, read as the standard library reads it (NaN, a lone surrogate and integers of any length
+    kept, to be passed on as they came; bytes in any encoding `json.loads` detects) but never recursing deeper
+    than `max_depth`: UnsafeJSON (a ValueError) naming `what` when it is not JSON or nests deeper."""
+    if not isinstance(text, str):
+        try:
+            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        except UnicodeDecodeError as error:
+            raise UnsafeJSON(f"The {what} is not valid UTF-8 (byte {error.start}).") from None
+    check_peer_depth(text, what=what, max_depth=max_depth)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise UnsafeJSON(f"The {what} is not valid JSON: {error}.") from None

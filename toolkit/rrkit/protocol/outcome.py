@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from . import events as ev
+from .jsontext import parse_peer_json
 
 
 class OutcomeKind(StrEnum):
@@ -70,8 +70,8 @@ def outcome_of_terminal(terminal: dict[str, Any], count: int) -> Outcome | None:
 def json_of_body(content: bytes) -> Any:
     """A whole body's JSON value, or None when it is not JSON (an HTML page, a text, not UTF-8)."""
     try:
-        return json.loads(content) if content else None
-    except ValueError:
+        return parse_peer_json(content, what="body") if content else None
+    except ValueError:  # UnsafeJSON: not JSON, or nested too deep to read
         return None
 
 

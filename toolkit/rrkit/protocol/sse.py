@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from .exceptions import SSEMessageTooLong
+from .jsontext import parse_peer_json
 
 KEEPALIVE = b": ping\n\n"
 """Keep-alives are comment lines: an `event:` block without `data:` crashes the official SDK."""
@@ -63,7 +64,8 @@ class SSEMessage(NamedTuple):
     comment: str | None = None  # a comment line (`: ping`), only from a decoder made with keep_comments=True
 
     def json(self) -> Any:
-        return json.loads(self.data)
+        """The data's JSON value; UnsafeJSON (a ValueError) when it is not JSON or nests too deep to read."""
+        return parse_peer_json(self.data, what="SSE event")
 
 
 class SSEDecoder:

@@ -20,12 +20,14 @@ from websockets.exceptions import ConnectionClosed
 
 from ..protocol.events import ENDING_TYPES, RRKIT_TYPES, SSE_COMMENT
 from ..protocol.exceptions import SSEMessageTooLong
+from ..protocol.jsontext import PEER_DEPTH, UnsafeJSON, check_peer_depth, parse_peer_json
 from ..protocol.plan import RUN_EVENTS, EventRuns, PlannedEvent, StreamCut
 from ..protocol.sse import SSEDecoder, SSEMessage, encode_comment
 from ..protocol.vocabulary import Transport
 from ..protocol.wire_events import WireRun, sse_comment, verbatim_of_type
 
 _DRAIN_SECONDS = 1.0
+_MAY_NEST_TOO_DEEP = 2 * PEER_DEPTH
 
 
 class _Typed(msgspec.Struct):
@@ -68,15 +70,15 @@ def checked_event(raw: str, transport: Transport) -> tuple[str, str]:
         raise StreamCut("tcp", reason="upstream sent an event that is not a JSON object")
     if not plain and transport != "ws" and ("\n" in text or "\r" in text):
         text = _one_line(text)
-    kind = checked_type(text)
-    if kind is not None:
-        return text, kind
-    try:  # what only the standard library reads (NaN, a lone surrogate), or no event at all
-        kind = json.loads(text).get("type")
-    except ValueError:
-        raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
-    except RecursionError:
-        raise StreamCut("tcp", reason="upstream sent an event nested too deep to read") from None
+    try:
+        if len(text) > _MAY_NEST_TOO_DEEP:  # only then can it (each level takes two characters): a call saved
+            check_peer_depth(text, what="upstream event")  # what is recorded is read and written again: bounded
+        kind = checked_type(text)
+        if kind is not None:
+            return text, kind
+        kind = parse_peer_json(text, what="upstream event").get("type")  # NaN, a lone surrogate, or no event
+    except UnsafeJSON as error:
+        raise StreamCut("tcp", reason=f"upstream sent an event that cannot be read: {error}") from None
     if not isinstance(kind, str):
         raise StreamCut("tcp", reason="upstream sent an event without a `type`")
     return text, kind
@@ -84,9 +86,9 @@ def checked_event(raw: str, transport: Transport) -> tuple[str, str]:
 
 def _one_line(text: str) -> str:
     try:
-        return json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
-    except ValueError:
-        raise StreamCut("tcp", reason="upstream sent an event that is not valid JSON") from None
+        return json.dumps(parse_peer_json(text, what="upstream event"), ensure_ascii=False, separators=(",", ":"))
+    except UnsafeJSON as error:
+        raise StreamCut("tcp", reason=f"upstream sent an event that cannot be read: {error}") from None
 
 
 def planned_event(raw: str, transport: Transport) -> tuple[PlannedEvent, str]:

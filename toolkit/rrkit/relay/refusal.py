@@ -4,12 +4,12 @@ same rejection."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..protocol import errors
 from ..protocol.events import ERROR
+from ..protocol.jsontext import parse_peer_json
 from ..protocol.plan import Rejection
 from .headers import response_headers
 
@@ -26,8 +26,8 @@ def refusal(status: int, body: bytes | bytearray, headers: Iterable[tuple[str, s
 def json_body(raw: bytes | bytearray, status: int) -> dict[str, Any]:
     """An upstream error body as a JSON object (a non-JSON body becomes an OpenAI-shaped error with its text)."""
     try:
-        body = json.loads(raw)
-    except ValueError:
+        body = parse_peer_json(raw, what="upstream's error body")
+    except ValueError:  # UnsafeJSON: not JSON, or nested too deep to read
         body = None
     if isinstance(body, dict):
         return body

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketExce
 
 from ..protocol.events import COMPLETED, ENDING_TYPES, ERROR
 from ..protocol.headers import TURN_STATE_HEADER
+from ..protocol.jsontext import parse_peer_json
 from ..protocol.plan import EventRuns, PlannedEvent, Rejection, ResponsePlan, StreamCut
 from ..protocol.request import RESPONSE_CREATE
 from ..protocol.sse import encode_json
@@ -198,8 +198,8 @@ class WebSocketRelay:
                 raw = await self._recv(socket, self.settings.frame_reply_window)
                 yield raw
                 try:
-                    kind = json.loads(raw).get("type")
-                except (ValueError, AttributeError):
+                    kind = parse_peer_json(raw, what="upstream frame").get("type")
+                except (ValueError, AttributeError):  # no JSON object: passed on, and waited past
                     kind = None
                 if kind in ENDING_TYPES:
                     return

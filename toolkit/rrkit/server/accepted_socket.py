@@ -17,7 +17,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from ..protocol import errors
 from ..protocol.incremental import rebuild_logical
-from ..protocol.jsontext import UnsafeJSON, parse_json
+from ..protocol.jsontext import UnsafeJSON, parse_json, parse_peer_json
 from ..protocol.outcome import STATED_KINDS, Outcome, OutcomeKind
 from ..protocol.plan import ResponsePlan
 from ..protocol.request import input_items
@@ -362,8 +362,8 @@ class AcceptedSocket:
             async with contextlib.aclosing(relay(self.connection.id, text)) as replies:
                 async for raw in replies:
                     await self.send([raw])
-                    with contextlib.suppress(ValueError):
-                        event = json.loads(raw)
+                    with contextlib.suppress(ValueError):  # UnsafeJSON: passed on, not recorded as an event
+                        event = parse_peer_json(raw, what="upstream frame")
                         if isinstance(event, dict) and isinstance(event.get("type"), str):
                             exchange.events.append(SentEvent(time.monotonic() - start, event))
         except ChannelGone:
@@ -426,5 +426,5 @@ def _steer_frame(message: Message) -> dict[str, Any] | None:
     text = message.get("text")
     if message.get("type") != "websocket.receive" or not isinstance(text, str) or not is_steer(text):
         return None
-    body = json.loads(text)
+    body = parse_json(text, what="frame")  # read once already (is_steer): it is JSON
     return body if isinstance(body, dict) else None
