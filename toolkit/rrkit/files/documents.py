@@ -1,12 +1,12 @@
 """YAML and JSON documents (YAML unless the file is `.json` or the caller says JSON): their data and, for YAML,
-the lines of its values; YAML read within its bounds (`yaml_reader`)."""
+the lines of its values; each read within its bounds (`yaml_reader`, `json_reader`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from .json_reader import JsonBound, JsonSyntax, read_json
 from .text import read_utf8
 from .yaml_reader import Lines, YamlBound, read_yaml
 
@@ -27,14 +27,12 @@ def parse_document(
     import yaml
 
     try:
-        return read_yaml(text) if as_yaml else (json.loads(text), None)
-    except YamlBound as error:
+        return read_yaml(text) if as_yaml else (read_json(text, what), None)
+    except (YamlBound, JsonBound) as error:
         raise error_type(f"{place}: {error}") from None
-    except json.JSONDecodeError as error:
+    except JsonSyntax as error:
         hint = f" ({json_hint})" if json_hint else ""
-        raise error_type(
-            f"{place}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}{hint}"
-        ) from None
+        raise error_type(f"{place}: line {error.line}, column {error.column}: invalid JSON: {error}{hint}") from None
     except yaml.YAMLError as error:
         if "maximum nesting depth" in str(error):  # libyaml's bound (1,000 levels), where Python would recurse
             raise error_type(
