@@ -11,6 +11,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from ..report.text import quoted
 from .diff_report import Difference, DiffReport, Kind
 
 ROWS_PER_EXCHANGE = 30
@@ -106,13 +107,14 @@ def _block(difference: Difference) -> RenderableType:
     values.add_row("A", _value(a.value, difference), "B", _value(b.value, difference))
     parts: list[RenderableType] = [head, Padding(values, (0, 0, 0, 2))]
     if difference.detail:
-        parts.append(Padding(Text(difference.detail, style="dim"), (0, 0, 0, 2)))
+        parts.append(Padding(Text(quoted(difference.detail), style="dim"), (0, 0, 0, 2)))
     return Group(*parts)
 
 
 def _value(value: str | None, difference: Difference) -> Text:
     if value is None:
         return Text("-", style="dim")
+    value = quoted(value)  # a value a client sent or was sent: a few KiB of each end, its size between
     return Text(f"breaks: {value}" if difference.kind is Kind.PROTOCOL else value)
 
 

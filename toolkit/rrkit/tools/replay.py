@@ -25,6 +25,7 @@ from ..protocol.headers import is_prewarm
 from ..protocol.request import Item, input_items, is_warmup
 from ..protocol.vocabulary import Transport
 from ..report import Report
+from ..report.text import quoted
 from ..server.runner import FakeServer
 from .against import IDLE_TIMEOUT, TEXT_PATHS, answers_of
 from .diff import DiffReport, View, diff_cassettes
@@ -310,10 +311,10 @@ def summary_table(results: Sequence[ReplayResult], who: str) -> Table:
     for result in results:
         verdict = "[green]as recorded[/]" if result.ok else f"[red]{len(result.report.differences)} differences[/]"
         if not result.client.ok:
-            verdict += f"\n[yellow]{escape(result.client.detail)}[/]"
+            verdict += f"\n[yellow]{escape(quoted(result.client.detail))}[/]"  # its output: a few KiB of each end
         name = escape(str(result.path) if result.path is not None else result.name)
         name += f"\n[dim]matching with {escape(result.matching)}[/]" if result.matching else ""
-        table.add_row(name, str(result.report.a.exchanges), verdict, escape(first_difference(result)))
+        table.add_row(name, str(result.report.a.exchanges), verdict, escape(quoted(first_difference(result))))
     same = sum(1 for result in results if result.ok)
     table.caption = f"{same} of {len(results)} behaved as recorded"
     return table
