@@ -1,17 +1,21 @@
 """JSON from a hostile upstream nested 100,000 deep is read by the one JSON reader, never recursively: an SSE event
 or a WebSocket frame that deep cuts the client's stream and is recorded as a dropped exchange (the events before it
-kept), an error body that deep reaches the client as an error; the server goes on serving, no traceback."""
+kept), an error body that deep reaches the client as an error; the server goes on serving, no traceback. A cassette
+holding an event that deep is refused by `rrkit show` and `rrkit replay`, naming the file and place."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from rrkit.cassette.proxy import RecordingProxy
+from rrkit.cli import main as cli
 from rrkit.protocol import OutcomeKind
 from rrkit.protocol.jsontext import PEER_DEPTH, UnsafeJSON, parse_peer_json
 from rrkit.protocol.sse import SSEMessage
@@ -97,3 +101,19 @@ def test_json_from_a_peer_is_read_as_sent_but_never_deeper_than_its_bound() -> N
         SSEMessage(DEEP).json()
     with pytest.raises(UnsafeJSON, match="The body is not valid JSON"):
         parse_peer_json(b"<html>", what="body")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["show", "replay"])
+def test_a_cassette_holding_an_event_nested_100000_deep_is_refused_naming_the_file(
+    tmp_path: Path, command: str
+) -> None:
+    cassette = json.loads((Path(__file__).parents[2] / "cassettes" / "example.http.json").read_text("utf-8"))
+    exchange = cassette["exchanges"][0]
+    exchange["events"].insert(1, {"at": 0.0, "event": {"type": "response.in_progress", "deep": "DEEP"}})
+    exchange["outcome"]["events_sent"] += 1
+    path = tmp_path / "deep.http.json"
+    path.write_text(json.dumps(cassette).replace('"DEEP"', "[" * 100_000 + "]" * 100_000), encoding="utf-8")
+    result = CliRunner().invoke(cli, [command, str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"Error: {path}: line 1, column ") and "invalid JSON" in result.output

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rrkit.cli import main as cli
@@ -17,6 +18,7 @@ CASSETTE = Path(__file__).parents[2] / "cassettes" / "example.http.json"
 HUGE = 3_000_000
 
 
+@pytest.mark.hostile
 def test_replay_quotes_a_failing_clients_huge_output_by_its_ends() -> None:
     client = f"import sys; sys.stderr.write('start' + 'x' * {HUGE} + 'end'); sys.exit(3)"
     result = CliRunner().invoke(cli, ["replay", str(CASSETTE), "--", sys.executable, "-c", client])
@@ -25,6 +27,7 @@ def test_replay_quotes_a_failing_clients_huge_output_by_its_ends() -> None:
     assert len(result.output) < 20 * QUOTE_EDGE, f"{len(result.output):,} characters of terminal output"
 
 
+@pytest.mark.hostile
 def test_diff_quotes_a_huge_differing_value_by_its_ends(tmp_path: Path) -> None:
     cassette = json.loads(CASSETTE.read_text(encoding="utf-8"))
     deltas = (event for exchange in cassette["exchanges"] for event in exchange["events"])
