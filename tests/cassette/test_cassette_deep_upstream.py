@@ -17,8 +17,10 @@ from websockets.sync.client import connect
 from rrkit.cassette.proxy import RecordingProxy
 from rrkit.cli import main as cli
 from rrkit.protocol import OutcomeKind
+from rrkit.protocol.events import UNPARSABLE
 from rrkit.protocol.jsontext import PEER_DEPTH, UnsafeJSON, parse_peer_json
 from rrkit.protocol.sse import SSEMessage
+from rrkit.protocol.wire_events import event_of_wire, verbatim
 
 from ..errortrap import Serve
 from .rawupstream import RawUpstream, sse, whole
@@ -117,3 +119,25 @@ def test_a_cassette_holding_an_event_nested_100000_deep_is_refused_naming_the_fi
     result = CliRunner().invoke(cli, [command, str(path)])
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"Error: {path}: line 1, column ") and "invalid JSON" in result.output
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("depth", [300, 1_000])
+def test_a_cassette_event_deeper_than_orjson_writes_back_is_replayed_as_unreadable_not_a_traceback(
+    tmp_path: Path, depth: int
+) -> None:
+    """Nested 256 to 1,024 levels deep, an event loads (orjson reads it) but cannot be written back: read as an
+    event it is an unreadable one, as any other the relay cannot read."""
+    cassette = json.loads((Path(__file__).parents[2] / "cassettes" / "example.http.json").read_text("utf-8"))
+    exchange = cassette["exchanges"][0]
+    exchange["events"].insert(1, {"at": 0.0, "event": {"type": "response.in_progress", "deep": "DEEP"}})
+    exchange["outcome"]["events_sent"] += 1
+    path = tmp_path / "deep.http.json"
+    path.write_text(json.dumps(cassette).replace('"DEEP"', "[" * depth + "]" * depth), encoding="utf-8")
+    result = CliRunner().invoke(cli, ["replay", str(path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert "Traceback" not in result.output
+    deep = '{"type":"response.in_progress","deep":' + "[" * depth + "]" * depth + "}"
+    assert event_of_wire(deep)["type"] == UNPARSABLE
+    with pytest.raises(ValueError, match="deeper than"):
+        verbatim(deep, "ws")

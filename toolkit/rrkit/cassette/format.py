@@ -45,7 +45,13 @@ def loads_exact(text: str | bytes) -> Any:
     NaN, nesting beyond `CASSETTE_DEPTH`) with a ValueError saying where."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if _LONG_INTEGER.search(data) is None:
-        return orjson.loads(data)
+        value = orjson.loads(data)
+        try:
+            orjson.dumps(value)  # orjson reads 1,024 levels but writes 255: what it cannot write goes on below
+        except TypeError:  # orjson.JSONEncodeError
+            pass
+        else:
+            return value
     return parse_json(data, what="cassette", max_depth=CASSETTE_DEPTH)
 
 

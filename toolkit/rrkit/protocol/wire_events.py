@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from .events import RRKIT_TYPES, SSE_COMMENT, UNPARSABLE, Event
+from .jsontext import parse_peer_json
 from .made_on_read import MadeOnRead
 from .plan import PlannedEvent
 from .sse import encode_comment, encode_json, encode_sse
@@ -29,12 +30,15 @@ def wire_of(event: Event, ws: bool) -> str | bytes:
 
 def _parse_exact(raw: str) -> Any:
     """JSON text parsed as `json.loads` reads it, integers beyond 64 bits kept exact: orjson when the value it
-    reads writes back to the same text (compact, no integer turned into a float), else the standard library."""
+    reads writes back to the same text (compact, no integer turned into a float), else the one reader of what a
+    peer sent (NaN, a lone surrogate; nesting orjson reads but cannot write back: a ValueError past PEER_DEPTH)."""
     try:
         value = orjson.loads(raw)
-    except orjson.JSONDecodeError:  # NaN, a lone surrogate: what the standard library still reads
-        return json.loads(raw)
-    return value if orjson.dumps(value) == raw.encode() else json.loads(raw)
+        if orjson.dumps(value) == raw.encode():
+            return value
+    except (orjson.JSONDecodeError, TypeError):  # TypeError: orjson writes back at most 255 levels
+        pass
+    return parse_peer_json(raw, what="event")
 
 
 class _ParsedOnRead(PlannedEvent):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import array
 import contextvars
+import itertools
 import threading
 import time
 from collections import Counter, deque
@@ -61,35 +63,47 @@ class SentEvent:
 
 
 class SentEvents(MadeOnRead[SentEvent]):
-    """An exchange's events as sent, kept compact: each as its offset and its wire form (bytes or text, which
-    the garbage collector never walks, however long the stream), in two lists; a SentEvent is made as one is
-    read."""
+    """An exchange's events as sent, kept compact: the wire forms each send carried, joined (bytes or text, which
+    the garbage collector never walks, and one allocation a send: thousands of small ones, kept while a burst
+    comes and goes, would leave the heap in pieces it cannot give back), and for each event its offset, its send
+    and where it ends in it, in arrays; a SentEvent (and its wire) is made as one is read."""
 
-    __slots__ = ("_at", "_bytes", "_done", "_ending", "_kept")
+    __slots__ = ("_at", "_bytes", "_done", "_ending", "_ends", "_kept", "_sends")
 
     def __init__(self, events: Iterable[SentEvent] = ()) -> None:
         self._bytes = 0  # `size()`, counted as events are added
-        self._at: list[float] = []
-        self._kept: list[str | bytes | dict[str, Any]] = []  # a wire form, or an event given whole
+        self._at = array.array("d")
+        self._kept: list[str | bytes | dict[str, Any]] = []  # each send's wires joined, or an event given whole
+        self._ends = array.array("Q")  # where each event's wire ends in its send's
+        self._sends = array.array("L")  # each event's send: its place in `_kept` (`len(self)` counts these)
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
         self._ending: tuple[int, SentEvent | None] = (0, None)  # `last_ending` among the first N events, once read
         self.extend(events)
 
     def sent(self, at: float, wires: Sequence[str | bytes], types: Sequence[object]) -> None:
-        """Events the engine sent together, at `at`: their wire forms, and their types."""
-        start = len(self._kept)
-        self._at += [at] * len(wires)  # before the wires: a reader on another thread counts the wires
-        self._kept += wires
-        self._bytes += sum(map(len, wires))
+        """Events the engine sent together, at `at`: their wire forms (all text or all bytes), and their types."""
+        if not wires:
+            return
+        start = len(self._sends)
+        joined = wires[0] if len(wires) == 1 else (b"" if isinstance(wires[0], bytes) else "").join(wires)  # type: ignore[arg-type]
+        ends = list(itertools.accumulate(map(len, wires)))
+        self._at.extend(itertools.repeat(at, len(wires)))  # each before the count: a reader on another thread
+        self._kept.append(joined)  # counts the events, and reads those it counts
+        self._ends.extend(ends)
+        self._sends.extend(itertools.repeat(len(self._kept) - 1, len(wires)))
+        self._bytes += ends[-1]
         if ITEM_DONE in types:
             self._done.extend([start + index for index, kind in enumerate(types) if kind == ITEM_DONE])
 
     def append(self, sent: SentEvent) -> None:
-        self._at.append(sent.at)  # before the event, and its position after: a reader on another thread
-        self._kept.append(sent._event if sent._event is not None else sent._wire)  # counts the events
+        kept = sent._event if sent._event is not None else sent._wire
+        self._at.append(sent.at)
+        self._kept.append(kept)
+        self._ends.append(len(sent._wire))
+        self._sends.append(len(self._kept) - 1)
         self._bytes += len(sent._wire) if sent._event is None else json_size(sent._event)
         if sent.type == ITEM_DONE:
-            self._done.append(len(self._kept) - 1)
+            self._done.append(len(self._sends) - 1)
 
     def extend(self, events: Iterable[SentEvent]) -> None:
         for sent in events:
@@ -104,7 +118,7 @@ class SentEvents(MadeOnRead[SentEvent]):
         from the end, parsing none of the events after it; found (and parsed, if read) once for the events so far
         (the engine, the store and the journal each ask)."""
         count, found = self._ending
-        now = len(self._kept)  # once: another thread may be adding events
+        now = len(self._sends)  # once: another thread may be adding events
         if count == now:
             return found
         for index in range(now - 1, count - 1, -1):  # the events since it was last asked
@@ -123,9 +137,15 @@ class SentEvents(MadeOnRead[SentEvent]):
     def parsed(self, positions: Iterable[int] | None = None) -> Iterator[dict[str, Any]]:
         """The events (those at `positions`, else every one, in order), each parsed from its wire form as it is
         read: no SentEvent is made."""
-        kept = self._kept
-        for one in kept if positions is None else (kept[index] for index in positions):
-            yield one if isinstance(one, dict) else event_of_wire(one)
+        kept, ends, sends = self._kept, self._ends, self._sends
+        for index in range(len(sends)) if positions is None else positions:  # `_one`, inline: read event by event
+            send = sends[index]
+            one = kept[send]
+            if isinstance(one, dict):
+                yield one
+                continue
+            start = ends[index - 1] if index and sends[index - 1] == send else 0
+            yield event_of_wire(one if start == 0 and ends[index] == len(one) else one[start : ends[index]])
 
     def done_events(self) -> list[dict[str, Any]]:
         """`done_items`, parsed."""
@@ -135,15 +155,25 @@ class SentEvents(MadeOnRead[SentEvent]):
         """Each event's offset and the event (parsed from its wire form), in order, made into no SentEvent."""
         return zip(self._at, self.parsed(), strict=False)  # an offset is noted before its event: zip stops at it
 
+    def _one(self, index: int) -> str | bytes | dict[str, Any]:
+        """The event at `index` as kept: given whole, or its wire, cut from its send's."""
+        send = self._sends[index]
+        kept = self._kept[send]
+        if isinstance(kept, dict):
+            return kept
+        start = self._ends[index - 1] if index and self._sends[index - 1] == send else 0
+        end = self._ends[index]
+        return kept if start == 0 and end == len(kept) else kept[start:end]
+
     def _made_at(self, index: int) -> SentEvent:
-        at, kept = self._at[index], self._kept[index]
+        at, kept = self._at[index], self._one(index)
         return SentEvent(at, kept) if isinstance(kept, dict) else SentEvent.of_wire(at, kept)
 
     def __len__(self) -> int:
-        return len(self._kept)
+        return len(self._sends)
 
     def __iter__(self) -> Iterator[SentEvent]:
-        return (self._made_at(index) for index in range(len(self._kept)))
+        return (self._made_at(index) for index in range(len(self._sends)))
 
     def __repr__(self) -> str:
         return f"SentEvents({list(self)!r})"
