@@ -77,7 +77,7 @@ class SentEvents(MadeOnRead[SentEvent]):
         self._ends = array.array("Q")  # where each event's wire ends in its send's
         self._sends = array.array("L")  # each event's send: its place in `_kept` (`len(self)` counts these)
         self._done: list[int] = []  # positions of the output_item.done events (`done_items`)
-        self._ending: tuple[int, SentEvent | None] = (0, None)  # `last_ending` among the first N events, once read
+        self._ending: tuple[int, int | None] = (0, None)  # where `last_ending` is among the first N events
         self.extend(events)
 
     def sent(self, at: float, wires: Sequence[str | bytes], types: Sequence[object]) -> None:
@@ -115,19 +115,17 @@ class SentEvents(MadeOnRead[SentEvent]):
 
     def last_ending(self) -> SentEvent | None:
         """The last event after which nothing more belongs to the response (a terminal or `error` event), read
-        from the end, parsing none of the events after it; found (and parsed, if read) once for the events so far
-        (the engine, the store and the journal each ask)."""
+        from the end, parsing none of the events after it; found once for the events so far (the engine, the
+        store and the journal each ask), its place kept, not the event: made (and parsed, if read) for each."""
         count, found = self._ending
         now = len(self._sends)  # once: another thread may be adding events
-        if count == now:
-            return found
-        for index in range(now - 1, count - 1, -1):  # the events since it was last asked
-            sent = self._made_at(index)
-            if sent.type in ENDING_TYPES:
-                found = sent
-                break
-        self._ending = (now, found)
-        return found
+        if count != now:
+            for index in range(now - 1, count - 1, -1):  # the events since it was last asked
+                if self._made_at(index).type in ENDING_TYPES:
+                    found = index
+                    break
+            self._ending = (now, found)
+        return self._made_at(found) if found is not None else None
 
     def done_items(self) -> list[SentEvent]:
         """The `response.output_item.done` events, in order, found by the positions noted as they were sent:
