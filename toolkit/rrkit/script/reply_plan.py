@@ -106,12 +106,9 @@ def plan_reply(
         delays = [max(0.0, now - before) for (before, _), (now, _) in zip([(0.0, {}), *timed], timed, strict=False)]
         encoded = (planned(event, transport, delay) for (_, event), delay in zip(timed, delays, strict=True))
         return ResponsePlan(events_of(encoded), response_id=response_id_of([e for _, e in timed]) or "", **common)
+    undelayed = fault.pace is None and not (fault.delay_each or fault.delay_first)
     # the common case, made lean: encoded straight into runs, each series of deltas from one template
-    lean = (
-        EncodedRuns(transport)
-        if not frames and fault.pace is None and not (fault.delay_each or fault.delay_first)
-        else None
-    )
+    lean = EncodedRuns(transport) if undelayed and not frames else None
     builder = ResponseEvents(
         request, ids=ids, model=reply.model, keep_events=False, take_deltas=lean.take if lean is not None else None
     )
@@ -121,7 +118,7 @@ def plan_reply(
         return ResponsePlan(lean.of(made), response_id=builder.response_id, steer=steer, **common)
     if frames:
         made = (event for _, event in _with_frames(((0.0, e) for e in made), frames))
-    if fault.pace is None and not fault.delay_each and not fault.delay_first:
+    if undelayed:
         return ResponsePlan(encoded_runs(made, transport), response_id=builder.response_id, steer=steer, **common)
     return ResponsePlan(
         events_of(_delayed(made, fault, transport)), response_id=builder.response_id, steer=steer, **common

@@ -78,10 +78,10 @@ def create_app(state: ServerState) -> ASGIApp:
         capture = target.capture
         capture.answering += 1
         after_burst.begin()
-        path = scope["path"]
-        admin = scope["type"] != "http" or path == ADMIN_PREFIX or path.startswith(_ADMIN)
+        path = scope["path"]  # any other HTTP path, a newline or a trailing slash in it too, is the resource's
+        routed = scope["type"] != "http" or path == ADMIN_PREFIX or path.startswith(_ADMIN)
         try:
-            await (_shared_app() if admin else _RESOURCE)(scope, receive, send)
+            await (_shared_app() if routed else _RESOURCE)(scope, receive, send)
         finally:
             capture.answering -= 1
             after_burst.end()
