@@ -3,7 +3,6 @@ budget's share (`Limits.memory`, "responses")."""
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, MutableMapping
@@ -19,65 +18,25 @@ from .background import BackgroundRun
 from .capture import Exchange
 
 
+@dataclass
 class Stored:
     """A response kept: what a later request continues with `previous_response_id` (its logical input and output),
     and, kept over HTTP, what the resource's routes read: the response object, its background run, the
-    conversation it belongs to. Its items and response object are kept packed, in one allocation: a thousand
-    responses kept as trees of small objects, made while a burst came and went, would leave the heap in pieces it
-    cannot give back; each read unpacks a fresh copy."""
+    conversation it belongs to."""
 
-    __slots__ = ("_packed", "_size", "conversation", "item_ids", "run")
-
-    def __init__(
-        self,
-        logical_input: list[Item],
-        output: list[Item],
-        response: dict[str, Any] | None = None,  # None: kept only to be continued (a WebSocket connection's own)
-        run: BackgroundRun | None = None,
-        conversation: str | None = None,
-        input_given: list[Item] | None = None,  # the items of this request's own input (the conversation gets them)
-    ) -> None:
-        self.run, self.conversation = run, conversation
-        self._pack(logical_input, output, response, input_given)
-
-    def _pack(
-        self, logical_input: list[Item], output: list[Item], response: dict[str, Any] | None, given: list[Item] | None
-    ) -> None:
-        self._size = json_size(logical_input) + json_size(output) + (json_size(response) if response else 0)
-        self.item_ids = frozenset(str(item["id"]) for item in (*output, *logical_input) if item.get("id"))
-        self._packed = pickle.dumps((logical_input, output, response, given), protocol=pickle.HIGHEST_PROTOCOL)
-
-    def _fields(self) -> tuple[list[Item], list[Item], dict[str, Any] | None, list[Item] | None]:
-        fields: tuple[list[Item], list[Item], dict[str, Any] | None, list[Item] | None] = pickle.loads(self._packed)
-        return fields
-
-    @property
-    def logical_input(self) -> list[Item]:
-        return self._fields()[0]
-
-    @property
-    def output(self) -> list[Item]:
-        return self._fields()[1]
-
-    @output.setter
-    def output(self, output: list[Item]) -> None:
-        logical_input, _, response, given = self._fields()
-        self._pack(logical_input, output, response, given)
-
-    @property
-    def response(self) -> dict[str, Any] | None:
-        return self._fields()[2]
-
-    @property
-    def input_given(self) -> list[Item] | None:
-        return self._fields()[3]
+    logical_input: list[Item]
+    output: list[Item]
+    response: dict[str, Any] | None = None  # None: kept only to be continued (a WebSocket connection's own)
+    run: BackgroundRun | None = None
+    conversation: str | None = None
+    input_given: list[Item] | None = None  # the items of this request's own input (the conversation gets them)
 
     @property
     def stated(self) -> dict[str, Any]:
         """The response object as it stands (a background one's as its run states it)."""
         if self.run is not None:
             return self.run.response
-        return self.response or {}
+        return dict(self.response or {})
 
     @property
     def status(self) -> str:
@@ -91,7 +50,12 @@ class Stored:
         return self.status == "completed"
 
     def size(self) -> int:
-        return self._size + (self.run.wire_bytes if self.run is not None else 0)
+        size = json_size(self.logical_input) + json_size(self.output)
+        if self.response is not None:
+            size += json_size(self.response)
+        if self.run is not None:
+            size += self.run.wire_bytes
+        return size
 
 
 @dataclass
@@ -159,8 +123,6 @@ class ResponseStore(MutableMapping[str, Stored]):
     def find_item(self, item_id: str) -> Item | None:
         """An item a kept response took or gave, or a kept conversation holds, by its id (newest first)."""
         for stored in reversed(self._kept.values()):
-            if item_id not in stored.item_ids:
-                continue
             for item in (*stored.output, *stored.logical_input):
                 if item.get("id") == item_id:
                     return item
