@@ -105,17 +105,23 @@ def test_json_from_a_peer_is_read_as_sent_but_never_deeper_than_its_bound() -> N
         parse_peer_json(b"<html>", what="body")
 
 
-@pytest.mark.hostile
-@pytest.mark.parametrize("command", ["show", "replay"])
-def test_a_cassette_holding_an_event_nested_100000_deep_is_refused_naming_the_file(
-    tmp_path: Path, command: str
-) -> None:
+def deep_cassette(tmp_path: Path, depth: int) -> Path:
+    """The example cassette with one event holding lists nested `depth` deep."""
     cassette = json.loads((Path(__file__).parents[2] / "cassettes" / "example.http.json").read_text("utf-8"))
     exchange = cassette["exchanges"][0]
     exchange["events"].insert(1, {"at": 0.0, "event": {"type": "response.in_progress", "deep": "DEEP"}})
     exchange["outcome"]["events_sent"] += 1
     path = tmp_path / "deep.http.json"
-    path.write_text(json.dumps(cassette).replace('"DEEP"', "[" * 100_000 + "]" * 100_000), encoding="utf-8")
+    path.write_text(json.dumps(cassette).replace('"DEEP"', "[" * depth + "]" * depth), encoding="utf-8")
+    return path
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("command", ["show", "replay"])
+def test_a_cassette_holding_an_event_nested_100000_deep_is_refused_naming_the_file(
+    tmp_path: Path, command: str
+) -> None:
+    path = deep_cassette(tmp_path, 100_000)
     result = CliRunner().invoke(cli, [command, str(path)])
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"Error: {path}: line 1, column ") and "invalid JSON" in result.output
@@ -128,12 +134,7 @@ def test_a_cassette_event_deeper_than_orjson_writes_back_is_replayed_as_unreadab
 ) -> None:
     """Nested 256 to 1,024 levels deep, an event loads (orjson reads it) but cannot be written back: read as an
     event it is an unreadable one, as any other the relay cannot read."""
-    cassette = json.loads((Path(__file__).parents[2] / "cassettes" / "example.http.json").read_text("utf-8"))
-    exchange = cassette["exchanges"][0]
-    exchange["events"].insert(1, {"at": 0.0, "event": {"type": "response.in_progress", "deep": "DEEP"}})
-    exchange["outcome"]["events_sent"] += 1
-    path = tmp_path / "deep.http.json"
-    path.write_text(json.dumps(cassette).replace('"DEEP"', "[" * depth + "]" * depth), encoding="utf-8")
+    path = deep_cassette(tmp_path, depth)
     result = CliRunner().invoke(cli, ["replay", str(path)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert "Traceback" not in result.output
